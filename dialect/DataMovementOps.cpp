@@ -1,0 +1,93 @@
+// Transpose, reshape and broadcast: shapes, verification, folds, gradients.
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+using namespace otc;
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor a,
+                                            SmallVectorImpl<Type> &types) {
+  auto t = tensorType(a.getInput());
+  ArrayRef<int64_t> perm = a.getPerm();
+  SmallVector<bool> seen(t.getRank(), false);
+  if ((int64_t)perm.size() != t.getRank())
+    return emitOptionalError(loc, "transpose perm has ", perm.size(),
+                             " entries for rank ", t.getRank());
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= t.getRank() || seen[p])
+      return emitOptionalError(loc, "transpose perm is not a permutation");
+    seen[p] = true;
+    shape.push_back(t.getDimSize(p));
+  }
+  types.push_back(RankedTensorType::get(shape, t.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    if ((int64_t)i != p)
+      return {};
+  return getInput();
+}
+
+LogicalResult TransposeOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                          SmallVectorImpl<Value> &grads) {
+  SmallVector<int64_t> inverse(getPerm().size());
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    inverse[p] = i;
+  grads.push_back(
+      TransposeOp::create(b, getLoc(), dy[0], b.getDenseI64ArrayAttr(inverse)));
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = tensorType(getInput()), out = tensorType(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("changes the element type from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in << " (" << in.getNumElements() << " elements) to " << out;
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape of x.
+  if (auto inner = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                        SmallVectorImpl<Value> &grads) {
+  grads.push_back(ReshapeOp::create(b, getLoc(), getInput().getType(), dy[0]));
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto in = tensorType(getInput()), out = tensorType(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("changes the element type");
+  if (!broadcastsTo(in.getShape(), out.getShape()))
+    return emitOpError("cannot broadcast ") << in << " to " << out;
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult BroadcastToOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                            SmallVectorImpl<Value> &grads) {
+  grads.push_back(sumToShape(b, getLoc(), dy[0], tensorType(getInput())));
+  return success();
+}

@@ -1,0 +1,101 @@
+// Elementwise operations: broadcast shape inference and gradient rules.
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+using namespace otc;
+
+static LogicalResult inferBroadcast(std::optional<Location> loc, Value lhs,
+                                    Value rhs, SmallVectorImpl<Type> &types) {
+  auto lt = tensorType(lhs), rt = tensorType(rhs);
+  auto shape = broadcastShapes(lt.getShape(), rt.getShape());
+  if (!shape)
+    return emitOptionalError(loc, "operands of shapes ", lt, " and ", rt,
+                             " do not broadcast");
+  types.push_back(RankedTensorType::get(*shape, lt.getElementType()));
+  return success();
+}
+
+#define OTC_BINARY_INFER(Op)                                                   \
+  LogicalResult Op::inferReturnTypes(MLIRContext *, std::optional<Location> l, \
+                                     Op::Adaptor a,                            \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferBroadcast(l, a.getLhs(), a.getRhs(), types);                   \
+  }
+OTC_BINARY_INFER(AddOp)
+OTC_BINARY_INFER(SubOp)
+OTC_BINARY_INFER(MulOp)
+OTC_BINARY_INFER(DivOp)
+#undef OTC_BINARY_INFER
+
+// Each binary rule computes the full-shape gradient of each operand; the
+// broadcast operand's gradient is then summed back to its own shape.
+template <typename Op>
+static void finishBinary(OpBuilder &b, Op op, Value dl, Value dr,
+                         SmallVectorImpl<Value> &grads) {
+  grads.push_back(sumToShape(b, op.getLoc(), dl, tensorType(op.getLhs())));
+  grads.push_back(sumToShape(b, op.getLoc(), dr, tensorType(op.getRhs())));
+}
+
+LogicalResult AddOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  finishBinary(b, *this, dy[0], dy[0], grads);
+  return success();
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  finishBinary(b, *this, dy[0], NegOp::create(b, getLoc(), dy[0]), grads);
+  return success();
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  finishBinary(b, *this, MulOp::create(b, loc, dy[0], getRhs()),
+               MulOp::create(b, loc, dy[0], getLhs()), grads);
+  return success();
+}
+
+// d(a/b)/da = 1/b and d(a/b)/db = -(a/b)/b, reusing the forward result.
+LogicalResult DivOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value da = DivOp::create(b, loc, dy[0], getRhs());
+  Value db = NegOp::create(
+      b, loc, MulOp::create(b, loc, da, DivOp::create(b, loc, getResult(), getRhs())));
+  finishBinary(b, *this, da, db, grads);
+  return success();
+}
+
+LogicalResult NegOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  grads.push_back(NegOp::create(b, getLoc(), dy[0]));
+  return success();
+}
+
+LogicalResult IdentityOp::buildGradients(OpBuilder &, ValueRange dy,
+                                         SmallVectorImpl<Value> &grads) {
+  grads.push_back(dy[0]);
+  return success();
+}
+
+OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
+
+LogicalResult ReluOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                     SmallVectorImpl<Value> &grads) {
+  grads.push_back(ReluGradOp::create(b, getLoc(), dy[0], getInput()));
+  return success();
+}
+
+LogicalResult TanhOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                     SmallVectorImpl<Value> &grads) {
+  grads.push_back(TanhGradOp::create(b, getLoc(), dy[0], getResult()));
+  return success();
+}
+
+LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                        SmallVectorImpl<Value> &grads) {
+  grads.push_back(SigmoidGradOp::create(b, getLoc(), dy[0], getResult()));
+  return success();
+}

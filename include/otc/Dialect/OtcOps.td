@@ -1,0 +1,252 @@
+#ifndef OTC_OPS
+#define OTC_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "otc/Dialect/GradientInterface.td"
+
+def Otc_Dialect : Dialect {
+  let name = "otc";
+  let cppNamespace = "::otc";
+  let summary = "Statically shaped tensor operations of the ONNX training compiler";
+  let description = [{
+    Operations on statically shaped tensors with value semantics. Each
+    differentiable operation carries its own gradient rule through
+    `GradientOpInterface`; the `*_grad` operations exist only as the output
+    of those rules.
+  }];
+  let hasConstantMaterializer = 1;
+}
+
+def Otc_FloatTensor : StaticShapeTensorOf<[F32, F64]>;
+def Otc_IndexTensor : StaticShapeTensorOf<[I64]>;
+def Otc_AnyTensor : StaticShapeTensorOf<[F32, F64, I64]>;
+def Otc_FloatScalar : 0DTensorOf<[F32, F64]>;
+
+class Otc_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Otc_Dialect, mnemonic, traits>;
+
+class Otc_DiffOp<string mnemonic, list<Trait> traits = []>
+    : Otc_Op<mnemonic, !listconcat(traits,
+        [Pure, DeclareOpInterfaceMethods<Otc_GradientOpInterface>])>;
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Otc_ConstantOp : Otc_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant tensor";
+  let description = [{
+    ```mlir
+    %c = otc.constant dense<1.0> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Otc_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Otc_BinaryOp<string mnemonic, string what>
+    : Otc_DiffOp<mnemonic, [InferTypeOpAdaptor,
+        AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "Elementwise " # what # " with numpy broadcasting";
+  let arguments = (ins Otc_FloatTensor:$lhs, Otc_FloatTensor:$rhs);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Otc_AddOp : Otc_BinaryOp<"add", "addition">;
+def Otc_SubOp : Otc_BinaryOp<"sub", "subtraction">;
+def Otc_MulOp : Otc_BinaryOp<"mul", "multiplication">;
+def Otc_DivOp : Otc_BinaryOp<"div", "division">;
+
+class Otc_UnaryOp<string mnemonic, string what>
+    : Otc_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Otc_FloatTensor:$input);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Otc_NegOp : Otc_UnaryOp<"neg", "Elementwise negation">;
+def Otc_ReluOp : Otc_UnaryOp<"relu", "Elementwise max(x, 0)">;
+def Otc_TanhOp : Otc_UnaryOp<"tanh", "Elementwise hyperbolic tangent">;
+def Otc_SigmoidOp : Otc_UnaryOp<"sigmoid", "Elementwise logistic function">;
+def Otc_IdentityOp : Otc_UnaryOp<"identity", "Returns its operand"> {
+  let hasFolder = 1;
+}
+
+// The derivatives of the activations. Each takes the result gradient and the
+// value it needs (the input for relu, the output for tanh and sigmoid), so
+// the backward pass never recomputes the forward function.
+class Otc_ActivationGradOp<string mnemonic, string what>
+    : Otc_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$value);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $value attr-dict `:` type($grad)";
+}
+
+def Otc_ReluGradOp : Otc_ActivationGradOp<"relu_grad",
+    "grad where the relu input is positive, else 0">;
+def Otc_TanhGradOp : Otc_ActivationGradOp<"tanh_grad",
+    "grad * (1 - y * y), y being the tanh output">;
+def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
+    "grad * y * (1 - y), y being the sigmoid output">;
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def Otc_MatMulOp : Otc_DiffOp<"matmul", [InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "Matrix product over the last two dimensions";
+  let description = [{
+    `lhs` is `[..., M, K]`. `rhs` is either `[K, N]`, shared by every
+    leading index of `lhs`, or `[..., K, N]` with the same leading
+    dimensions as `lhs`.
+
+    ```mlir
+    %y = otc.matmul %a, %b : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$lhs, Otc_FloatTensor:$rhs);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Otc_GemmOp : Otc_DiffOp<"gemm", [InferTypeOpAdaptor]> {
+  let summary = "alpha * op(A) * op(B) + beta * C, as ONNX Gemm";
+  let description = [{
+    `op(X)` transposes `X` when the matching `trans_*` flag is set. The
+    optional `c` is broadcast to the `[M, N]` result.
+
+    ```mlir
+    %y = otc.gemm %x, %w, %b {trans_b = true}
+        : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$a, Otc_FloatTensor:$b,
+                   Optional<Otc_FloatTensor>:$c,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+                   DefaultValuedAttr<F64Attr, "1.0">:$alpha,
+                   DefaultValuedAttr<F64Attr, "1.0">:$beta);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Otc_TransposeOp : Otc_DiffOp<"transpose", [InferTypeOpAdaptor]> {
+  let summary = "Permutes dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins Otc_FloatTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input $perm attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Otc_ReshapeOp : Otc_DiffOp<"reshape"> {
+  let summary = "Reinterprets the elements in row-major order with a new shape";
+  let arguments = (ins Otc_AnyTensor:$input);
+  let results = (outs Otc_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to"> {
+  let summary = "Broadcasts the input to the result shape, numpy style";
+  let arguments = (ins Otc_FloatTensor:$input);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Otc_ReduceOp<string mnemonic, string what>
+    : Otc_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = what # " over `axes` (sorted, non-negative, unique)";
+  let arguments = (ins Otc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                   DefaultValuedAttr<BoolAttr, "false">:$keepdims);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input $axes attr-dict `:` type($input) `->` type($result)";
+}
+
+def Otc_ReduceSumOp : Otc_ReduceOp<"reduce_sum", "Sum">;
+def Otc_ReduceMeanOp : Otc_ReduceOp<"reduce_mean", "Mean">;
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Otc_SoftmaxCrossEntropyOp : Otc_DiffOp<"softmax_cross_entropy", [InferTypeOpAdaptor]> {
+  let summary = "Mean softmax cross-entropy of [N, C] logits against [N] labels";
+  let description = [{
+    Samples whose label equals `ignore_index` count neither in the sum nor
+    in the divisor, as in ONNX SoftmaxCrossEntropyLoss with mean reduction.
+  }];
+  let arguments = (ins Otc_FloatTensor:$logits, Otc_IndexTensor:$labels,
+                   OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Otc_FloatScalar:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` type($logits) `,` type($labels) `->` type($result)
+  }];
+}
+
+def Otc_SoftmaxCrossEntropyGradOp : Otc_Op<"softmax_cross_entropy_grad", [Pure,
+    AllTypesMatch<["logits", "result"]>]> {
+  let summary = "Gradient of softmax_cross_entropy with respect to the logits";
+  let arguments = (ins Otc_FloatScalar:$grad, Otc_FloatTensor:$logits,
+                   Otc_IndexTensor:$labels, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def Otc_AccumulateOp : Otc_Op<"accumulate", [Pure,
+    AllTypesMatch<["acc", "grad", "result"]>]> {
+  let summary = "grad on the first micro-batch of a window, else acc + grad";
+  let description = [{
+    Adds a micro-batch's gradient into a persistent gradient buffer. On the
+    first micro-batch the buffer's old contents are never read, so no kernel
+    has to zero it.
+
+    ```mlir
+    %new = otc.accumulate %acc, %g, %first : tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$acc, Otc_FloatTensor:$grad, I1:$first);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$acc `,` $grad `,` $first attr-dict `:` type($result)";
+}
+
+#endif // OTC_OPS

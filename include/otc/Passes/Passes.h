@@ -1,0 +1,40 @@
+// The otc passes and the pipeline `otc compile` runs.
+#ifndef OTC_PASSES_PASSES_H
+#define OTC_PASSES_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "otc/Dialect/OtcDialect.h"
+
+namespace otc {
+
+#define GEN_PASS_DECL
+#include "otc/Passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "otc/Passes/Passes.h.inc"
+
+/// Names of the function attributes through which the passes, code generation
+/// and the runtime agree on what each argument and result is.
+namespace attr {
+inline constexpr const char kInput[] = "otc.input";
+inline constexpr const char kParam[] = "otc.param";
+inline constexpr const char kTrainable[] = "otc.trainable";
+inline constexpr const char kLoss[] = "otc.loss";
+inline constexpr const char kLossSeed[] = "otc.loss_seed";
+inline constexpr const char kGradOf[] = "otc.grad_of";
+inline constexpr const char kGradBuffer[] = "otc.grad_buffer";
+inline constexpr const char kFirstMicroBatch[] = "otc.first_micro_batch";
+inline constexpr const char kTiedArg[] = "otc.tied_arg";
+} // namespace attr
+
+/// Forward graph to training step: cleanups, autodiff, accumulation, cleanups.
+void buildTrainingPipeline(mlir::OpPassManager &pm);
+
+/// Registers the otc passes and the `otc-training-pipeline` with the
+/// command-line pass registry.
+void registerOtcPassesAndPipelines();
+
+} // namespace otc
+
+#endif // OTC_PASSES_PASSES_H

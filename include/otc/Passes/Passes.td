@@ -1,0 +1,57 @@
+#ifndef OTC_PASSES
+#define OTC_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def Autodiff : Pass<"otc-autodiff", "mlir::ModuleOp"> {
+  let summary = "Appends the backward pass to each function that returns a loss";
+  let description = [{
+    For each `func.func` with a result marked `otc.loss`, differentiates the
+    loss with respect to every argument marked `otc.trainable`, walking the
+    body in reverse and asking each operation's `GradientOpInterface` for its
+    vector-Jacobian product. Gradients of values used more than once are
+    summed.
+
+    The gradient seeded at the loss is a new scalar argument marked
+    `otc.loss_seed` rather than the constant 1, so the runtime can fold the
+    1/K accumulation factor (and later a loss scale) into it. Each parameter
+    gradient becomes a new result marked `otc.grad_of = "<name>"`.
+
+    ```mlir
+    func.func @step(%x: tensor<2x4xf32> {otc.input = "x"},
+                    %w: tensor<4x1xf32> {otc.param = "w", otc.trainable})
+        -> (tensor<f32> {otc.loss})
+    // becomes
+    func.func @step(%x: ..., %w: ..., %seed: tensor<f32> {otc.loss_seed})
+        -> (tensor<f32> {otc.loss}, tensor<4x1xf32> {otc.grad_of = "w"})
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
+def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
+  let summary = "Accumulates parameter gradients into persistent buffers";
+  let description = [{
+    Gives each gradient result (`otc.grad_of`) a persistent buffer argument
+    marked `otc.grad_buffer = "<name>"` and returns
+    `otc.accumulate %buffer, %grad, %first` in its place, with the result
+    tied to the buffer (`otc.tied_arg`) so code generation updates it in
+    place. A new `i1` argument marked `otc.first_micro_batch` selects
+    overwrite on the first micro-batch of a window, so buffers never need a
+    zeroing kernel.
+
+    ```mlir
+    func.func @step(..., %seed: tensor<f32> {otc.loss_seed})
+        -> (tensor<f32> {otc.loss}, tensor<4x1xf32> {otc.grad_of = "w"})
+    // becomes
+    func.func @step(..., %seed: tensor<f32> {otc.loss_seed},
+                    %gw: tensor<4x1xf32> {otc.grad_buffer = "w"},
+                    %first: i1 {otc.first_micro_batch})
+        -> (tensor<f32> {otc.loss},
+            tensor<4x1xf32> {otc.grad_of = "w", otc.tied_arg = 3 : i64})
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
+#endif // OTC_PASSES

@@ -1,0 +1,124 @@
+// Reverse-mode differentiation of a loss function, one VJP rule per op.
+#include "otc/Dialect/Helpers.h"
+#include "otc/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace otc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "otc/Passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+/// Values that depend on a trainable argument: only these need gradients.
+llvm::DenseSet<Value> findActiveValues(func::FuncOp func) {
+  llvm::DenseSet<Value> active;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), attr::kTrainable))
+      active.insert(arg);
+  func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return active.contains(v); }))
+      active.insert(op->result_begin(), op->result_end());
+  });
+  return active;
+}
+
+LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitError("autodiff needs a single-block function");
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  Value loss = ret.getOperand(lossIndex);
+  auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+  if (!lossType || lossType.getRank() != 0 ||
+      !isa<FloatType>(lossType.getElementType()))
+    return func.emitError("the loss must be a scalar float tensor, got ")
+           << loss.getType();
+
+  MLIRContext *ctx = func.getContext();
+  OpBuilder b(ret);
+  unsigned seedIndex = func.getNumArguments();
+  if (failed(func.insertArgument(
+          seedIndex, lossType,
+          DictionaryAttr::get(ctx, {b.getNamedAttr(attr::kLossSeed,
+                                                   b.getUnitAttr())}),
+          func.getLoc())))
+    return failure();
+
+  llvm::DenseSet<Value> active = findActiveValues(func);
+  llvm::DenseMap<Value, Value> grads;
+  grads[loss] = func.getArgument(seedIndex);
+  auto addGrad = [&](Value v, Value g) {
+    Value &slot = grads[v];
+    slot = slot ? AddOp::create(b, g.getLoc(), slot, g).getResult() : g;
+  };
+
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      resultGrads.push_back(grads.lookup(r));
+      any |= bool(resultGrads.back());
+    }
+    if (!any || !llvm::any_of(op->getOperands(),
+                              [&](Value v) { return active.contains(v); }))
+      continue;
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitOpError("has no gradient rule");
+    SmallVector<Value> operandGrads;
+    b.setInsertionPoint(ret);
+    if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
+      return failure();
+    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+      if (g && active.contains(operand))
+        addGrad(operand, g);
+  }
+
+  // Every trainable argument gets a gradient result, zero if no path exists.
+  b.setInsertionPoint(ret);
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<Type> newTypes;
+  SmallVector<DictionaryAttr> newAttrs;
+  for (BlockArgument arg : func.getArguments()) {
+    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
+    if (!name || !func.getArgAttr(arg.getArgNumber(), attr::kTrainable))
+      continue;
+    Value g = grads.lookup(arg);
+    if (!g) {
+      auto t = tensorType(arg);
+      g = ConstantOp::create(b, func.getLoc(),
+                             DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0).getValue()));
+    }
+    results.push_back(g);
+    newTypes.push_back(g.getType());
+    newAttrs.push_back(DictionaryAttr::get(ctx, {b.getNamedAttr(attr::kGradOf, name)}));
+  }
+  ret->setOperands(results);
+  SmallVector<unsigned> indices(newTypes.size(), func.getNumResults());
+  return func.insertResults(indices, newTypes, newAttrs);
+}
+
+struct AutodiffPass : otc::impl::AutodiffBase<AutodiffPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      for (unsigned i = 0; i < func.getNumResults(); ++i) {
+        if (!func.getResultAttr(i, attr::kLoss))
+          continue;
+        if (failed(differentiate(func, i)))
+          return signalPassFailure();
+        break;
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,21 @@
+#include "otc/Passes/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void otc::buildTrainingPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createAutodiff());
+  pm.addPass(createGradAccumulation());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void otc::registerOtcPassesAndPipelines() {
+  registerOtcPasses();
+  PassPipelineRegistration<>("otc-training-pipeline",
+                             "Forward graph to accumulating training step",
+                             buildTrainingPipeline);
+}

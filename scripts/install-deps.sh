@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what otc needs to build and test on Debian 12, skipping what is present.
+set -euo pipefail
+
+pkgs=(
+  cmake ninja-build g++ git
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libopenblas-dev libgtest-dev
+  python3-numpy python3-onnx python3-torch python3-sklearn
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "otc: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
