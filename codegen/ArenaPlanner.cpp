@@ -1,0 +1,42 @@
+// Arena placement: greedy first fit, largest buffers first.
+#include "Lowering.h"
+
+#include <algorithm>
+
+namespace otc {
+
+int64_t placeBuffers(std::vector<Interval> &intervals) {
+  constexpr int64_t kAlign = 256; // cuBLAS and vector loads like aligned bases
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return intervals[a].bytes > intervals[b].bytes;
+  });
+  std::vector<size_t> placed;
+  int64_t arena = 0;
+  for (size_t i : order) {
+    Interval &cur = intervals[i];
+    int64_t size = (cur.bytes + kAlign - 1) / kAlign * kAlign;
+    // Live-overlapping neighbours, by offset; slide past each that collides.
+    std::vector<const Interval *> live;
+    for (size_t j : placed)
+      if (intervals[j].begin <= cur.end && cur.begin <= intervals[j].end)
+        live.push_back(&intervals[j]);
+    std::sort(live.begin(), live.end(),
+              [](const Interval *a, const Interval *b) { return a->offset < b->offset; });
+    int64_t offset = 0;
+    for (const Interval *o : live) {
+      int64_t oSize = (o->bytes + kAlign - 1) / kAlign * kAlign;
+      if (offset + size <= o->offset)
+        break;
+      offset = std::max(offset, o->offset + oSize);
+    }
+    cur.offset = offset;
+    arena = std::max(arena, offset + size);
+    placed.push_back(i);
+  }
+  return arena;
+}
+
+} // namespace otc

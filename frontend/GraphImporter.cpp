@@ -1,0 +1,232 @@
+#include "GraphImporter.h"
+
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace otc {
+
+size_t GraphImporter::numInputs() const {
+  // Trailing optional inputs may be given as empty names.
+  size_t n = current->input_size();
+  while (n > 0 && current->input(n - 1).empty())
+    --n;
+  return n;
+}
+
+const GraphImporter::Entry *GraphImporter::lookup(const std::string &name) const {
+  auto it = values.find(name);
+  return it == values.end() ? nullptr : &it->second;
+}
+
+const HostTensor *GraphImporter::constantInput(size_t i) const {
+  if (i >= numInputs())
+    return nullptr;
+  const Entry *e = lookup(current->input(i));
+  return e && e->host ? &*e->host : nullptr;
+}
+
+FailureOr<Value> GraphImporter::input(size_t i) {
+  if (i >= numInputs() || current->input(i).empty())
+    return fail("missing input " + std::to_string(i));
+  auto it = values.find(current->input(i));
+  if (it == values.end())
+    return fail("input '" + current->input(i) + "' is not defined");
+  Entry &e = it->second;
+  if (!e.value) {
+    if (!elementTypeFor(b, e.host->elemType))
+      return fail("input '" + current->input(i) + "' has an unsupported type");
+    e.value = ConstantOp::create(b, nodeLoc, toAttr(b, *e.host));
+  }
+  return e.value;
+}
+
+void GraphImporter::define(size_t output, Value v) {
+  if (output < (size_t)current->output_size())
+    values[current->output(output)] = Entry{v, std::nullopt};
+}
+
+void GraphImporter::define(size_t output, HostTensor t) {
+  if (output < (size_t)current->output_size())
+    values[current->output(output)] = Entry{Value(), std::move(t)};
+}
+
+LogicalResult GraphImporter::fail(const llvm::Twine &message) {
+  if (error.empty())
+    error = "node '" + current->name() + "' (" + current->op_type() +
+            "): " + message.str();
+  return failure();
+}
+
+const onnx::AttributeProto *GraphImporter::attr(llvm::StringRef name) const {
+  for (const auto &a : current->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t GraphImporter::intAttr(llvm::StringRef name, int64_t fallback) const {
+  const auto *a = attr(name);
+  return a ? a->i() : fallback;
+}
+
+double GraphImporter::floatAttr(llvm::StringRef name, double fallback) const {
+  const auto *a = attr(name);
+  return a ? a->f() : fallback;
+}
+
+std::vector<int64_t> GraphImporter::intsAttr(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return {};
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
+  current = &n;
+  std::string name = n.name().empty() ? n.output(0) : n.name();
+  nodeLoc = NameLoc::get(b.getStringAttr(name));
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return fail("operators of domain '" + n.domain() + "' are not supported");
+  const OpImporter *importer = findOpImporter(n.op_type(), opsetVersion);
+  if (!importer)
+    return fail("unsupported operator at opset " + std::to_string(opsetVersion));
+  for (size_t i = 0; i < numInputs(); ++i)
+    if (!n.input(i).empty() && !lookup(n.input(i)))
+      return fail("input '" + n.input(i) + "' is not defined");
+  return importer->import(*this);
+}
+
+/// Names of every value the loss depends on.
+static llvm::StringSet<> valuesReaching(const onnx::GraphProto &g,
+                                        const std::string &loss) {
+  llvm::StringSet<> needed;
+  needed.insert(loss);
+  for (int i = g.node_size() - 1; i >= 0; --i) {
+    const auto &n = g.node(i);
+    if (llvm::any_of(n.output(), [&](const std::string &o) { return needed.contains(o); }))
+      for (const auto &in : n.input())
+        needed.insert(in);
+  }
+  return needed;
+}
+
+static RankedTensorType valueType(Builder &b, const onnx::ValueInfoProto &v) {
+  const auto &t = v.type().tensor_type();
+  SmallVector<int64_t> shape;
+  for (const auto &d : t.shape().dim())
+    shape.push_back(d.dim_value());
+  Type elem = elementTypeFor(b, t.elem_type());
+  return elem ? RankedTensorType::get(shape, elem) : nullptr;
+}
+
+OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
+                                            const std::string &path) {
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opsetVersion = o.version();
+  const onnx::GraphProto &g = model.graph();
+  const std::string &lossName = g.output(0).name();
+  llvm::StringSet<> reaching = valuesReaching(g, lossName);
+  llvm::StringSet<> used;
+  for (const auto &n : g.node())
+    for (const auto &in : n.input())
+      used.insert(in);
+
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    lastDiagnostic = d.str();
+    return success();
+  });
+
+  // Arguments: the data inputs, then the floating-point initializers.
+  SmallVector<Type> argTypes;
+  SmallVector<NamedAttrList> argAttrs;
+  llvm::StringSet<> initializerNames;
+  for (const auto &init : g.initializer())
+    initializerNames.insert(init.name());
+  for (const auto &in : g.input()) {
+    if (initializerNames.contains(in.name()))
+      continue;
+    RankedTensorType t = valueType(b, in);
+    if (!t) {
+      error = "input '" + in.name() + "' has an unsupported element type";
+      return nullptr;
+    }
+    argTypes.push_back(t);
+    NamedAttrList attrs;
+    attrs.append(attr::kInput, b.getStringAttr(in.name()));
+    argAttrs.push_back(attrs);
+  }
+  std::vector<const onnx::TensorProto *> params;
+  for (const auto &init : g.initializer()) {
+    bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
+                   init.data_type() == onnx::TensorProto::DOUBLE;
+    if (!isFloat || !used.contains(init.name()))
+      continue;
+    params.push_back(&init);
+    argTypes.push_back(RankedTensorType::get(
+        SmallVector<int64_t>(init.dims().begin(), init.dims().end()),
+        elementTypeFor(b, init.data_type())));
+    NamedAttrList attrs;
+    attrs.append(attr::kParam, b.getStringAttr(init.name()));
+    if (reaching.contains(init.name()))
+      attrs.append(attr::kTrainable, b.getUnitAttr());
+    argAttrs.push_back(attrs);
+  }
+
+  Location fileLoc = FileLineColLoc::get(b.getStringAttr(path), 0, 0);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, fileLoc, "train_step",
+                                   b.getFunctionType(argTypes, {}));
+  for (auto [i, attrs] : llvm::enumerate(argAttrs))
+    func.setArgAttrs(i, attrs.getDictionary(&ctx));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToEnd(body);
+
+  unsigned argIndex = 0;
+  for (const auto &in : g.input())
+    if (!initializerNames.contains(in.name()))
+      values[in.name()] = Entry{body->getArgument(argIndex++), std::nullopt};
+  for (const onnx::TensorProto *p : params)
+    values[p->name()] = Entry{body->getArgument(argIndex++), std::nullopt};
+  for (const auto &init : g.initializer()) {
+    if (values.count(init.name()))
+      continue;
+    HostTensor t;
+    if (!decodeTensor(init, t, error))
+      return nullptr;
+    values[init.name()] = Entry{Value(), std::move(t)};
+  }
+
+  for (const auto &n : g.node())
+    if (failed(importNode(n)))
+      return nullptr;
+
+  current = nullptr;
+  const Entry *loss = lookup(lossName);
+  Value lossValue = loss ? loss->value : Value();
+  auto lossType = lossValue ? dyn_cast<RankedTensorType>(lossValue.getType()) : nullptr;
+  if (!lossType || lossType.getRank() != 0 ||
+      !isa<FloatType>(lossType.getElementType())) {
+    error = "the loss output '" + lossName + "' is not a scalar float tensor "
+            "computed from the inputs";
+    return nullptr;
+  }
+  func::ReturnOp::create(b, fileLoc, lossValue);
+  func.setType(b.getFunctionType(argTypes, {lossType}));
+  func.setResultAttr(0, attr::kLoss, b.getUnitAttr());
+  if (failed(verify(*module))) {
+    error = "the imported model does not verify: " + lastDiagnostic;
+    return nullptr;
+  }
+  return module;
+}
+
+} // namespace otc

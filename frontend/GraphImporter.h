@@ -1,0 +1,92 @@
+// Walks an ONNX graph in order, giving each node to its op importer, and
+// builds `func.func @train_step` from the results.
+#ifndef OTC_FRONTEND_GRAPHIMPORTER_H
+#define OTC_FRONTEND_GRAPHIMPORTER_H
+
+#include "HostTensor.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+#include <optional>
+
+namespace otc {
+
+class GraphImporter {
+public:
+  GraphImporter(mlir::MLIRContext &ctx, std::string &error)
+      : ctx(ctx), b(&ctx), error(error) {}
+
+  /// Imports a checked, batch-specialised model whose graph has exactly one
+  /// output, the scalar loss.
+  mlir::OwningOpRef<mlir::ModuleOp> import(const onnx::ModelProto &model,
+                                           const std::string &path);
+
+  // The interface op importers use, all about the current node.
+  const onnx::NodeProto &node() const { return *current; }
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location loc() const { return nodeLoc; }
+  int opset() const { return opsetVersion; }
+  size_t numInputs() const;
+  /// The runtime value of input `i`, materialising a host constant.
+  mlir::FailureOr<mlir::Value> input(size_t i);
+  /// Input `i` when it is known at compile time, else null.
+  const HostTensor *constantInput(size_t i) const;
+  void define(size_t output, mlir::Value v);
+  void define(size_t output, HostTensor t);
+  /// Records "node 'NAME' (OP): message" and returns failure.
+  mlir::LogicalResult fail(const llvm::Twine &message);
+
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t intAttr(llvm::StringRef name, int64_t fallback) const;
+  double floatAttr(llvm::StringRef name, double fallback) const;
+  std::vector<int64_t> intsAttr(llvm::StringRef name) const;
+
+  /// Creates an op whose result type is inferred, turning an inference error
+  /// into a failure instead of an abort.
+  template <typename Op, typename... Args>
+  mlir::FailureOr<mlir::Value> create(Args &&...args) {
+    auto placeholder = mlir::UnrankedTensorType::get(b.getF32Type());
+    auto op = Op::create(b, nodeLoc, placeholder, std::forward<Args>(args)...);
+    llvm::SmallVector<mlir::Type, 1> types;
+    if (mlir::failed(Op::inferReturnTypes(&ctx, nodeLoc, typename Op::Adaptor(op), types))) {
+      op->erase();
+      return fail(lastDiagnostic);
+    }
+    op->getResult(0).setType(types[0]);
+    return op->getResult(0);
+  }
+
+private:
+  struct Entry {
+    mlir::Value value;
+    std::optional<HostTensor> host;
+  };
+  mlir::LogicalResult importNode(const onnx::NodeProto &n);
+  const Entry *lookup(const std::string &name) const;
+
+  mlir::MLIRContext &ctx;
+  mlir::OpBuilder b;
+  std::string &error;
+  std::string lastDiagnostic;
+  llvm::StringMap<Entry> values;
+  const onnx::NodeProto *current = nullptr;
+  mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
+  int opsetVersion = 0;
+};
+
+/// One entry of the versioned import table: `import` handles `opType` from
+/// opset `sinceVersion` until the next entry for the same op.
+struct OpImporter {
+  const char *opType;
+  int sinceVersion;
+  mlir::LogicalResult (*import)(GraphImporter &);
+};
+
+/// The importer for `opType` at `opset`, or null when it is unsupported.
+const OpImporter *findOpImporter(llvm::StringRef opType, int opset);
+
+} // namespace otc
+
+#endif

@@ -1,0 +1,108 @@
+#include "HostTensor.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include <cstring>
+
+namespace otc {
+
+int64_t HostTensor::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::vector<int64_t> HostTensor::asInts() const {
+  return std::vector<int64_t>(values.begin(), values.end());
+}
+
+template <typename T>
+static void fromRaw(const std::string &raw, std::vector<double> &out) {
+  size_t n = raw.size() / sizeof(T);
+  out.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<double>(v);
+  }
+}
+
+bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
+                  std::string &error) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    error = "tensor '" + t.name() + "' uses external data, which is not supported";
+    return false;
+  }
+  out.shape.assign(t.dims().begin(), t.dims().end());
+  out.elemType = t.data_type();
+  const std::string &raw = t.raw_data();
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    out.isFloat = true;
+    if (t.has_raw_data())
+      fromRaw<float>(raw, out.values);
+    else
+      out.values.assign(t.float_data().begin(), t.float_data().end());
+    break;
+  case onnx::TensorProto::DOUBLE:
+    out.isFloat = true;
+    if (t.has_raw_data())
+      fromRaw<double>(raw, out.values);
+    else
+      out.values.assign(t.double_data().begin(), t.double_data().end());
+    break;
+  case onnx::TensorProto::INT64:
+    if (t.has_raw_data())
+      fromRaw<int64_t>(raw, out.values);
+    else
+      out.values.assign(t.int64_data().begin(), t.int64_data().end());
+    break;
+  case onnx::TensorProto::INT32:
+    out.elemType = onnx::TensorProto::INT64; // widened: only shapes use it
+    if (t.has_raw_data())
+      fromRaw<int32_t>(raw, out.values);
+    else
+      out.values.assign(t.int32_data().begin(), t.int32_data().end());
+    break;
+  default:
+    error = "tensor '" + t.name() + "' has unsupported data type " +
+            onnx::TensorProto::DataType_Name(
+                static_cast<onnx::TensorProto::DataType>(t.data_type()));
+    return false;
+  }
+  if ((int64_t)out.values.size() != out.numElements()) {
+    error = "tensor '" + t.name() + "' holds " +
+            std::to_string(out.values.size()) + " values for " +
+            std::to_string(out.numElements()) + " elements";
+    return false;
+  }
+  return true;
+}
+
+mlir::Type elementTypeFor(mlir::Builder &b, int onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::INT64:
+    return b.getI64Type();
+  default:
+    return nullptr;
+  }
+}
+
+mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t) {
+  auto type = mlir::RankedTensorType::get(t.shape, elementTypeFor(b, t.elemType));
+  if (t.elemType == onnx::TensorProto::FLOAT) {
+    std::vector<float> v(t.values.begin(), t.values.end());
+    return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(v));
+  }
+  if (t.elemType == onnx::TensorProto::DOUBLE)
+    return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<double>(t.values));
+  std::vector<int64_t> v = t.asInts();
+  return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>(v));
+}
+
+} // namespace otc

@@ -1,0 +1,37 @@
+// Tensors known at compile time: constants and the shape computations that
+// exporters emit around them, folded on the host.
+#ifndef OTC_FRONTEND_HOSTTENSOR_H
+#define OTC_FRONTEND_HOSTTENSOR_H
+
+#include "onnx/onnx_pb.h"
+#include "mlir/IR/Builders.h"
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace otc {
+
+struct HostTensor {
+  bool isFloat = false;
+  int elemType = onnx::TensorProto::INT64; // an onnx::TensorProto::DataType
+  std::vector<int64_t> shape;
+  std::vector<double> values; // ints are exact up to 2^53, plenty for shapes
+
+  int64_t numElements() const;
+  std::vector<int64_t> asInts() const;
+};
+
+/// Decodes an ONNX tensor. Fails with a message for unsupported data types
+/// and external data.
+bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
+                  std::string &error);
+
+/// The MLIR element type for an ONNX data type, or null.
+mlir::Type elementTypeFor(mlir::Builder &b, int onnxType);
+
+/// A dense attribute holding `t`.
+mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t);
+
+} // namespace otc
+
+#endif

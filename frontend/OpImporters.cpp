@@ -1,0 +1,530 @@
+// The versioned import table: one function per ONNX operator (and opset
+// range), turning a node into otc operations or into a host-folded constant.
+#include "GraphImporter.h"
+
+#include "otc/Dialect/OtcDialect.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+using Imp = GraphImporter;
+
+int64_t product(ArrayRef<int64_t> dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// Normalises ONNX axes (negative counts from the end) to sorted unique ones.
+FailureOr<SmallVector<int64_t>> normaliseAxes(Imp &imp, std::vector<int64_t> axes,
+                                              int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank)
+      return imp.fail("axis " + std::to_string(a) + " is out of range for rank " +
+                      std::to_string(rank));
+    out.push_back(n);
+  }
+  llvm::sort(out);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+/// Input `i` reshaped (on the host when constant) to `shape`.
+LogicalResult defineReshaped(Imp &imp, size_t i, std::vector<int64_t> shape) {
+  if (const HostTensor *c = imp.constantInput(i)) {
+    HostTensor t = *c;
+    t.shape = shape;
+    imp.define(0, std::move(t));
+    return success();
+  }
+  auto v = imp.input(i);
+  if (failed(v))
+    return failure();
+  auto type = withShape(*v, shape);
+  if (product(shape) != type.getNumElements() ||
+      product(cast<RankedTensorType>(v->getType()).getShape()) != product(shape))
+    return imp.fail("cannot reshape " + std::to_string(product(
+        cast<RankedTensorType>(v->getType()).getShape())) + " elements to " +
+        std::to_string(product(shape)));
+  imp.define(0, ReshapeOp::create(imp.builder(), imp.loc(), type, *v).getResult());
+  return success();
+}
+
+std::vector<int64_t> shapeOfInput(Imp &imp, size_t i) {
+  if (const HostTensor *c = imp.constantInput(i))
+    return c->shape;
+  auto v = imp.input(i);
+  if (failed(v))
+    return {};
+  auto s = cast<RankedTensorType>(v->getType()).getShape();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+//===----------------------------------------------------------------------===//
+// Runtime operations
+//===----------------------------------------------------------------------===//
+
+LogicalResult importGemm(Imp &imp) {
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Value c;
+  if (imp.numInputs() > 2) {
+    auto cv = imp.input(2);
+    if (failed(cv))
+      return failure();
+    c = *cv;
+  }
+  auto r = imp.create<GemmOp>(*a, *b, c, imp.intAttr("transA", 0) != 0,
+                              imp.intAttr("transB", 0) != 0,
+                              llvm::APFloat(imp.floatAttr("alpha", 1.0)),
+                              llvm::APFloat(imp.floatAttr("beta", 1.0)));
+  if (failed(r))
+    return failure();
+  imp.define(0, *r);
+  return success();
+}
+
+LogicalResult importMatMul(Imp &imp) {
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto r = imp.create<MatMulOp>(*a, *b);
+  if (failed(r))
+    return failure();
+  imp.define(0, *r);
+  return success();
+}
+
+/// Folds a binary op on two host constants with numpy broadcasting.
+template <typename F>
+bool foldBinary(Imp &imp, F f) {
+  const HostTensor *l = imp.constantInput(0), *r = imp.constantInput(1);
+  if (!l || !r)
+    return false;
+  size_t rank = std::max(l->shape.size(), r->shape.size());
+  auto pad = [&](const HostTensor *t) {
+    std::vector<int64_t> s(rank - t->shape.size(), 1);
+    s.insert(s.end(), t->shape.begin(), t->shape.end());
+    return s;
+  };
+  std::vector<int64_t> ls = pad(l), rs = pad(r), out(rank);
+  for (size_t d = 0; d < rank; ++d)
+    out[d] = std::max(ls[d], rs[d]);
+  std::vector<int64_t> lst = stridesOf(ls), rst = stridesOf(rs), ost = stridesOf(out);
+  HostTensor t;
+  t.isFloat = l->isFloat;
+  t.elemType = l->elemType;
+  t.shape = out;
+  t.values.resize(product(out));
+  for (int64_t i = 0; i < (int64_t)t.values.size(); ++i) {
+    int64_t li = 0, ri = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t idx = (i / ost[d]) % out[d];
+      li += (ls[d] == 1 ? 0 : idx) * lst[d];
+      ri += (rs[d] == 1 ? 0 : idx) * rst[d];
+    }
+    t.values[i] = f(l->values[li], r->values[ri]);
+    if (!t.isFloat)
+      t.values[i] = std::trunc(t.values[i]);
+  }
+  imp.define(0, std::move(t));
+  return true;
+}
+
+template <typename Op, typename F>
+LogicalResult importBinary(Imp &imp) {
+  if (foldBinary(imp, F()))
+    return success();
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  auto r = imp.create<Op>(*a, *b);
+  if (failed(r))
+    return failure();
+  imp.define(0, *r);
+  return success();
+}
+
+template <typename Op>
+LogicalResult importUnary(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  imp.define(0, Op::create(imp.builder(), imp.loc(), *x).getResult());
+  return success();
+}
+
+LogicalResult importIdentity(Imp &imp) {
+  if (const HostTensor *c = imp.constantInput(0)) {
+    imp.define(0, *c);
+    return success();
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  imp.define(0, *x);
+  return success();
+}
+
+LogicalResult importPow(Imp &imp) {
+  const HostTensor *e = imp.constantInput(1);
+  if (!e || e->numElements() != 1 || (e->values[0] != 2.0 && e->values[0] != 1.0))
+    return imp.fail("only a constant exponent of 1 or 2 is supported");
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  if (e->values[0] == 1.0)
+    imp.define(0, *x);
+  else
+    imp.define(0, MulOp::create(imp.builder(), imp.loc(), *x, *x).getResult());
+  return success();
+}
+
+LogicalResult importTranspose(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  std::vector<int64_t> perm = imp.intsAttr("perm");
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  auto r = imp.create<TransposeOp>(*x, imp.builder().getDenseI64ArrayAttr(perm));
+  if (failed(r))
+    return failure();
+  imp.define(0, *r);
+  return success();
+}
+
+LogicalResult importReshape(Imp &imp) {
+  const HostTensor *shapeT = imp.constantInput(1);
+  if (!shapeT)
+    return imp.fail("the target shape must be a compile-time constant");
+  std::vector<int64_t> in = shapeOfInput(imp, 0), shape = shapeT->asInts();
+  bool allowZero = imp.intAttr("allowzero", 0) != 0;
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowZero) {
+      if (i >= in.size())
+        return imp.fail("shape entry 0 copies a dimension the input lacks");
+      shape[i] = in[i];
+    }
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        return imp.fail("the target shape has more than one -1");
+      inferred = i;
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || product(in) % known)
+      return imp.fail("cannot infer the -1 dimension");
+    shape[inferred] = product(in) / known;
+  }
+  if (product(shape) != product(in))
+    return imp.fail("cannot reshape " + std::to_string(product(in)) +
+                    " elements to " + std::to_string(product(shape)));
+  return defineReshaped(imp, 0, shape);
+}
+
+LogicalResult importFlatten(Imp &imp) {
+  std::vector<int64_t> in = shapeOfInput(imp, 0);
+  int64_t axis = imp.intAttr("axis", 1);
+  if (axis < 0)
+    axis += in.size();
+  if (axis < 0 || axis > (int64_t)in.size())
+    return imp.fail("axis is out of range");
+  int64_t outer = product(ArrayRef<int64_t>(in).take_front(axis));
+  return defineReshaped(imp, 0, {outer, product(in) / std::max<int64_t>(outer, 1)});
+}
+
+/// Reductions: `axesFromInput` selects the opset-13/18 form with axes as an
+/// optional second input instead of an attribute.
+template <typename Op, bool axesFromInput>
+LogicalResult importReduce(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  std::vector<int64_t> axes;
+  if (axesFromInput) {
+    if (imp.numInputs() > 1) {
+      const HostTensor *a = imp.constantInput(1);
+      if (!a)
+        return imp.fail("the reduction axes must be a compile-time constant");
+      axes = a->asInts();
+    }
+  } else {
+    axes = imp.intsAttr("axes");
+  }
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  if (axes.empty()) {
+    if (imp.intAttr("noop_with_empty_axes", 0)) {
+      imp.define(0, *x);
+      return success();
+    }
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  auto norm = normaliseAxes(imp, axes, rank);
+  if (failed(norm))
+    return failure();
+  auto r = imp.create<Op>(*x, imp.builder().getDenseI64ArrayAttr(*norm),
+                          imp.builder().getBoolAttr(imp.intAttr("keepdims", 1) != 0));
+  if (failed(r))
+    return failure();
+  imp.define(0, *r);
+  return success();
+}
+
+LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
+  const auto *reduction = imp.attr("reduction");
+  if (reduction && reduction->s() != "mean")
+    return imp.fail("only reduction 'mean' is supported, not '" + reduction->s() + "'");
+  if (imp.numInputs() > 2)
+    return imp.fail("class weights are not supported");
+  if (imp.node().output_size() > 1 && !imp.node().output(1).empty())
+    return imp.fail("the log_prob output is not supported");
+  auto logits = imp.input(0), labels = imp.input(1);
+  if (failed(logits) || failed(labels))
+    return failure();
+  IntegerAttr ignore;
+  if (imp.attr("ignore_index"))
+    ignore = imp.builder().getI64IntegerAttr(imp.intAttr("ignore_index", 0));
+  auto r = imp.create<SoftmaxCrossEntropyOp>(*logits, *labels, ignore);
+  if (failed(r))
+    return failure();
+  imp.define(0, *r);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Compile-time constants and shape computations
+//===----------------------------------------------------------------------===//
+
+LogicalResult importConstant(Imp &imp) {
+  HostTensor t;
+  std::string error;
+  if (const auto *a = imp.attr("value")) {
+    if (!decodeTensor(a->t(), t, error))
+      return imp.fail(error);
+  } else if (const auto *a = imp.attr("value_float")) {
+    t = HostTensor{true, onnx::TensorProto::FLOAT, {}, {a->f()}};
+  } else if (const auto *a = imp.attr("value_int")) {
+    t = HostTensor{false, onnx::TensorProto::INT64, {}, {double(a->i())}};
+  } else if (const auto *a = imp.attr("value_ints")) {
+    t = HostTensor{false, onnx::TensorProto::INT64, {a->ints_size()}, {}};
+    t.values.assign(a->ints().begin(), a->ints().end());
+  } else if (const auto *a = imp.attr("value_floats")) {
+    t = HostTensor{true, onnx::TensorProto::FLOAT, {a->floats_size()}, {}};
+    t.values.assign(a->floats().begin(), a->floats().end());
+  } else {
+    return imp.fail("unsupported constant form");
+  }
+  imp.define(0, std::move(t));
+  return success();
+}
+
+LogicalResult importShape(Imp &imp) {
+  std::vector<int64_t> shape = shapeOfInput(imp, 0);
+  int64_t rank = shape.size();
+  int64_t start = imp.intAttr("start", 0), end = imp.intAttr("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  HostTensor t{false, onnx::TensorProto::INT64, {std::max<int64_t>(end - start, 0)}, {}};
+  for (int64_t i = start; i < end; ++i)
+    t.values.push_back(shape[i]);
+  imp.define(0, std::move(t));
+  return success();
+}
+
+LogicalResult needConstants(Imp &imp) {
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    if (!imp.constantInput(i))
+      return imp.fail("supported only on compile-time constant inputs");
+  return success();
+}
+
+LogicalResult importGather(Imp &imp) {
+  if (failed(needConstants(imp)))
+    return failure();
+  const HostTensor &data = *imp.constantInput(0), &idx = *imp.constantInput(1);
+  int64_t rank = data.shape.size();
+  int64_t axis = imp.intAttr("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return imp.fail("axis is out of range");
+  int64_t outer = product(ArrayRef<int64_t>(data.shape).take_front(axis));
+  int64_t inner = product(ArrayRef<int64_t>(data.shape).drop_front(axis + 1));
+  int64_t n = data.shape[axis];
+  HostTensor t = data;
+  t.shape.assign(data.shape.begin(), data.shape.begin() + axis);
+  t.shape.insert(t.shape.end(), idx.shape.begin(), idx.shape.end());
+  t.shape.insert(t.shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  t.values.clear();
+  for (int64_t o = 0; o < outer; ++o)
+    for (double iv : idx.values) {
+      int64_t i = iv < 0 ? int64_t(iv) + n : int64_t(iv);
+      if (i < 0 || i >= n)
+        return imp.fail("index " + std::to_string(int64_t(iv)) + " is out of range");
+      for (int64_t k = 0; k < inner; ++k)
+        t.values.push_back(data.values[(o * n + i) * inner + k]);
+    }
+  imp.define(0, std::move(t));
+  return success();
+}
+
+LogicalResult importConcat(Imp &imp) {
+  if (failed(needConstants(imp)))
+    return failure();
+  const HostTensor &first = *imp.constantInput(0);
+  int64_t rank = first.shape.size();
+  int64_t axis = imp.intAttr("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return imp.fail("axis is out of range");
+  int64_t outer = product(ArrayRef<int64_t>(first.shape).take_front(axis));
+  HostTensor t = first;
+  t.shape[axis] = 0;
+  t.values.clear();
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    t.shape[axis] += imp.constantInput(i)->shape[axis];
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < imp.numInputs(); ++i) {
+      const HostTensor &in = *imp.constantInput(i);
+      int64_t chunk = in.numElements() / std::max<int64_t>(outer, 1);
+      t.values.insert(t.values.end(), in.values.begin() + o * chunk,
+                      in.values.begin() + (o + 1) * chunk);
+    }
+  imp.define(0, std::move(t));
+  return success();
+}
+
+/// Unsqueeze and Squeeze are reshapes; `fromInput` selects the opset-13 form.
+template <bool squeeze, bool fromInput>
+LogicalResult importSqueezeLike(Imp &imp) {
+  std::vector<int64_t> in = shapeOfInput(imp, 0), axes;
+  if (fromInput && imp.numInputs() > 1) {
+    const HostTensor *a = imp.constantInput(1);
+    if (!a)
+      return imp.fail("axes must be a compile-time constant");
+    axes = a->asInts();
+  } else if (!fromInput) {
+    axes = imp.intsAttr("axes");
+  }
+  std::vector<int64_t> out;
+  if (squeeze) {
+    auto norm = normaliseAxes(imp, axes, in.size());
+    if (failed(norm))
+      return failure();
+    for (size_t d = 0; d < in.size(); ++d) {
+      bool drop = norm->empty() ? in[d] == 1 : llvm::is_contained(*norm, (int64_t)d);
+      if (drop && in[d] != 1)
+        return imp.fail("cannot squeeze dimension " + std::to_string(d) + " of size " +
+                        std::to_string(in[d]));
+      if (!drop)
+        out.push_back(in[d]);
+    }
+  } else {
+    auto norm = normaliseAxes(imp, axes, in.size() + axes.size());
+    if (failed(norm))
+      return failure();
+    size_t next = 0;
+    for (size_t d = 0; d < in.size() + norm->size(); ++d)
+      out.push_back(llvm::is_contained(*norm, (int64_t)d) ? 1 : in[next++]);
+  }
+  return defineReshaped(imp, 0, out);
+}
+
+LogicalResult importCast(Imp &imp) {
+  int64_t to = imp.intAttr("to", 0);
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    t.isFloat = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
+    t.elemType = to == onnx::TensorProto::INT32 ? int(onnx::TensorProto::INT64) : int(to);
+    if (!t.isFloat)
+      for (double &v : t.values)
+        v = std::trunc(v);
+    imp.define(0, std::move(t));
+    return success();
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  if (getElementTypeOrSelf(x->getType()) != elementTypeFor(imp.builder(), to))
+    return imp.fail("casts between element types are not supported at run time");
+  imp.define(0, *x);
+  return success();
+}
+
+struct AddF { double operator()(double a, double b) const { return a + b; } };
+struct SubF { double operator()(double a, double b) const { return a - b; } };
+struct MulF { double operator()(double a, double b) const { return a * b; } };
+struct DivF { double operator()(double a, double b) const { return a / b; } };
+
+// Sorted by op type, then by the opset each form appeared in.
+const OpImporter kImporters[] = {
+    {"Add", 7, importBinary<AddOp, AddF>},
+    {"Cast", 6, importCast},
+    {"Concat", 4, importConcat},
+    {"Constant", 1, importConstant},
+    {"Div", 7, importBinary<DivOp, DivF>},
+    {"Flatten", 1, importFlatten},
+    {"Gather", 1, importGather},
+    {"Gemm", 7, importGemm},
+    {"Identity", 1, importIdentity},
+    {"MatMul", 1, importMatMul},
+    {"Mul", 7, importBinary<MulOp, MulF>},
+    {"Neg", 6, importUnary<NegOp>},
+    {"Pow", 7, importPow},
+    {"ReduceMean", 1, importReduce<ReduceMeanOp, false>},
+    {"ReduceMean", 18, importReduce<ReduceMeanOp, true>},
+    {"ReduceSum", 1, importReduce<ReduceSumOp, false>},
+    {"ReduceSum", 13, importReduce<ReduceSumOp, true>},
+    {"Relu", 6, importUnary<ReluOp>},
+    {"Reshape", 5, importReshape},
+    {"Shape", 1, importShape},
+    {"Sigmoid", 6, importUnary<SigmoidOp>},
+    {"SoftmaxCrossEntropyLoss", 12, importSoftmaxCrossEntropyLoss},
+    {"Squeeze", 1, importSqueezeLike<true, false>},
+    {"Squeeze", 13, importSqueezeLike<true, true>},
+    {"Sub", 7, importBinary<SubOp, SubF>},
+    {"Tanh", 6, importUnary<TanhOp>},
+    {"Transpose", 1, importTranspose},
+    {"Unsqueeze", 1, importSqueezeLike<false, false>},
+    {"Unsqueeze", 13, importSqueezeLike<false, true>},
+};
+
+} // namespace
+
+const OpImporter *findOpImporter(llvm::StringRef opType, int opset) {
+  const OpImporter *best = nullptr;
+  for (const OpImporter &e : kImporters)
+    if (opType == e.opType && e.sinceVersion <= opset)
+      best = &e;
+  return best;
+}
+
+} // namespace otc

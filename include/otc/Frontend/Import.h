@@ -1,0 +1,29 @@
+// ONNX model to otc dialect.
+#ifndef OTC_FRONTEND_IMPORT_H
+#define OTC_FRONTEND_IMPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include <string>
+
+namespace otc {
+
+struct ImportOptions {
+  /// Samples per micro-batch: symbolic batch dimensions become this size.
+  int64_t microBatch = 1;
+  /// "" (the model's scalar output is the loss), "cross-entropy:OUT" or
+  /// "mse:OUT".
+  std::string loss;
+};
+
+/// Reads, checks and imports the ONNX model at `path` into a module holding
+/// `func.func @train_step`, whose single result is the loss. On failure
+/// returns null with one line in `error` naming the culprit.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
+                                                  const std::string &path,
+                                                  const ImportOptions &options,
+                                                  std::string &error);
+
+} // namespace otc
+
+#endif // OTC_FRONTEND_IMPORT_H

@@ -1,0 +1,34 @@
+// Where tensors live and how the optimizer runs: host memory and loops, or
+// device memory and kernels. Each executable links exactly one backend.
+#ifndef OTC_RUNTIME_BACKEND_H
+#define OTC_RUNTIME_BACKEND_H
+
+#include "OptimizerMath.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace otc {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  /// Zero-initialised memory; exits with a message when none is left.
+  virtual void *alloc(size_t bytes) = 0;
+  virtual void release(void *p) = 0;
+  virtual void toDevice(void *dst, const void *src, size_t bytes) = 0;
+  virtual void toHost(void *dst, const void *src, size_t bytes) = 0;
+  /// The BLAS handle generated code receives (null on the CPU).
+  virtual void *blas() = 0;
+  /// Applies one optimizer step to `n` elements; `m` and `v` are its state.
+  virtual void update(const OptimizerStep &s, float *param, const float *grad,
+                      float *m, float *v, int64_t n) = 0;
+};
+
+std::unique_ptr<Backend> makeBackend();
+
+} // namespace otc
+
+#endif

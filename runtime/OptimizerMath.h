@@ -1,0 +1,60 @@
+// One optimizer update of one element, shared by the CPU loop and the CUDA
+// kernel. The formulas and their order follow PyTorch's single-tensor SGD,
+// Adam and AdamW, so float32 results agree to rounding.
+#ifndef OTC_RUNTIME_OPTIMIZERMATH_H
+#define OTC_RUNTIME_OPTIMIZERMATH_H
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define OTC_HD __host__ __device__
+#else
+#define OTC_HD
+#endif
+
+namespace otc {
+
+enum class OptimizerKind { Sgd, Momentum, Adam, AdamW };
+
+/// Per-step scalars, computed in double on the host as PyTorch does in Python.
+struct OptimizerStep {
+  OptimizerKind kind;
+  float lr, weightDecay, momentum;
+  float beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps;
+  float stepSize;      // lr / (1 - beta1^t)
+  float biasCorr2Sqrt; // sqrt(1 - beta2^t)
+  float decayFactor;   // 1 - lr * weight_decay, for AdamW
+  bool firstStep;
+};
+
+OTC_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
+                                 float &m, float &v) {
+  switch (s.kind) {
+  case OptimizerKind::Sgd:
+  case OptimizerKind::Momentum: {
+    float d = s.weightDecay != 0.0f ? g + s.weightDecay * p : g;
+    if (s.kind == OptimizerKind::Momentum) {
+      m = s.firstStep ? d : m * s.momentum + d;
+      d = m;
+    }
+    p = p + (-s.lr) * d;
+    break;
+  }
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW: {
+    if (s.kind == OptimizerKind::AdamW)
+      p = p * s.decayFactor;
+    else if (s.weightDecay != 0.0f)
+      g = g + s.weightDecay * p;
+    m = m * s.beta1 + s.oneMinusBeta1 * g;
+    v = v * s.beta2 + s.oneMinusBeta2 * g * g;
+    float denom = sqrtf(v) / s.biasCorr2Sqrt + s.eps;
+    p = p + (-s.stepSize) * (m / denom);
+    break;
+  }
+  }
+}
+
+} // namespace otc
+
+#endif

@@ -1,0 +1,24 @@
+// The training executable's command line.
+#ifndef OTC_RUNTIME_OPTIONS_H
+#define OTC_RUNTIME_OPTIONS_H
+
+#include "OptimizerMath.h"
+
+#include <cstdint>
+#include <string>
+
+namespace otc {
+
+struct TrainOptions {
+  std::string data, save, log;
+  int64_t steps = 0, epochs = 0, accumSteps = 1;
+  double lr = 1e-3, weightDecay = -1, momentum = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+};
+
+/// Parses argv; on a bad command line prints one error line and exits 2.
+TrainOptions parseTrainOptions(int argc, char **argv, OptimizerKind kind);
+
+} // namespace otc
+
+#endif

@@ -1,0 +1,227 @@
+// The training executable's main: loads the data, loops over micro-batches,
+// steps the optimizer, reports progress and saves the trained model.
+#include "Backend.h"
+#include "ModelFile.h"
+#include "Npy.h"
+#include "Options.h"
+#include "otc/runtime/abi.h"
+
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+namespace otc {
+namespace {
+
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "train: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+std::string fileNameFor(const std::string &input) {
+  std::string s = input;
+  for (char &c : s)
+    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-')
+      c = '_';
+  return s + ".npy";
+}
+
+std::string shapeText(const int64_t *dims, int rank) {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+/// One array per graph input, all with the same number of samples.
+struct Dataset {
+  std::vector<NpyArray> arrays;
+  std::vector<size_t> sampleBytes;
+  int64_t samples = -1;
+};
+
+Dataset loadDataset(const std::string &dir, const otc_program &prog) {
+  Dataset ds;
+  for (int i = 0; i < prog.num_inputs; ++i) {
+    const otc_tensor_desc &d = prog.inputs[i];
+    std::string path = dir + "/" + fileNameFor(d.name);
+    NpyArray a;
+    std::string error;
+    if (!readNpy(path, a, error))
+      die(error + " (the data for input '" + d.name + "')");
+    const char *want = d.dtype == OTC_F32 ? "<f4" : "<i8";
+    if (a.dtype != want)
+      die("'" + path + "' has dtype " + a.dtype + ", but input '" + d.name +
+          "' needs " + want + (d.dtype == OTC_F32 ? " (float32)" : " (int64)"));
+    bool ok = (int)a.shape.size() == d.rank;
+    for (int k = 1; ok && k < d.rank; ++k)
+      ok = a.shape[k] == d.shape[k];
+    if (!ok) {
+      std::vector<int64_t> want(d.shape, d.shape + d.rank);
+      want[0] = -1;
+      die("'" + path + "' has shape " + shapeText(a.shape.data(), a.shape.size()) +
+          ", but input '" + d.name + "' needs samples of shape " +
+          shapeText(d.shape + 1, d.rank - 1) + " along axis 0");
+    }
+    if (ds.samples >= 0 && a.shape[0] != ds.samples)
+      die("'" + path + "' has " + std::to_string(a.shape[0]) + " samples, but '" +
+          fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
+    ds.samples = a.shape[0];
+    ds.sampleBytes.push_back(ds.samples ? a.data.size() / ds.samples : 0);
+    ds.arrays.push_back(std::move(a));
+  }
+  return ds;
+}
+
+OptimizerStep stepScalars(OptimizerKind kind, const TrainOptions &o, int64_t t) {
+  OptimizerStep s{};
+  s.kind = kind;
+  s.lr = float(o.lr);
+  s.weightDecay = float(o.weightDecay);
+  s.momentum = float(o.momentum);
+  s.beta1 = float(o.beta1);
+  s.oneMinusBeta1 = float(1.0 - o.beta1);
+  s.beta2 = float(o.beta2);
+  s.oneMinusBeta2 = float(1.0 - o.beta2);
+  s.eps = float(o.eps);
+  s.stepSize = float(o.lr / (1.0 - std::pow(o.beta1, double(t))));
+  s.biasCorr2Sqrt = float(std::sqrt(1.0 - std::pow(o.beta2, double(t))));
+  s.decayFactor = float(1.0 - o.lr * o.weightDecay);
+  s.firstStep = t == 1;
+  return s;
+}
+
+struct Param {
+  const otc_tensor_desc *desc;
+  int64_t count;
+  float *value, *grad = nullptr, *m = nullptr, *v = nullptr;
+};
+
+int64_t elements(const otc_tensor_desc &d) {
+  int64_t n = 1;
+  for (int i = 0; i < d.rank; ++i)
+    n *= d.shape[i];
+  return n;
+}
+
+int run(int argc, char **argv) {
+  const otc_program &prog = *otc_get_program();
+  auto kind = static_cast<OptimizerKind>(prog.optimizer);
+  TrainOptions opt = parseTrainOptions(argc, argv, kind);
+  Dataset ds = loadDataset(opt.data, prog);
+  const int64_t N = prog.micro_batch, K = opt.accumSteps;
+  const int64_t M = ds.samples / N;
+  if (M == 0)
+    die("the data holds " + std::to_string(ds.samples) +
+        " samples, fewer than one micro-batch of " + std::to_string(N));
+  if (ds.samples % N)
+    std::fprintf(stderr, "train: note: skipping the last %lld samples, fewer than a micro-batch\n",
+                 (long long)(ds.samples % N));
+
+  std::unique_ptr<Backend> backend = makeBackend();
+  std::vector<std::string> names;
+  for (int i = 0; i < prog.num_params; ++i)
+    names.push_back(prog.params[i].name);
+  std::map<std::string, std::vector<float>> values;
+  std::string error;
+  if (!readInitializers(names, values, error))
+    die(error);
+
+  std::vector<Param> params;
+  std::vector<float *> paramPtrs, gradPtrs(prog.num_grads);
+  for (int i = 0; i < prog.num_params; ++i) {
+    Param p{&prog.params[i], elements(prog.params[i]), nullptr};
+    p.value = (float *)backend->alloc(p.count * sizeof(float));
+    backend->toDevice(p.value, values[p.desc->name].data(), p.count * sizeof(float));
+    if (prog.grad_index[i] >= 0) {
+      p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
+      p.m = (float *)backend->alloc(p.count * sizeof(float));
+      p.v = (float *)backend->alloc(p.count * sizeof(float));
+    }
+    paramPtrs.push_back(p.value);
+    params.push_back(p);
+  }
+  std::vector<void *> inputPtrs;
+  for (size_t i = 0; i < ds.arrays.size(); ++i)
+    inputPtrs.push_back(backend->alloc(ds.sampleBytes[i] * N));
+
+  otc_step_args args{};
+  args.arena = (char *)backend->alloc(prog.arena_bytes);
+  args.inputs = inputPtrs.data();
+  args.params = paramPtrs.data();
+  args.grads = gradPtrs.data();
+  args.loss = (float *)backend->alloc(sizeof(float));
+  args.blas = backend->blas();
+
+  const int64_t total = opt.steps ? opt.steps * K : opt.epochs * M;
+  const int64_t steps = (total + K - 1) / K;
+  std::FILE *log = nullptr;
+  if (!opt.log.empty() && !(log = std::fopen(opt.log.c_str(), "w")))
+    die("cannot write the log '" + opt.log + "'");
+  std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
+               (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
+
+  auto start = std::chrono::steady_clock::now();
+  double firstLoss = 0, lastLoss = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    auto stepStart = std::chrono::steady_clock::now();
+    int64_t k = std::min(K, total - s * K); // a partial last window counts 1/k
+    double lossSum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t first = ((s * K + j) % M) * N;
+      for (size_t i = 0; i < ds.arrays.size(); ++i)
+        backend->toDevice(inputPtrs[i], ds.arrays[i].data.data() + first * ds.sampleBytes[i],
+                          ds.sampleBytes[i] * N);
+      args.seed = float(1.0 / double(k));
+      args.first = j == 0;
+      prog.step(&args);
+      float loss;
+      backend->toHost(&loss, args.loss, sizeof(float));
+      lossSum += loss;
+    }
+    OptimizerStep scalars = stepScalars(kind, opt, s + 1);
+    for (Param &p : params)
+      if (p.grad)
+        backend->update(scalars, p.value, p.grad, p.m, p.v, p.count);
+    double loss = lossSum / double(k);
+    if (s == 0)
+      firstLoss = loss;
+    lastLoss = loss;
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
+    double rate = secs > 0 ? double(k * N) / secs : 0;
+    if (log)
+      std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"samples_per_second\": %.6g}\n",
+                   (long long)(s + 1), loss, opt.lr, rate);
+    int64_t every = std::max<int64_t>(1, steps / 20);
+    if ((s + 1) % every == 0 || s + 1 == steps)
+      std::fprintf(stderr, "step %lld/%lld  loss %.6f  %.0f samples/s\n",
+                   (long long)(s + 1), (long long)steps, loss, rate);
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f\n", secs, firstLoss, lastLoss);
+  if (log)
+    std::fclose(log);
+
+  if (!opt.save.empty()) {
+    std::map<std::string, std::vector<float>> trained;
+    for (Param &p : params) {
+      std::vector<float> &v = trained[p.desc->name];
+      v.resize(p.count);
+      backend->toHost(v.data(), p.value, p.count * sizeof(float));
+    }
+    if (!writeTrainedModel(opt.save, trained, error))
+      die(error);
+    std::fprintf(stderr, "train: saved %s\n", opt.save.c_str());
+  }
+  return 0;
+}
+
+} // namespace
+} // namespace otc
+
+int main(int argc, char **argv) { return otc::run(argc, argv); }

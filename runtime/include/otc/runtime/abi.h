@@ -1,0 +1,61 @@
+/* The contract between a generated training step and the runtime linked
+ * with it. Plain C so both g++ and nvcc accept it. */
+#ifndef OTC_RUNTIME_ABI_H
+#define OTC_RUNTIME_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1 };
+
+#define OTC_MAX_RANK 8
+
+typedef struct otc_tensor_desc {
+  const char *name;
+  int dtype;
+  int rank;
+  int64_t shape[OTC_MAX_RANK];
+} otc_tensor_desc;
+
+/* Pointers are device pointers on the CUDA target. */
+typedef struct otc_step_args {
+  char *arena;
+  void *const *inputs;
+  float *const *params;
+  float *const *grads;
+  float *loss;   /* one float: the micro-batch's mean loss */
+  float seed;    /* gradient of the objective with respect to the loss */
+  int first;     /* nonzero on the first micro-batch of a window */
+  void *blas;    /* cublasHandle_t on CUDA, unused on CPU */
+} otc_step_args;
+
+typedef struct otc_program {
+  const char *target; /* "cpu" or "cuda" */
+  int64_t micro_batch;
+  int num_inputs;
+  const otc_tensor_desc *inputs;
+  int num_params;
+  const otc_tensor_desc *params;
+  const int *grad_index; /* per parameter: its gradient buffer, or -1 */
+  int num_grads;
+  int64_t arena_bytes;
+  int optimizer; /* 0 sgd, 1 momentum, 2 adam, 3 adamw */
+  void (*step)(const otc_step_args *);
+} otc_program;
+
+/* Defined by the generated code. */
+const otc_program *otc_get_program(void);
+
+/* The original ONNX model, embedded so the runtime can read the initial
+ * parameter values and write the trained model. */
+extern const unsigned char otc_model_begin[];
+extern const unsigned char otc_model_end[];
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OTC_RUNTIME_ABI_H */

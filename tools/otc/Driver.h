@@ -1,0 +1,18 @@
+// Builds the training executable from generated source: writes the source
+// and the embedded model to a scratch directory and runs the host compiler
+// or nvcc.
+#ifndef OTC_TOOLS_DRIVER_H
+#define OTC_TOOLS_DRIVER_H
+
+#include "otc/Codegen/Codegen.h"
+#include <string>
+
+namespace otc {
+
+bool buildExecutable(const std::string &source, const std::string &modelPath,
+                     Target target, const std::string &output,
+                     std::string &error);
+
+} // namespace otc
+
+#endif
