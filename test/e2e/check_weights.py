@@ -1,0 +1,55 @@
+#!/usr/bin/python3
+"""Compares the initializers of a trained ONNX model with a reference.
+
+usage: check_weights.py TRAINED.onnx REFERENCE.(npz|onnx) [--rtol R] [--atol A]
+
+Passes when every reference tensor is matched elementwise within
+atol + rtol * |reference|; prints the worst relative error either way.
+"""
+import argparse
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def initializers(path):
+    if path.endswith(".npz"):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    model = onnx.load(path)
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("trained")
+    p.add_argument("reference")
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-7)
+    a = p.parse_args()
+    got, want = initializers(a.trained), initializers(a.reference)
+    ok = True
+    for name, ref in sorted(want.items()):
+        if name not in got:
+            print(f"FAIL {name}: missing from {a.trained}")
+            ok = False
+            continue
+        g = got[name]
+        if g.shape != ref.shape:
+            print(f"FAIL {name}: shape {g.shape} != {ref.shape}")
+            ok = False
+            continue
+        err = np.abs(g.astype(np.float64) - ref)
+        worst = float(np.max(err / (a.atol + a.rtol * np.abs(ref))))
+        status = "ok" if worst <= 1.0 else "FAIL"
+        ok &= worst <= 1.0
+        rel = float(np.max(err / np.maximum(np.abs(ref), 1e-12)))
+        print(f"{status} {name}: max |diff| {float(err.max()):.3g}, max rel {rel:.3g}")
+    print("weights match" if ok else "weights differ")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

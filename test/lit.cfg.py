@@ -1,0 +1,25 @@
+# lit configuration for otc: FileCheck tests of the tools and passes (lit/),
+# and end-to-end training tests against PyTorch fixtures (e2e/).
+import os
+
+import lit.formats
+
+config.name = "otc"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.otc_obj_root, "test")
+config.excludes = ["Inputs", "fixtures", "unit", "CMakeLists.txt"]
+
+config.environment["PATH"] = os.pathsep.join(
+    [os.path.join(config.otc_obj_root, "bin"), config.llvm_tools_dir,
+     config.environment.get("PATH", os.environ.get("PATH", ""))])
+
+# Debian's interpreter has numpy and onnx; the first python3 on PATH may not.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%fixtures", os.path.join(config.otc_src_root, "test", "e2e", "fixtures")))
+config.substitutions.append(("%inputs", os.path.join(config.otc_src_root, "test", "lit", "Inputs")))
+config.substitutions.append(("%e2e", os.path.join(config.otc_src_root, "test", "e2e")))
+
+if config.have_cuda:
+    config.available_features.add("nvcc")
