@@ -57,13 +57,13 @@ LogicalResult MulOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
-// d(a/b)/da = 1/b and d(a/b)/db = -(a/b)/b, reusing the forward result.
+// d(a/b)/da = 1/b and d(a/b)/db = -(a/b)/b, so db = -da * y, reusing the
+// forward result y = a/b.
 LogicalResult DivOp::buildGradients(OpBuilder &b, ValueRange dy,
                                     SmallVectorImpl<Value> &grads) {
   Location loc = getLoc();
   Value da = DivOp::create(b, loc, dy[0], getRhs());
-  Value db = NegOp::create(
-      b, loc, MulOp::create(b, loc, da, DivOp::create(b, loc, getResult(), getRhs())));
+  Value db = NegOp::create(b, loc, MulOp::create(b, loc, da, getResult()));
   finishBinary(b, *this, da, db, grads);
   return success();
 }

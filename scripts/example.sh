@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Command 1: installs what is missing, builds, trains the bundled digits
+# example on the CPU and reports held-out accuracy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+ex=examples/digits
+out=build/digits
+mkdir -p "$out"
+build/bin/otc compile $ex/mlp.onnx -o "$out/train" --target cpu \
+  --optimizer adamw --micro-batch 50 --loss cross-entropy:logits
+echo "held-out accuracy before training:"
+/usr/bin/python3 $ex/evaluate.py $ex/mlp.onnx $ex/data/test
+"$out/train" --data $ex/data/train --epochs 20 --accum-steps 2 --lr 0.01 \
+  --save "$out/trained.onnx" --log "$out/metrics.jsonl"
+echo "held-out accuracy after training:"
+/usr/bin/python3 $ex/evaluate.py "$out/trained.onnx" $ex/data/test

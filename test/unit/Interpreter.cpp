@@ -1,0 +1,237 @@
+#include "Interpreter.h"
+
+#include "otc/Dialect/OtcDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+#include <stdexcept>
+
+using namespace mlir;
+
+namespace otc::test {
+namespace {
+
+std::vector<int64_t> shapeOf(Value v) {
+  auto s = cast<RankedTensorType>(v.getType()).getShape();
+  return {s.begin(), s.end()};
+}
+
+int64_t count(const std::vector<int64_t> &s) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    n *= d;
+  return n;
+}
+
+/// Element of `t` (broadcast to `to`) at linear index `i` of `to`.
+double at(const Tensor &t, const std::vector<int64_t> &to, int64_t i) {
+  int64_t idx = 0, stride = 1;
+  size_t lead = to.size() - t.shape.size();
+  for (int d = (int)to.size() - 1; d >= (int)lead; --d) {
+    int64_t c = i % to[d];
+    i /= to[d];
+    int64_t dim = t.shape[d - lead];
+    idx += (dim == 1 ? 0 : c) * stride;
+    stride *= dim;
+  }
+  return t.data[idx];
+}
+
+template <typename F>
+Tensor map(const std::vector<int64_t> &shape, F f) {
+  Tensor r{shape, std::vector<double>(count(shape))};
+  for (int64_t i = 0; i < (int64_t)r.data.size(); ++i)
+    r.data[i] = f(i);
+  return r;
+}
+
+Tensor matmul2d(const Tensor &a, const Tensor &b, bool ta, bool tb, double alpha) {
+  int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+  int64_t n = tb ? b.shape[0] : b.shape[1];
+  Tensor r{{m, n}, std::vector<double>(m * n, 0.0)};
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t q = 0; q < k; ++q)
+        s += (ta ? a.data[q * m + i] : a.data[i * k + q]) *
+             (tb ? b.data[j * k + q] : b.data[q * n + j]);
+      r.data[i * n + j] = alpha * s;
+    }
+  return r;
+}
+
+Tensor slice(const Tensor &t, int64_t index, std::vector<int64_t> shape) {
+  int64_t n = count(shape);
+  return {shape, std::vector<double>(t.data.begin() + index * n, t.data.begin() + (index + 1) * n)};
+}
+
+/// Row losses and softmax of [N, C] logits.
+void softmaxRows(const Tensor &x, std::vector<double> &lse) {
+  int64_t n = x.shape[0], c = x.shape[1];
+  lse.assign(n, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    double m = x.data[i * c];
+    for (int64_t j = 1; j < c; ++j)
+      m = std::max(m, x.data[i * c + j]);
+    double s = 0;
+    for (int64_t j = 0; j < c; ++j)
+      s += std::exp(x.data[i * c + j] - m);
+    lse[i] = std::log(s) + m;
+  }
+}
+
+Tensor reduce(const Tensor &x, ArrayRef<int64_t> axes, const std::vector<int64_t> &out, bool mean) {
+  Tensor r{out, std::vector<double>(count(out), 0.0)};
+  int64_t reduced = 1;
+  for (int64_t a : axes)
+    reduced *= x.shape[a];
+  for (int64_t i = 0; i < (int64_t)x.data.size(); ++i) {
+    int64_t rem = i, o = 0, stride = 1;
+    for (int d = (int)x.shape.size() - 1; d >= 0; --d) {
+      int64_t c = rem % x.shape[d];
+      rem /= x.shape[d];
+      if (!llvm::is_contained(axes, d)) {
+        o += c * stride;
+        stride *= x.shape[d];
+      }
+    }
+    r.data[o] += x.data[i];
+  }
+  if (mean)
+    for (double &v : r.data)
+      v /= reduced;
+  return r;
+}
+
+} // namespace
+
+std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args) {
+  llvm::DenseMap<Value, Tensor> env;
+  for (auto [arg, t] : llvm::zip(func.getArguments(), args))
+    env[arg] = t;
+  auto get = [&](Value v) -> const Tensor & { return env.find(v)->second; };
+  for (Operation &op : func.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      std::vector<Tensor> out;
+      for (Value v : ret.getOperands())
+        out.push_back(get(v));
+      return out;
+    }
+    Value res = op.getResult(0);
+    auto shape = shapeOf(res);
+    auto binary = [&](auto f) {
+      const Tensor &a = get(op.getOperand(0)), &b = get(op.getOperand(1));
+      return map(shape, [&](int64_t i) { return f(at(a, shape, i), at(b, shape, i)); });
+    };
+    auto unary = [&](auto f) {
+      const Tensor &a = get(op.getOperand(0));
+      return map(shape, [&](int64_t i) { return f(a.data[i]); });
+    };
+    env[res] = llvm::TypeSwitch<Operation *, Tensor>(&op)
+        .Case([&](ConstantOp c) {
+          auto d = cast<DenseElementsAttr>(c.getValue());
+          Tensor t{shape, {}};
+          for (APFloat v : d.getValues<APFloat>())
+            t.data.push_back(v.convertToDouble());
+          return t;
+        })
+        .Case([&](AddOp) { return binary([](double a, double b) { return a + b; }); })
+        .Case([&](SubOp) { return binary([](double a, double b) { return a - b; }); })
+        .Case([&](MulOp) { return binary([](double a, double b) { return a * b; }); })
+        .Case([&](DivOp) { return binary([](double a, double b) { return a / b; }); })
+        .Case([&](ReluGradOp) { return binary([](double g, double x) { return x > 0 ? g : 0; }); })
+        .Case([&](TanhGradOp) { return binary([](double g, double y) { return g * (1 - y * y); }); })
+        .Case([&](SigmoidGradOp) { return binary([](double g, double y) { return g * y * (1 - y); }); })
+        .Case([&](NegOp) { return unary([](double a) { return -a; }); })
+        .Case([&](ReluOp) { return unary([](double a) { return a > 0 ? a : 0; }); })
+        .Case([&](TanhOp) { return unary([](double a) { return std::tanh(a); }); })
+        .Case([&](SigmoidOp) { return unary([](double a) { return 1 / (1 + std::exp(-a)); }); })
+        .Case([&](IdentityOp) { return get(op.getOperand(0)); })
+        .Case([&](ReshapeOp) { return Tensor{shape, get(op.getOperand(0)).data}; })
+        .Case([&](BroadcastToOp) {
+          const Tensor &a = get(op.getOperand(0));
+          return map(shape, [&](int64_t i) { return at(a, shape, i); });
+        })
+        .Case([&](TransposeOp t) {
+          const Tensor &a = get(t.getInput());
+          return map(shape, [&](int64_t i) {
+            std::vector<int64_t> c(shape.size());
+            for (int d = (int)shape.size() - 1; d >= 0; --d) {
+              c[d] = i % shape[d];
+              i /= shape[d];
+            }
+            int64_t idx = 0;
+            std::vector<int64_t> inC(shape.size());
+            for (size_t d = 0; d < shape.size(); ++d)
+              inC[t.getPerm()[d]] = c[d];
+            for (size_t d = 0; d < shape.size(); ++d)
+              idx = idx * a.shape[d] + inC[d];
+            return a.data[idx];
+          });
+        })
+        .Case([&](GemmOp g) {
+          Tensor r = matmul2d(get(g.getA()), get(g.getB()), g.getTransA(), g.getTransB(),
+                              g.getAlpha().convertToDouble());
+          if (Value c = g.getC()) {
+            const Tensor &ct = get(c);
+            for (int64_t i = 0; i < (int64_t)r.data.size(); ++i)
+              r.data[i] += g.getBeta().convertToDouble() * at(ct, shape, i);
+          }
+          return r;
+        })
+        .Case([&](MatMulOp m) {
+          const Tensor &a = get(m.getLhs()), &b = get(m.getRhs());
+          int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+          int64_t batch = count(a.shape) / (M * K);
+          Tensor r{shape, {}};
+          for (int64_t i = 0; i < batch; ++i) {
+            Tensor bi = b.shape.size() == 2 ? b : slice(b, i, {K, N});
+            Tensor p = matmul2d(slice(a, i, {M, K}), bi, false, false, 1.0);
+            r.data.insert(r.data.end(), p.data.begin(), p.data.end());
+          }
+          return r;
+        })
+        .Case([&](ReduceSumOp r) { return reduce(get(r.getInput()), r.getAxes(), shape, false); })
+        .Case([&](ReduceMeanOp r) { return reduce(get(r.getInput()), r.getAxes(), shape, true); })
+        .Case([&](SoftmaxCrossEntropyOp s) {
+          const Tensor &x = get(s.getLogits()), &y = get(s.getLabels());
+          std::vector<double> lse;
+          softmaxRows(x, lse);
+          double total = 0;
+          int64_t n = 0, c = x.shape[1];
+          for (size_t i = 0; i < lse.size(); ++i) {
+            if (s.getIgnoreIndex() && y.data[i] == s.getIgnoreIndexAttr().getInt())
+              continue;
+            total += lse[i] - x.data[i * c + int64_t(y.data[i])];
+            ++n;
+          }
+          return Tensor{{}, {total / n}};
+        })
+        .Case([&](SoftmaxCrossEntropyGradOp s) {
+          const Tensor &x = get(s.getLogits()), &y = get(s.getLabels());
+          std::vector<double> lse;
+          softmaxRows(x, lse);
+          int64_t c = x.shape[1], n = 0;
+          auto ignored = [&](size_t i) {
+            return s.getIgnoreIndex() && y.data[i] == s.getIgnoreIndexAttr().getInt();
+          };
+          for (size_t i = 0; i < lse.size(); ++i)
+            n += !ignored(i);
+          double scale = get(s.getGrad()).data[0] / n;
+          return map(shape, [&](int64_t k) {
+            int64_t i = k / c, j = k % c;
+            if (ignored(i))
+              return 0.0;
+            return scale * (std::exp(x.data[k] - lse[i]) - (j == int64_t(y.data[i]) ? 1 : 0));
+          });
+        })
+        .Default([&](Operation *o) -> Tensor {
+          throw std::runtime_error("interpreter: unsupported op " +
+                                   o->getName().getStringRef().str());
+        });
+  }
+  return {};
+}
+
+} // namespace otc::test
