@@ -13,8 +13,7 @@ const char kUsage[] =
     "          [--save trained.onnx] [--log metrics.jsonl]\n";
 
 [[noreturn]] void usageError(const char *prog, const std::string &message) {
-  std::fprintf(stderr, "train: error: %s\n", message.c_str());
-  std::fprintf(stderr, kUsage, prog);
+  std::fprintf(stderr, "train: error: %s (see %s --help)\n", message.c_str(), prog);
   std::exit(2);
 }
 

@@ -29,9 +29,8 @@ const char kUsage[] =
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n";
 
 [[noreturn]] void fail(const std::string &message, int code = 1) {
-  llvm::errs() << "otc: error: " << message << "\n";
-  if (code == 2)
-    llvm::errs() << kUsage;
+  llvm::errs() << "otc: error: " << message
+               << (code == 2 ? " (see otc --help)" : "") << "\n";
   std::exit(code);
 }
 

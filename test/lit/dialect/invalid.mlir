@@ -1,0 +1,97 @@
+// RUN: otc-opt %s --split-input-file --verify-diagnostics
+
+// The verifiers reject ill-shaped operations: ops whose result type is
+// inferred give the specific shape error, then the inference failure.
+
+func.func @add_no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.add %a, %b : tensor<2x3xf32>, tensor<4xf32> -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @add_wrong_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<3x3xf32> {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.add %a, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<3x3xf32>
+  return %y : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @gemm_contraction(%a: tensor<2x4xf32>, %b: tensor<5x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+2 {{gemm contraction sizes differ: 4 vs 5}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.gemm %a, %b : (tensor<2x4xf32>, tensor<5x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<4xf32>, %b: tensor<4x3xf32>) -> tensor<3xf32> {
+  // expected-error @+2 {{matmul operands must have rank >= 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.matmul %a, %b : tensor<4xf32>, tensor<4x3xf32> -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<7xf32> {
+  // expected-error @+1 {{cannot reshape 'tensor<2x3xf32>' (6 elements) to 'tensor<7xf32>'}}
+  %y = otc.reshape %a : tensor<2x3xf32> -> tensor<7xf32>
+  return %y : tensor<7xf32>
+}
+
+// -----
+
+func.func @broadcast_bad(%a: tensor<2xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{cannot broadcast 'tensor<2xf32>' to 'tensor<2x3xf32>'}}
+  %y = otc.broadcast_to %a : tensor<2xf32> -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+2 {{transpose perm is not a permutation}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.transpose %a [1, 1] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
+func.func @reduce_axes(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{reduction axes must be sorted, unique and within the rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.reduce_sum %a [2] : tensor<2x3xf32> -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @sce_shapes(%x: tensor<2x3xf32>, %l: tensor<3xi64>) -> tensor<f32> {
+  // expected-error @+2 {{softmax cross-entropy needs [N, C] logits and [N] labels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = otc.softmax_cross_entropy %x, %l : tensor<2x3xf32>, tensor<3xi64> -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  // expected-error @+1 {{must be statically shaped tensor}}
+  %y = otc.relu %a : tensor<?x3xf32>
+  return %y : tensor<?x3xf32>
+}
+
+// -----
+
+func.func @accumulate_types(%acc: tensor<3xf32>, %g: tensor<4xf32>, %first: i1) -> tensor<3xf32> {
+  // expected-error @+1 {{failed to verify that all of {acc, grad, result} have same type}}
+  %y = "otc.accumulate"(%acc, %g, %first) : (tensor<3xf32>, tensor<4xf32>, i1) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
