@@ -26,6 +26,9 @@ struct Case {
 
 /// Wraps the case in a loss: the sum of %y weighted by a fixed random input,
 /// so every element of %y gets a distinct gradient.
+// Names the case instead of dumping its bytes when a test fails.
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
 std::string program(const Case &c) {
   std::string t = c.type;
   return "func.func @f(" + c.args + ", %weights: " + t + " {otc.input = \"weights\"}) -> (tensor<f64> {otc.loss}) {\n" +
