@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the CUDA training executables for done-means points 1 and 2 into a
+# self-contained folder (executables, fixtures, checker, non-CUDA shared
+# libraries) that runs on a GPU machine without MLIR: see README.md.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:-$root/gpu-bundle}
+otc=$root/build/bin/otc
+fx=$root/test/e2e/fixtures
+rm -rf "$out" && mkdir -p "$out/lib"
+for opt in sgd momentum adam adamw; do
+  "$otc" compile "$fx/mlp_ce.onnx" -o "$out/train_$opt" --target cuda --optimizer $opt --micro-batch 2
+done
+"$otc" compile "$fx/mlp_ce.onnx" -o "$out/train_large" --target cuda --optimizer sgd --micro-batch 8
+cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" "$out/"
+# Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
+ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
+echo "bundle ready: $out (run: bash $out/run_bundle.sh)"

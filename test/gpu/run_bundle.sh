@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs the bundle made by bundle.sh on a GPU: weights after 3 steps of each
+# optimizer against PyTorch, and accumulation against the large batch.
+set -uo pipefail
+dir=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH="$dir/lib:${LD_LIBRARY_PATH:-}"
+py=${PYTHON:-python3}
+tmp=$(mktemp -d)
+pass=0 fail=0
+check() { # name, trained model, reference
+  if "$py" "$dir/check_weights.py" "$2" "$3"; then pass=$((pass + 1)); echo "PASS $1"
+  else fail=$((fail + 1)); echo "FAIL $1"; fi
+}
+run() { # name, executable, flags...
+  local name=$1 exe=$2; shift 2
+  "$dir/$exe" --data "$dir/data" --steps 3 "$@" --save "$tmp/$name.onnx" || echo "train failed: $name"
+}
+run sgd train_sgd --accum-steps 4 --lr 0.1
+run momentum train_momentum --accum-steps 4 --lr 0.1 --momentum 0.9
+run adam train_adam --accum-steps 4 --lr 0.01
+run adamw train_adamw --accum-steps 4 --lr 0.01 --weight-decay 0.1
+run large train_large --lr 0.1
+for opt in sgd momentum adam adamw; do check "$opt matches PyTorch" "$tmp/$opt.onnx" "$dir/expected_ce_$opt.npz"; done
+check "accumulation equals large batch" "$tmp/sgd.onnx" "$tmp/large.onnx"
+check "large batch matches PyTorch" "$tmp/large.onnx" "$dir/expected_ce_sgd.npz"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
