@@ -213,12 +213,7 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
       .Case<ReduceSumOp, ReduceMeanOp>([&](auto r) {
         auto in = shapeOf(r.getInput());
         auto axes = r.getAxes();
-        auto inStrides = [&] {
-          std::vector<int64_t> s(in.size(), 1);
-          for (int i = (int)in.size() - 2; i >= 0; --i)
-            s[i] = s[i + 1] * in[i + 1];
-          return s;
-        }();
+        std::vector<int64_t> inStrides = stridesOf(in);
         std::vector<int64_t> kept, reduced;
         for (int64_t d = 0; d < (int64_t)in.size(); ++d)
           (llvm::is_contained(axes, d) ? reduced : kept).push_back(in[d]);

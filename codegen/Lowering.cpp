@@ -13,8 +13,6 @@
 using namespace mlir;
 
 namespace otc {
-namespace {
-
 std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i)
@@ -22,12 +20,10 @@ std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return s;
 }
 
+namespace {
+
 ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-int64_t countOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
 } // namespace

@@ -12,6 +12,9 @@ namespace otc {
 /// Ops computed per element with no reduction: candidates for inlining.
 bool isElementwise(mlir::Operation *op);
 
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
+
 /// A C float literal for `v`.
 std::string floatLiteral(double v);
 
