@@ -27,10 +27,11 @@ void emitDescs(std::ostream &os, const char *name,
        << ", " << d.shape.size() << ", {";
     for (size_t i = 0; i < d.shape.size(); ++i)
       os << (i ? ", " : "") << d.shape[i];
-    os << "}},\n";
+    os << "}, " << d.numClasses << ", " << d.ignoreIndex << "LL, "
+       << d.hasIgnoreIndex << "},\n";
   }
   if (descs.empty())
-    os << "  {\"\", 0, 0, {0}},\n";
+    os << "  {\"\", 0, 0, {0}, 0, 0, 0},\n";
   os << "};\n";
 }
 

@@ -84,7 +84,17 @@ bool Lowering::bindArguments(Program &program) {
       if (!isFloat && !type.getElementType().isInteger(64))
         return fail(func, "input '" + name.str() + "' must be float32 or int64");
       field = "in" + str(program.inputs.size());
-      program.inputs.push_back({name.str(), isFloat, shapeOf(arg).vec()});
+      TensorDesc desc{name.str(), isFloat, shapeOf(arg).vec()};
+      for (Operation *user : arg.getUsers())
+        if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+          if (sce.getLabels() != arg)
+            continue;
+          desc.numClasses = shapeOf(sce.getLogits())[1];
+          desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
+          if (desc.hasIgnoreIndex)
+            desc.ignoreIndex = sce.getIgnoreIndexAttr().getInt();
+        }
+      program.inputs.push_back(desc);
       program.fields.push_back({field, isFloat ? "float *" : "const long long *"});
     } else if (auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam)) {
       if (!type.getElementType().isF32())

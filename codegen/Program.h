@@ -37,6 +37,9 @@ struct TensorDesc {
   std::string name;
   bool isFloat;
   std::vector<int64_t> shape;
+  int64_t numClasses = 0; // > 0 for the labels of a cross-entropy
+  bool hasIgnoreIndex = false;
+  int64_t ignoreIndex = 0;
 };
 
 /// A field of the pointer table every kernel receives.

@@ -71,6 +71,16 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     if (ds.samples >= 0 && a.shape[0] != ds.samples)
       die("'" + path + "' has " + std::to_string(a.shape[0]) + " samples, but '" +
           fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
+    if (d.num_classes > 0) {
+      const int64_t *labels = reinterpret_cast<const int64_t *>(a.data.data());
+      for (int64_t k = 0; k < a.shape[0]; ++k) {
+        int64_t y = labels[k];
+        if ((y < 0 || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
+          die("'" + path + "' holds label " + std::to_string(y) + " at sample " +
+              std::to_string(k) + ", outside the " + std::to_string(d.num_classes) +
+              " classes [0, " + std::to_string(d.num_classes) + ")");
+      }
+    }
     ds.samples = a.shape[0];
     ds.sampleBytes.push_back(ds.samples ? a.data.size() / ds.samples : 0);
     ds.arrays.push_back(std::move(a));
