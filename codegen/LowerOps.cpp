@@ -190,15 +190,18 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
                       g.getTransA() ? a[1] : a[0], g.getTransB() ? b[0] : b[1],
                       g.getTransA() ? a[0] : a[1], 1, 0, 0, 0,
                       g.getAlpha().convertToDouble(), "0.0f",
-                      pointer(g.getA()), pointer(g.getB()), pointer(out)};
+                      pointer(g.getA()), pointer(g.getB()), ""};
         if (AccumulateOp acc = accumulatorOf(g)) {
           call.c = pointer(acc.getAcc());
           call.beta = "(P.first ? 0.0f : 1.0f)";
         } else if (Value c = g.getC()) {
+          call.c = pointer(out);
           double beta = g.getBeta().convertToDouble();
           std::string idx = broadcastIndex("i", {call.m, call.n}, shapeOf(c));
-          addLoop(countOf(out), pointer(out) + "[i] = " + floatLiteral(beta) + " * " + load(c, idx) + ";");
+          addLoop(countOf(out), call.c + "[i] = " + floatLiteral(beta) + " * " + load(c, idx) + ";");
           call.beta = "1.0f";
+        } else {
+          call.c = pointer(out);
         }
         addGemm(call);
         return true;
@@ -208,7 +211,7 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
         int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
         int64_t batch = countOf(m.getLhs()) / (M * K);
         GemmCall call{false, false, M, N, K, batch, M * K, K * N, M * N, 1.0,
-                      "0.0f", pointer(m.getLhs()), pointer(m.getRhs()), pointer(out)};
+                      "0.0f", pointer(m.getLhs()), pointer(m.getRhs()), ""};
         if (b.size() == 2) { // one matrix shared by every leading index
           call.m = M * batch;
           call.batch = 1;
@@ -216,6 +219,8 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
         if (AccumulateOp acc = accumulatorOf(m)) {
           call.c = pointer(acc.getAcc());
           call.beta = "(P.first ? 0.0f : 1.0f)";
+        } else {
+          call.c = pointer(out);
         }
         addGemm(call);
         return true;
@@ -316,7 +321,7 @@ bool Lowering::run(Program &program) {
       return false;
   if (pointer(loss) != "P.loss")
     program.steps.push_back({Step::Loop, "loss", {1, "P.loss[0] = " + load(loss, "0") + ";"}, {}});
-  return true;
+  return error.empty();
 }
 
 } // namespace otc

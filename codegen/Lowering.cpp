@@ -99,7 +99,11 @@ std::string Lowering::pointer(Value v) {
   auto it = pointers.find(v);
   if (it != pointers.end())
     return it->second;
-  return "/*unplaced*/nullptr";
+  // A constant or an argument without storage where memory is needed.
+  Operation *where = v.getDefiningOp() ? v.getDefiningOp() : func.getOperation();
+  fail(where, "a value used by a matrix product or loss needs a buffer, which "
+              "code generation does not give it yet");
+  return "nullptr";
 }
 
 std::string Lowering::load(Value v, const std::string &idx) {

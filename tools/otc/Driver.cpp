@@ -79,6 +79,7 @@ bool buildExecutable(const std::string &source, const std::string &modelPath,
                " -lopenblas -lonnx_proto -lprotobuf -lpthread -o " + quote(tmpOut);
 
   std::string log;
+  std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), cuda ? "nvcc" : "c++");
   bool ok = writeFile(stepFile, source) && writeFile(dir + "/model.S", blob);
   if (!ok)
     error = "cannot write the generated source to " + dir;
