@@ -166,10 +166,8 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
   // Views and inlined values have no kernel of their own.
   if (isa<ConstantOp>(op) || (op->getNumResults() && inlined.contains(op->getResult(0))))
     return true;
-  if (auto r = dyn_cast<ReshapeOp>(op)) {
-    pointers[r.getResult()] = pointer(r.getInput());
+  if (isa<ReshapeOp>(op))
     return true;
-  }
   if (auto acc = dyn_cast<AccumulateOp>(op)) {
     pointers[acc.getResult()] = pointer(acc.getAcc());
     if (gemmsIntoAccumulator.contains(acc.getGrad().getDefiningOp()))

@@ -99,6 +99,8 @@ std::string Lowering::pointer(Value v) {
   auto it = pointers.find(v);
   if (it != pointers.end())
     return it->second;
+  if (auto r = v.getDefiningOp<ReshapeOp>()) // a view of its input
+    return pointer(r.getInput());
   // A constant or an argument without storage where memory is needed.
   Operation *where = v.getDefiningOp() ? v.getDefiningOp() : func.getOperation();
   fail(where, "a value used by a matrix product or loss needs a buffer, which "
@@ -119,6 +121,8 @@ std::string Lowering::load(Value v, const std::string &idx) {
   }
   if (isInlined(v))
     return "(" + expression(v.getDefiningOp(), idx) + ")";
+  if (auto r = v.getDefiningOp<ReshapeOp>()) // same elements, same order
+    return load(r.getInput(), idx);
   return pointer(v) + "[" + idx + "]";
 }
 
