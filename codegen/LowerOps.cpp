@@ -236,18 +236,14 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
         // The input index from the output index i and the reduced index r.
         std::string j;
         size_t ki = 0, ri = 0;
-        auto strideWithin = [](const std::vector<int64_t> &dims, size_t k) {
-          int64_t s = 1;
-          for (size_t q = k + 1; q < dims.size(); ++q)
-            s *= dims[q];
-          return s;
-        };
+        std::vector<int64_t> keptStrides = stridesOf(kept), reducedStrides = stridesOf(reduced);
         for (int64_t d = 0; d < (int64_t)in.size(); ++d) {
           bool isReduced = llvm::is_contained(axes, d);
           const std::vector<int64_t> &dims = isReduced ? reduced : kept;
           size_t k = isReduced ? ri++ : ki++;
           std::string var = isReduced ? "r" : "i";
-          std::string c = "((" + var + " / " + str(strideWithin(dims, k)) + ") % " + str(dims[k]) + ")";
+          int64_t stride = (isReduced ? reducedStrides : keptStrides)[k];
+          std::string c = "((" + var + " / " + str(stride) + ") % " + str(dims[k]) + ")";
           j += (j.empty() ? "" : " + ") + c + " * " + str(inStrides[d]);
         }
         std::string scale = isa<ReduceMeanOp>(r.getOperation())

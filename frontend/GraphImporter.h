@@ -35,6 +35,13 @@ public:
   const HostTensor *constantInput(size_t i) const;
   void define(size_t output, mlir::Value v);
   void define(size_t output, HostTensor t);
+  /// Defines output 0 as `v`, or passes a failure on.
+  mlir::LogicalResult defineResult(mlir::FailureOr<mlir::Value> v) {
+    if (mlir::failed(v))
+      return mlir::failure();
+    define(0, *v);
+    return mlir::success();
+  }
   /// Records "node 'NAME' (OP): message" and returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message);
 

@@ -94,25 +94,19 @@ LogicalResult importGemm(Imp &imp) {
       return failure();
     c = *cv;
   }
-  auto r = imp.create<GemmOp>(*a, *b, c, imp.intAttr("transA", 0) != 0,
-                              imp.intAttr("transB", 0) != 0,
-                              llvm::APFloat(imp.floatAttr("alpha", 1.0)),
-                              llvm::APFloat(imp.floatAttr("beta", 1.0)));
-  if (failed(r))
-    return failure();
-  imp.define(0, *r);
-  return success();
+  return imp.defineResult(imp.create<GemmOp>(
+      *a, *b, c, imp.intAttr("transA", 0) != 0, imp.intAttr("transB", 0) != 0,
+      llvm::APFloat(imp.floatAttr("alpha", 1.0)),
+      llvm::APFloat(imp.floatAttr("beta", 1.0))));
 }
 
-LogicalResult importMatMul(Imp &imp) {
+/// An op built from inputs 0 and 1 alone.
+template <typename Op>
+LogicalResult importTwoInputs(Imp &imp) {
   auto a = imp.input(0), b = imp.input(1);
   if (failed(a) || failed(b))
     return failure();
-  auto r = imp.create<MatMulOp>(*a, *b);
-  if (failed(r))
-    return failure();
-  imp.define(0, *r);
-  return success();
+  return imp.defineResult(imp.create<Op>(*a, *b));
 }
 
 /// Folds a binary op on two host constants with numpy broadcasting.
@@ -155,14 +149,7 @@ template <typename Op, typename F>
 LogicalResult importBinary(Imp &imp) {
   if (foldBinary(imp, F()))
     return success();
-  auto a = imp.input(0), b = imp.input(1);
-  if (failed(a) || failed(b))
-    return failure();
-  auto r = imp.create<Op>(*a, *b);
-  if (failed(r))
-    return failure();
-  imp.define(0, *r);
-  return success();
+  return importTwoInputs<Op>(imp);
 }
 
 template <typename Op>
@@ -209,11 +196,8 @@ LogicalResult importTranspose(Imp &imp) {
   if (perm.empty())
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
-  auto r = imp.create<TransposeOp>(*x, imp.builder().getDenseI64ArrayAttr(perm));
-  if (failed(r))
-    return failure();
-  imp.define(0, *r);
-  return success();
+  return imp.defineResult(
+      imp.create<TransposeOp>(*x, imp.builder().getDenseI64ArrayAttr(perm)));
 }
 
 LogicalResult importReshape(Imp &imp) {
@@ -289,12 +273,9 @@ LogicalResult importReduce(Imp &imp) {
   auto norm = normaliseAxes(imp, axes, rank);
   if (failed(norm))
     return failure();
-  auto r = imp.create<Op>(*x, imp.builder().getDenseI64ArrayAttr(*norm),
-                          imp.builder().getBoolAttr(imp.intAttr("keepdims", 1) != 0));
-  if (failed(r))
-    return failure();
-  imp.define(0, *r);
-  return success();
+  return imp.defineResult(
+      imp.create<Op>(*x, imp.builder().getDenseI64ArrayAttr(*norm),
+                     imp.builder().getBoolAttr(imp.intAttr("keepdims", 1) != 0)));
 }
 
 LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
@@ -311,11 +292,7 @@ LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
   IntegerAttr ignore;
   if (imp.attr("ignore_index"))
     ignore = imp.builder().getI64IntegerAttr(imp.intAttr("ignore_index", 0));
-  auto r = imp.create<SoftmaxCrossEntropyOp>(*logits, *labels, ignore);
-  if (failed(r))
-    return failure();
-  imp.define(0, *r);
-  return success();
+  return imp.defineResult(imp.create<SoftmaxCrossEntropyOp>(*logits, *labels, ignore));
 }
 
 //===----------------------------------------------------------------------===//
@@ -495,7 +472,7 @@ const OpImporter kImporters[] = {
     {"Gather", 1, importGather},
     {"Gemm", 7, importGemm},
     {"Identity", 1, importIdentity},
-    {"MatMul", 1, importMatMul},
+    {"MatMul", 1, importTwoInputs<MatMulOp>},
     {"Mul", 7, importBinary<MulOp, MulF>},
     {"Neg", 6, importUnary<NegOp>},
     {"Pow", 7, importPow},

@@ -62,8 +62,6 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     for (int k = 1; ok && k < d.rank; ++k)
       ok = a.shape[k] == d.shape[k];
     if (!ok) {
-      std::vector<int64_t> want(d.shape, d.shape + d.rank);
-      want[0] = -1;
       die("'" + path + "' has shape " + shapeText(a.shape.data(), a.shape.size()) +
           ", but input '" + d.name + "' needs samples of shape " +
           shapeText(d.shape + 1, d.rank - 1) + " along axis 0");
