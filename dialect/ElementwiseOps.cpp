@@ -52,8 +52,11 @@ LogicalResult SubOp::buildGradients(OpBuilder &b, ValueRange dy,
 LogicalResult MulOp::buildGradients(OpBuilder &b, ValueRange dy,
                                     SmallVectorImpl<Value> &grads) {
   Location loc = getLoc();
-  finishBinary(b, *this, MulOp::create(b, loc, dy[0], getRhs()),
-               MulOp::create(b, loc, dy[0], getLhs()), grads);
+  // Separate statements: argument evaluation order would make the IR differ
+  // between compilers.
+  Value da = MulOp::create(b, loc, dy[0], getRhs());
+  Value db = MulOp::create(b, loc, dy[0], getLhs());
+  finishBinary(b, *this, da, db, grads);
   return success();
 }
 

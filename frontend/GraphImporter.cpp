@@ -1,4 +1,5 @@
 #include "GraphImporter.h"
+#include "ModelChecks.h"
 
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Passes/Passes.h"
@@ -7,6 +8,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include "otc/runtime/limits.h"
 
 using namespace mlir;
 
@@ -37,11 +39,11 @@ FailureOr<Value> GraphImporter::input(size_t i) {
     return fail("missing input " + std::to_string(i));
   auto it = values.find(current->input(i));
   if (it == values.end())
-    return fail("input '" + current->input(i) + "' is not defined");
+    return fail("input " + quoted(current->input(i)) + " is not defined");
   Entry &e = it->second;
   if (!e.value) {
     if (!elementTypeFor(b, e.host->elemType))
-      return fail("input '" + current->input(i) + "' has an unsupported type");
+      return fail("input " + quoted(current->input(i)) + " has an unsupported type");
     e.value = ConstantOp::create(b, nodeLoc, toAttr(b, *e.host));
   }
   return e.value;
@@ -52,16 +54,69 @@ void GraphImporter::define(size_t output, Value v) {
     values[current->output(output)] = Entry{v, std::nullopt};
 }
 
-void GraphImporter::define(size_t output, HostTensor t) {
+LogicalResult GraphImporter::define(size_t output, HostTensor t) {
+  if (t.shape.size() > OTC_MAX_RANK)
+    return fail("the result has rank " + std::to_string(t.shape.size()) +
+                ", more than the limit of " + std::to_string(OTC_MAX_RANK));
+  int64_t n = t.numElements();
+  if (n < 0 || n > OTC_MAX_HOST_ELEMENTS)
+    return fail("the result has more than " + std::to_string(OTC_MAX_HOST_ELEMENTS) +
+                " elements, the limit of a tensor folded at compile time");
+  if ((int64_t)t.values.size() != n)
+    return fail("internal error: a folded result holds " +
+                std::to_string(t.values.size()) + " values for " +
+                std::to_string(n) + " elements");
   if (output < (size_t)current->output_size())
     values[current->output(output)] = Entry{Value(), std::move(t)};
+  return success();
 }
 
 LogicalResult GraphImporter::fail(const llvm::Twine &message) {
-  if (error.empty())
-    error = "node '" + current->name() + "' (" + current->op_type() +
-            "): " + message.str();
+  if (error.empty()) {
+    std::string op = quoted(current->op_type());
+    error = "node " + quoted(nodeName(*current)) + " (" +
+            op.substr(1, op.size() - 2) + "): " + message.str();
+  }
   return failure();
+}
+
+std::string GraphImporter::nodeName(const onnx::NodeProto &n) {
+  return n.name().empty() && n.output_size() > 0 ? n.output(0) : n.name();
+}
+
+/// Why `type` is no tensor code generation can hold, or nothing.
+static std::optional<std::string> runtimeTypeProblem(Type type, const std::string &what) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return what + " is not a ranked tensor";
+  if (t.getRank() > OTC_MAX_RANK)
+    return what + " has rank " + std::to_string(t.getRank()) +
+           ", more than the limit of " + std::to_string(OTC_MAX_RANK);
+  int64_t n = 1;
+  for (int64_t d : t.getShape()) {
+    if (d < 1)
+      return what + " has a dimension of size " +
+             (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d)) +
+             "; run-time tensors need static sizes of at least 1";
+    if (!otc_mul_count(n, d, &n) || n > OTC_MAX_ELEMENTS)
+      return what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
+             " elements, the limit of one tensor";
+  }
+  return std::nullopt;
+}
+
+LogicalResult GraphImporter::checkRuntimeType(Type type, const std::string &what) {
+  if (auto problem = runtimeTypeProblem(type, what))
+    return fail(*problem);
+  return success();
+}
+
+LogicalResult GraphImporter::checkArgType(Type type, const std::string &what) {
+  if (auto problem = runtimeTypeProblem(type, what)) {
+    error = *problem;
+    return failure();
+  }
+  return success();
 }
 
 const onnx::AttributeProto *GraphImporter::attr(llvm::StringRef name) const {
@@ -90,17 +145,25 @@ std::vector<int64_t> GraphImporter::intsAttr(llvm::StringRef name) const {
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   current = &n;
-  std::string name = n.name().empty() ? n.output(0) : n.name();
-  nodeLoc = NameLoc::get(b.getStringAttr(name));
+  nodeLoc = NameLoc::get(b.getStringAttr(nodeName(n)));
+  if (n.output_size() == 0)
+    return fail("the node has no outputs");
   if (!n.domain().empty() && n.domain() != "ai.onnx")
-    return fail("operators of domain '" + n.domain() + "' are not supported");
+    return fail("operators of domain " + quoted(n.domain()) + " are not supported");
   const OpImporter *importer = findOpImporter(n.op_type(), opsetVersion);
   if (!importer)
     return fail("unsupported operator at opset " + std::to_string(opsetVersion));
   for (size_t i = 0; i < numInputs(); ++i)
     if (!n.input(i).empty() && !lookup(n.input(i)))
-      return fail("input '" + n.input(i) + "' is not defined");
-  return importer->import(*this);
+      return fail("input " + quoted(n.input(i)) + " is not defined");
+  if (failed(importer->import(*this)))
+    return failure();
+  // Every run-time result must be a tensor code generation can hold.
+  for (const auto &out : n.output())
+    if (const Entry *e = lookup(out); e && e->value &&
+        failed(checkRuntimeType(e->value.getType(), "output " + quoted(out))))
+      return failure();
+  return success();
 }
 
 /// Names of every value the loss depends on.
@@ -121,7 +184,7 @@ static RankedTensorType valueType(Builder &b, const onnx::ValueInfoProto &v) {
   const auto &t = v.type().tensor_type();
   SmallVector<int64_t> shape;
   for (const auto &d : t.shape().dim())
-    shape.push_back(d.dim_value());
+    shape.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
   Type elem = elementTypeFor(b, t.elem_type());
   return elem ? RankedTensorType::get(shape, elem) : nullptr;
 }
@@ -155,9 +218,11 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       continue;
     RankedTensorType t = valueType(b, in);
     if (!t) {
-      error = "input '" + in.name() + "' has an unsupported element type";
+      error = "input " + quoted(in.name()) + " has an unsupported element type";
       return nullptr;
     }
+    if (failed(checkArgType(t, "input " + quoted(in.name()))))
+      return nullptr;
     argTypes.push_back(t);
     NamedAttrList attrs;
     attrs.append(attr::kInput, b.getStringAttr(in.name()));
@@ -173,6 +238,8 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
     argTypes.push_back(RankedTensorType::get(
         SmallVector<int64_t>(init.dims().begin(), init.dims().end()),
         elementTypeFor(b, init.data_type())));
+    if (failed(checkArgType(argTypes.back(), "initializer " + quoted(init.name()))))
+      return nullptr;
     NamedAttrList attrs;
     attrs.append(attr::kParam, b.getStringAttr(init.name()));
     if (reaching.contains(init.name()))
@@ -197,7 +264,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   for (const onnx::TensorProto *p : params)
     values[p->name()] = Entry{body->getArgument(argIndex++), std::nullopt};
   for (const auto &init : g.initializer()) {
-    if (values.count(init.name()))
+    if (values.count(init.name()) || !used.contains(init.name()))
       continue;
     HostTensor t;
     if (!decodeTensor(init, t, error))
@@ -215,7 +282,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   auto lossType = lossValue ? dyn_cast<RankedTensorType>(lossValue.getType()) : nullptr;
   if (!lossType || lossType.getRank() != 0 ||
       !isa<FloatType>(lossType.getElementType())) {
-    error = "the loss output '" + lossName + "' is not a scalar float tensor "
+    error = "the loss output " + quoted(lossName) + " is not a scalar float tensor "
             "computed from the inputs";
     return nullptr;
   }
@@ -223,7 +290,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   func.setType(b.getFunctionType(argTypes, {lossType}));
   func.setResultAttr(0, attr::kLoss, b.getUnitAttr());
   if (failed(verify(*module))) {
-    error = "the imported model does not verify: " + lastDiagnostic;
+    error = "the imported model does not verify: " + firstLine(lastDiagnostic);
     return nullptr;
   }
   return module;

@@ -34,7 +34,8 @@ public:
   /// Input `i` when it is known at compile time, else null.
   const HostTensor *constantInput(size_t i) const;
   void define(size_t output, mlir::Value v);
-  void define(size_t output, HostTensor t);
+  /// Defines a compile-time output; fails when `t` breaks the host limits.
+  mlir::LogicalResult define(size_t output, HostTensor t);
   /// Defines output 0 as `v`, or passes a failure on.
   mlir::LogicalResult defineResult(mlir::FailureOr<mlir::Value> v) {
     if (mlir::failed(v))
@@ -71,6 +72,11 @@ private:
     std::optional<HostTensor> host;
   };
   mlir::LogicalResult importNode(const onnx::NodeProto &n);
+  /// Fails naming `what` unless `t` is a tensor type code generation takes.
+  mlir::LogicalResult checkRuntimeType(mlir::Type t, const std::string &what);
+  /// The same for a function argument, outside any node.
+  mlir::LogicalResult checkArgType(mlir::Type t, const std::string &what);
+  static std::string nodeName(const onnx::NodeProto &n);
   const Entry *lookup(const std::string &name) const;
 
   mlir::MLIRContext &ctx;

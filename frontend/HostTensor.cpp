@@ -1,7 +1,10 @@
 #include "HostTensor.h"
+#include "ModelChecks.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "otc/runtime/limits.h"
+#include <cmath>
 #include <cstring>
 
 namespace otc {
@@ -9,12 +12,29 @@ namespace otc {
 int64_t HostTensor::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (!otc_mul_count(n, d, &n))
+      return -1;
   return n;
 }
 
+int64_t toInt64(double v) {
+  // Saturates instead of the undefined behaviour of casting an out-of-range
+  // double; the caller's range checks then reject the value.
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9.2e18)
+    return INT64_MAX;
+  if (v <= -9.2e18)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 std::vector<int64_t> HostTensor::asInts() const {
-  return std::vector<int64_t>(values.begin(), values.end());
+  std::vector<int64_t> out;
+  out.reserve(values.size());
+  for (double v : values)
+    out.push_back(toInt64(v));
+  return out;
 }
 
 template <typename T>
@@ -31,10 +51,17 @@ static void fromRaw(const std::string &raw, std::vector<double> &out) {
 bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
                   std::string &error) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    error = "tensor '" + t.name() + "' uses external data, which is not supported";
+    error = "tensor " + quoted(t.name()) + " uses external data, which is not supported";
     return false;
   }
   out.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t count = out.numElements();
+  if (count < 0 || count > OTC_MAX_HOST_ELEMENTS) {
+    error = "tensor " + quoted(t.name()) + " has more than " +
+            std::to_string(OTC_MAX_HOST_ELEMENTS) +
+            " elements, the limit of a constant otc folds at compile time";
+    return false;
+  }
   out.elemType = t.data_type();
   const std::string &raw = t.raw_data();
   switch (t.data_type()) {
@@ -66,13 +93,13 @@ bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
       out.values.assign(t.int32_data().begin(), t.int32_data().end());
     break;
   default:
-    error = "tensor '" + t.name() + "' has unsupported data type " +
+    error = "tensor " + quoted(t.name()) + " has unsupported data type " +
             onnx::TensorProto::DataType_Name(
                 static_cast<onnx::TensorProto::DataType>(t.data_type()));
     return false;
   }
   if ((int64_t)out.values.size() != out.numElements()) {
-    error = "tensor '" + t.name() + "' holds " +
+    error = "tensor " + quoted(t.name()) + " holds " +
             std::to_string(out.values.size()) + " values for " +
             std::to_string(out.numElements()) + " elements";
     return false;

@@ -17,9 +17,14 @@ struct HostTensor {
   std::vector<int64_t> shape;
   std::vector<double> values; // ints are exact up to 2^53, plenty for shapes
 
+  /// The product of the shape, or -1 when it overflows.
   int64_t numElements() const;
+  /// The values as integers, saturated to the int64 range (NaN is 0).
   std::vector<int64_t> asInts() const;
 };
+
+/// `v` as an integer, saturated to the int64 range (NaN is 0).
+int64_t toInt64(double v);
 
 /// Decodes an ONNX tensor. Fails with a message for unsupported data types
 /// and external data.

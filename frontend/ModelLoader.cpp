@@ -1,7 +1,9 @@
 // Reads and checks an ONNX model, appends the requested loss, specialises the
 // batch dimension, then hands the graph to the importer.
 #include "GraphImporter.h"
+#include "ModelChecks.h"
 #include "otc/Frontend/Import.h"
+#include "otc/runtime/limits.h"
 
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
@@ -12,20 +14,25 @@
 namespace otc {
 namespace {
 
-bool readModel(const std::string &path, onnx::ModelProto &model,
-               std::string &error) {
+bool readFile(const std::string &path, std::string &bytes, std::string &error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    error = "cannot open model '" + path + "'";
+    error = "cannot open model " + quotedPath(path);
     return false;
   }
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  if (!model.ParseFromString(bytes.str()) || !model.has_graph()) {
-    error = "'" + path + "' is not an ONNX model (it does not parse as one)";
+  std::stringstream s;
+  s << in.rdbuf();
+  if (in.bad()) {
+    error = "cannot read model " + quotedPath(path);
     return false;
   }
+  bytes = s.str();
   return true;
+}
+
+std::string folderOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
 onnx::ValueInfoProto *findOutput(onnx::GraphProto &g, const std::string &name) {
@@ -72,7 +79,7 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
               "cross-entropy:OUT or --loss mse:OUT";
       return false;
     }
-    onnx::ValueInfoProto loss = g.output(scalars[0]);
+    onnx::ValueInfoProto loss = g.output(scalars[0]); // a copy: outputs are cleared
     g.clear_output();
     *g.add_output() = loss;
     return true;
@@ -82,12 +89,12 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
   std::string kind = spec.substr(0, colon);
   std::string out = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if ((kind != "cross-entropy" && kind != "mse") || out.empty()) {
-    error = "unknown --loss '" + spec + "' (expected cross-entropy:OUT or mse:OUT)";
+    error = "unknown --loss " + quoted(spec) + " (expected cross-entropy:OUT or mse:OUT)";
     return false;
   }
   onnx::ValueInfoProto *target = findOutput(g, out);
   if (!target) {
-    error = "--loss names '" + out + "', which is not a model output";
+    error = "--loss names " + quoted(out) + ", which is not a model output";
     return false;
   }
   std::string extra = kind == "mse" ? "targets" : "labels";
@@ -99,7 +106,8 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
   onnx::ValueInfoProto *in = g.add_input();
   in->set_name(extra);
   auto *tt = in->mutable_type()->mutable_tensor_type();
-  const auto &outType = target->type().tensor_type();
+  // A copy: `target` dies when the outputs are cleared below.
+  const onnx::TypeProto_Tensor outType = target->type().tensor_type();
   if (kind == "cross-entropy") {
     tt->set_elem_type(onnx::TensorProto::INT64);
     tt->mutable_shape()->add_dim()->set_dim_param("batch");
@@ -143,21 +151,26 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
     if (inits.count(in.name()))
       continue;
     if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) {
-      error = "input '" + in.name() + "' has no tensor shape";
+      error = "input " + quoted(in.name()) + " has no tensor shape";
       return false;
     }
     auto *shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (shape->dim_size() == 0) {
+      error = "input " + quoted(in.name()) +
+              " is a scalar; data inputs need the batch as axis 0";
+      return false;
+    }
     for (int d = 0; d < shape->dim_size(); ++d) {
       auto *dim = shape->mutable_dim(d);
       if (!dim->has_dim_value()) {
         if (d != 0) {
-          error = "input '" + in.name() + "' has a symbolic dimension at axis " +
+          error = "input " + quoted(in.name()) + " has a symbolic dimension at axis " +
                   std::to_string(d) + "; only the batch axis 0 may be symbolic";
           return false;
         }
         dim->set_dim_value(n);
       } else if (d == 0 && dim->dim_value() != n) {
-        error = "input '" + in.name() + "' has a fixed batch dimension of " +
+        error = "input " + quoted(in.name()) + " has a fixed batch dimension of " +
                 std::to_string(dim->dim_value()) + ", but --micro-batch is " +
                 std::to_string(n);
         return false;
@@ -172,17 +185,39 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
 
 } // namespace
 
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
-                                                  const std::string &path,
-                                                  const ImportOptions &options,
-                                                  std::string &error) {
-  onnx::ModelProto model;
-  if (!readModel(path, model, error))
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
+                const std::string &modelDir, const std::string &name,
+                const ImportOptions &options, std::string &error,
+                std::string *embeddedModel) {
+  if (options.microBatch < 1 || options.microBatch > OTC_MAX_MICRO_BATCH) {
+    error = "--micro-batch must lie in [1, " + std::to_string(OTC_MAX_MICRO_BATCH) + "]";
     return nullptr;
+  }
+  onnx::ModelProto model;
+  if (bytes.size() > size_t(INT32_MAX) || !model.ParseFromString(bytes) ||
+      !model.has_graph()) {
+    error = quotedPath(name) + " is not an ONNX model (it does not parse as one)";
+    return nullptr;
+  }
+  // Before any library reads the tensors: libonnx trusts their sizes.
+  bool loadedExternal = false;
+  if (!checkModel(model, modelDir, loadedExternal, error))
+    return nullptr;
+  if (embeddedModel && !loadedExternal)
+    *embeddedModel = bytes;
+  if (embeddedModel && loadedExternal) {
+    if (model.ByteSizeLong() > size_t(INT32_MAX)) {
+      error = quotedPath(name) + " holds more than 2 GiB with its external data, "
+              "more than one ONNX file can carry";
+      return nullptr;
+    }
+    model.SerializeToString(embeddedModel);
+  }
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
-    error = "'" + path + "' fails the ONNX checker: " + e.what();
+    error = quotedPath(name) + " fails the ONNX checker: " + firstLine(e.what());
     return nullptr;
   }
   if (!applyLoss(model, options.loss, error) ||
@@ -192,11 +227,23 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception &e) {
-    error = "ONNX shape inference rejects the model: " + std::string(e.what());
+    error = "ONNX shape inference rejects the model: " + firstLine(e.what());
     return nullptr;
   }
   GraphImporter importer(ctx, error);
-  return importer.import(model, path);
+  return importer.import(model, name);
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
+                                                  const std::string &path,
+                                                  const ImportOptions &options,
+                                                  std::string &error,
+                                                  std::string *embeddedModel) {
+  std::string bytes;
+  if (!readFile(path, bytes, error))
+    return nullptr;
+  return importOnnxBytes(ctx, bytes, folderOf(path), path, options, error,
+                         embeddedModel);
 }
 
 } // namespace otc

@@ -2,7 +2,9 @@
 // range), turning a node into otc operations or into a host-folded constant.
 #include "GraphImporter.h"
 
+#include "ModelChecks.h"
 #include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
 
 #include "mlir/IR/TypeUtilities.h"
 
@@ -17,8 +19,13 @@ namespace {
 
 using Imp = GraphImporter;
 
+/// The product of `dims`, or -1 when one is negative or it overflows.
 int64_t product(ArrayRef<int64_t> dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<>());
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (!otc_mul_count(n, d, &n))
+      return -1;
+  return n;
 }
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
@@ -51,10 +58,12 @@ RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
 /// Input `i` reshaped (on the host when constant) to `shape`.
 LogicalResult defineReshaped(Imp &imp, size_t i, std::vector<int64_t> shape) {
   if (const HostTensor *c = imp.constantInput(i)) {
+    if (product(shape) != c->numElements())
+      return imp.fail("cannot reshape " + std::to_string(c->numElements()) +
+                      " elements to " + std::to_string(product(shape)));
     HostTensor t = *c;
     t.shape = shape;
-    imp.define(0, std::move(t));
-    return success();
+    return imp.define(0, std::move(t));
   }
   auto v = imp.input(i);
   if (failed(v))
@@ -69,12 +78,12 @@ LogicalResult defineReshaped(Imp &imp, size_t i, std::vector<int64_t> shape) {
   return success();
 }
 
-std::vector<int64_t> shapeOfInput(Imp &imp, size_t i) {
+FailureOr<std::vector<int64_t>> shapeOfInput(Imp &imp, size_t i) {
   if (const HostTensor *c = imp.constantInput(i))
     return c->shape;
   auto v = imp.input(i);
   if (failed(v))
-    return {};
+    return failure();
   auto s = cast<RankedTensorType>(v->getType()).getShape();
   return std::vector<int64_t>(s.begin(), s.end());
 }
@@ -94,10 +103,12 @@ LogicalResult importGemm(Imp &imp) {
       return failure();
     c = *cv;
   }
+  double alpha = imp.floatAttr("alpha", 1.0), beta = imp.floatAttr("beta", 1.0);
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    return imp.fail("alpha and beta must be finite");
   return imp.defineResult(imp.create<GemmOp>(
       *a, *b, c, imp.intAttr("transA", 0) != 0, imp.intAttr("transB", 0) != 0,
-      llvm::APFloat(imp.floatAttr("alpha", 1.0)),
-      llvm::APFloat(imp.floatAttr("beta", 1.0))));
+      llvm::APFloat(alpha), llvm::APFloat(beta)));
 }
 
 /// An op built from inputs 0 and 1 alone.
@@ -109,12 +120,14 @@ LogicalResult importTwoInputs(Imp &imp) {
   return imp.defineResult(imp.create<Op>(*a, *b));
 }
 
+enum class FoldResult { NotConstant, Folded, Failed };
+
 /// Folds a binary op on two host constants with numpy broadcasting.
 template <typename F>
-bool foldBinary(Imp &imp, F f) {
+FoldResult foldBinary(Imp &imp, F f) {
   const HostTensor *l = imp.constantInput(0), *r = imp.constantInput(1);
   if (!l || !r)
-    return false;
+    return FoldResult::NotConstant;
   size_t rank = std::max(l->shape.size(), r->shape.size());
   auto pad = [&](const HostTensor *t) {
     std::vector<int64_t> s(rank - t->shape.size(), 1);
@@ -122,14 +135,25 @@ bool foldBinary(Imp &imp, F f) {
     return s;
   };
   std::vector<int64_t> ls = pad(l), rs = pad(r), out(rank);
-  for (size_t d = 0; d < rank; ++d)
-    out[d] = std::max(ls[d], rs[d]);
+  for (size_t d = 0; d < rank; ++d) {
+    if (ls[d] != rs[d] && ls[d] != 1 && rs[d] != 1) {
+      (void)imp.fail("operand shapes do not broadcast");
+      return FoldResult::Failed;
+    }
+    out[d] = ls[d] == 1 ? rs[d] : ls[d];
+  }
+  int64_t n = product(out);
+  if (n < 0 || n > OTC_MAX_HOST_ELEMENTS) {
+    (void)imp.fail("the folded result has more than " +
+                   std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
+    return FoldResult::Failed;
+  }
   std::vector<int64_t> lst = stridesOf(ls), rst = stridesOf(rs), ost = stridesOf(out);
   HostTensor t;
   t.isFloat = l->isFloat;
   t.elemType = l->elemType;
   t.shape = out;
-  t.values.resize(product(out));
+  t.values.resize(n);
   for (int64_t i = 0; i < (int64_t)t.values.size(); ++i) {
     int64_t li = 0, ri = 0;
     for (size_t d = 0; d < rank; ++d) {
@@ -141,15 +165,17 @@ bool foldBinary(Imp &imp, F f) {
     if (!t.isFloat)
       t.values[i] = std::trunc(t.values[i]);
   }
-  imp.define(0, std::move(t));
-  return true;
+  return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
 }
 
 template <typename Op, typename F>
 LogicalResult importBinary(Imp &imp) {
-  if (foldBinary(imp, F()))
-    return success();
-  return importTwoInputs<Op>(imp);
+  switch (foldBinary(imp, F())) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: return importTwoInputs<Op>(imp);
+  }
+  return failure();
 }
 
 template <typename Op>
@@ -163,8 +189,7 @@ LogicalResult importUnary(Imp &imp) {
 
 LogicalResult importIdentity(Imp &imp) {
   if (const HostTensor *c = imp.constantInput(0)) {
-    imp.define(0, *c);
-    return success();
+    return imp.define(0, *c);
   }
   auto x = imp.input(0);
   if (failed(x))
@@ -204,7 +229,13 @@ LogicalResult importReshape(Imp &imp) {
   const HostTensor *shapeT = imp.constantInput(1);
   if (!shapeT)
     return imp.fail("the target shape must be a compile-time constant");
-  std::vector<int64_t> in = shapeOfInput(imp, 0), shape = shapeT->asInts();
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> in = *inShape, shape = shapeT->asInts();
+  if (shape.size() > OTC_MAX_RANK)
+    return imp.fail("the target shape has " + std::to_string(shape.size()) +
+                    " entries, more than the rank limit of " + std::to_string(OTC_MAX_RANK));
   bool allowZero = imp.intAttr("allowzero", 0) != 0;
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -213,12 +244,14 @@ LogicalResult importReshape(Imp &imp) {
         return imp.fail("shape entry 0 copies a dimension the input lacks");
       shape[i] = in[i];
     }
+    if (shape[i] < -1)
+      return imp.fail("the target shape has a negative entry " + std::to_string(shape[i]));
     if (shape[i] == -1) {
       if (inferred >= 0)
         return imp.fail("the target shape has more than one -1");
       inferred = i;
-    } else {
-      known *= shape[i];
+    } else if (!otc_mul_count(known, shape[i], &known)) {
+      return imp.fail("the target shape's element count overflows");
     }
   }
   if (inferred >= 0) {
@@ -233,7 +266,10 @@ LogicalResult importReshape(Imp &imp) {
 }
 
 LogicalResult importFlatten(Imp &imp) {
-  std::vector<int64_t> in = shapeOfInput(imp, 0);
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> in = *inShape;
   int64_t axis = imp.intAttr("axis", 1);
   if (axis < 0)
     axis += in.size();
@@ -318,12 +354,14 @@ LogicalResult importConstant(Imp &imp) {
   } else {
     return imp.fail("unsupported constant form");
   }
-  imp.define(0, std::move(t));
-  return success();
+  return imp.define(0, std::move(t));
 }
 
 LogicalResult importShape(Imp &imp) {
-  std::vector<int64_t> shape = shapeOfInput(imp, 0);
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> shape = *inShape;
   int64_t rank = shape.size();
   int64_t start = imp.intAttr("start", 0), end = imp.intAttr("end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
@@ -331,11 +369,12 @@ LogicalResult importShape(Imp &imp) {
   HostTensor t{false, onnx::TensorProto::INT64, {std::max<int64_t>(end - start, 0)}, {}};
   for (int64_t i = start; i < end; ++i)
     t.values.push_back(shape[i]);
-  imp.define(0, std::move(t));
-  return success();
+  return imp.define(0, std::move(t));
 }
 
-LogicalResult needConstants(Imp &imp) {
+LogicalResult needConstants(Imp &imp, size_t minInputs) {
+  if (imp.numInputs() < minInputs)
+    return imp.fail("needs at least " + std::to_string(minInputs) + " inputs");
   for (size_t i = 0; i < imp.numInputs(); ++i)
     if (!imp.constantInput(i))
       return imp.fail("supported only on compile-time constant inputs");
@@ -343,7 +382,7 @@ LogicalResult needConstants(Imp &imp) {
 }
 
 LogicalResult importGather(Imp &imp) {
-  if (failed(needConstants(imp)))
+  if (failed(needConstants(imp, 2)))
     return failure();
   const HostTensor &data = *imp.constantInput(0), &idx = *imp.constantInput(1);
   int64_t rank = data.shape.size();
@@ -355,6 +394,10 @@ LogicalResult importGather(Imp &imp) {
   int64_t outer = product(ArrayRef<int64_t>(data.shape).take_front(axis));
   int64_t inner = product(ArrayRef<int64_t>(data.shape).drop_front(axis + 1));
   int64_t n = data.shape[axis];
+  int64_t count = product({outer, int64_t(idx.values.size()), inner});
+  if (count < 0 || count > OTC_MAX_HOST_ELEMENTS)
+    return imp.fail("the folded result has more than " +
+                    std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
   HostTensor t = data;
   t.shape.assign(data.shape.begin(), data.shape.begin() + axis);
   t.shape.insert(t.shape.end(), idx.shape.begin(), idx.shape.end());
@@ -362,18 +405,19 @@ LogicalResult importGather(Imp &imp) {
   t.values.clear();
   for (int64_t o = 0; o < outer; ++o)
     for (double iv : idx.values) {
-      int64_t i = iv < 0 ? int64_t(iv) + n : int64_t(iv);
-      if (i < 0 || i >= n)
-        return imp.fail("index " + std::to_string(int64_t(iv)) + " is out of range");
+      int64_t i = toInt64(iv);
+      if (i < -n || i >= n)
+        return imp.fail("index " + std::to_string(i) + " is out of range");
+      if (i < 0)
+        i += n;
       for (int64_t k = 0; k < inner; ++k)
         t.values.push_back(data.values[(o * n + i) * inner + k]);
     }
-  imp.define(0, std::move(t));
-  return success();
+  return imp.define(0, std::move(t));
 }
 
 LogicalResult importConcat(Imp &imp) {
-  if (failed(needConstants(imp)))
+  if (failed(needConstants(imp, 1)))
     return failure();
   const HostTensor &first = *imp.constantInput(0);
   int64_t rank = first.shape.size();
@@ -386,8 +430,17 @@ LogicalResult importConcat(Imp &imp) {
   HostTensor t = first;
   t.shape[axis] = 0;
   t.values.clear();
-  for (size_t i = 0; i < imp.numInputs(); ++i)
-    t.shape[axis] += imp.constantInput(i)->shape[axis];
+  for (size_t i = 0; i < imp.numInputs(); ++i) {
+    const std::vector<int64_t> &s = imp.constantInput(i)->shape;
+    for (int64_t d = 0; d < rank; ++d)
+      if (s.size() != first.shape.size() || (d != axis && s[d] != first.shape[d]))
+        return imp.fail("input " + std::to_string(i) +
+                        "'s shape differs from input 0's off the concatenation axis");
+    t.shape[axis] += s[axis]; // each <= OTC_MAX_HOST_ELEMENTS: no overflow
+  }
+  if (t.numElements() > OTC_MAX_HOST_ELEMENTS)
+    return imp.fail("the folded result has more than " +
+                    std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
   for (int64_t o = 0; o < outer; ++o)
     for (size_t i = 0; i < imp.numInputs(); ++i) {
       const HostTensor &in = *imp.constantInput(i);
@@ -395,14 +448,16 @@ LogicalResult importConcat(Imp &imp) {
       t.values.insert(t.values.end(), in.values.begin() + o * chunk,
                       in.values.begin() + (o + 1) * chunk);
     }
-  imp.define(0, std::move(t));
-  return success();
+  return imp.define(0, std::move(t));
 }
 
 /// Unsqueeze and Squeeze are reshapes; `fromInput` selects the opset-13 form.
 template <bool squeeze, bool fromInput>
 LogicalResult importSqueezeLike(Imp &imp) {
-  std::vector<int64_t> in = shapeOfInput(imp, 0), axes;
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> in = *inShape, axes;
   if (fromInput && imp.numInputs() > 1) {
     const HostTensor *a = imp.constantInput(1);
     if (!a)
@@ -425,9 +480,14 @@ LogicalResult importSqueezeLike(Imp &imp) {
         out.push_back(in[d]);
     }
   } else {
+    if (in.size() + axes.size() > OTC_MAX_RANK)
+      return imp.fail("the result would have rank " + std::to_string(in.size() + axes.size()) +
+                      ", more than the limit of " + std::to_string(OTC_MAX_RANK));
     auto norm = normaliseAxes(imp, axes, in.size() + axes.size());
     if (failed(norm))
       return failure();
+    if (norm->size() != axes.size())
+      return imp.fail("the axes repeat an axis");
     size_t next = 0;
     for (size_t d = 0; d < in.size() + norm->size(); ++d)
       out.push_back(llvm::is_contained(*norm, (int64_t)d) ? 1 : in[next++]);
@@ -444,8 +504,7 @@ LogicalResult importCast(Imp &imp) {
     if (!t.isFloat)
       for (double &v : t.values)
         v = std::trunc(v);
-    imp.define(0, std::move(t));
-    return success();
+    return imp.define(0, std::move(t));
   }
   auto x = imp.input(0);
   if (failed(x))

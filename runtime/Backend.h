@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace otc {
 
@@ -15,9 +16,9 @@ class Backend {
 public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
-  /// Zero-initialised memory; exits with a message when none is left.
+  /// Zero-initialised memory, released with the backend; throws Fatal when
+  /// none is left.
   virtual void *alloc(size_t bytes) = 0;
-  virtual void release(void *p) = 0;
   virtual void toDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual void toHost(void *dst, const void *src, size_t bytes) = 0;
   /// The BLAS handle generated code receives (null on the CPU).
@@ -25,6 +26,14 @@ public:
   /// Applies one optimizer step to `n` elements; `m` and `v` are its state.
   virtual void update(const OptimizerStep &s, float *param, const float *grad,
                       float *m, float *v, int64_t n) = 0;
+  /// Whether any of the `n` floats at `p` is NaN or infinite.
+  virtual bool anyNonFinite(const float *p, int64_t n) = 0;
+};
+
+/// An error that ends the run: main prints `message` and exits with `code`.
+struct Fatal {
+  std::string message;
+  int code = 1;
 };
 
 std::unique_ptr<Backend> makeBackend();

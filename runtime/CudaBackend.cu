@@ -1,6 +1,8 @@
 #include "Backend.h"
 #include "otc/runtime/cuda_check.h"
 
+#include <vector>
+
 namespace otc {
 namespace {
 
@@ -11,18 +13,38 @@ __global__ void updateKernel(OptimizerStep s, float *param, const float *grad,
     updateElement(s, param[i], grad[i], m[i], v[i]);
 }
 
+/// Sets *flag when any element is NaN or infinite (grid-stride).
+__global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
+  bool bad = false;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    bad |= !isfinite(p[i]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0)
+    *flag = 1;
+}
+
 class CudaBackend final : public Backend {
 public:
-  CudaBackend() { OTC_CUBLAS_CHECK(cublasCreate(&handle)); }
-  ~CudaBackend() override { cublasDestroy(handle); }
+  CudaBackend() {
+    OTC_CUBLAS_CHECK(cublasCreate(&handle));
+    flag = static_cast<int *>(alloc(sizeof(int)));
+  }
+  ~CudaBackend() override {
+    for (void *p : blocks)
+      cudaFree(p);
+    cublasDestroy(handle);
+  }
   const char *name() const override { return "cuda"; }
   void *alloc(size_t bytes) override {
     void *p = nullptr;
-    OTC_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    cudaError_t err = cudaMalloc(&p, bytes ? bytes : 1);
+    if (err == cudaErrorMemoryAllocation)
+      throw Fatal{"out of GPU memory allocating " + std::to_string(bytes) + " bytes"};
+    OTC_CUDA_CHECK(err);
+    blocks.push_back(p);
     OTC_CUDA_CHECK(cudaMemset(p, 0, bytes ? bytes : 1));
     return p;
   }
-  void release(void *p) override { OTC_CUDA_CHECK(cudaFree(p)); }
   void toDevice(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   }
@@ -35,9 +57,20 @@ public:
     updateKernel<<<(unsigned)((n + 255) / 256), 256>>>(s, param, grad, m, v, n);
     OTC_CUDA_CHECK(cudaGetLastError());
   }
+  bool anyNonFinite(const float *p, int64_t n) override {
+    OTC_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int)));
+    int64_t grid = std::min<int64_t>((n + 255) / 256, 1024);
+    nonFiniteKernel<<<(unsigned)std::max<int64_t>(grid, 1), 256>>>(p, n, flag);
+    OTC_CUDA_CHECK(cudaGetLastError());
+    int host = 0;
+    OTC_CUDA_CHECK(cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost));
+    return host != 0;
+  }
 
 private:
   cublasHandle_t handle;
+  std::vector<void *> blocks;
+  int *flag = nullptr;
 };
 
 } // namespace

@@ -1,12 +1,10 @@
 #include "ModelFile.h"
 
+#include "SafeFile.h"
 #include "otc/runtime/abi.h"
 #include "onnx/onnx_pb.h"
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <unistd.h>
 
 namespace otc {
 namespace {
@@ -21,33 +19,41 @@ bool loadEmbedded(onnx::ModelProto &model, std::string &error) {
 
 } // namespace
 
-bool readInitializers(const std::vector<std::string> &names,
+bool readInitializers(const std::map<std::string, int64_t> &counts,
                       std::map<std::string, std::vector<float>> &out,
                       std::string &error) {
   onnx::ModelProto model;
   if (!loadEmbedded(model, error))
     return false;
   for (const auto &t : model.graph().initializer()) {
-    bool wanted = false;
-    for (const auto &n : names)
-      wanted |= n == t.name();
-    if (!wanted)
+    auto want = counts.find(t.name());
+    if (want == counts.end() || out.count(t.name()))
       continue;
     if (t.data_type() != onnx::TensorProto::FLOAT) {
       error = "initializer '" + t.name() + "' is not float32";
       return false;
     }
+    // otc compile checked these sizes; a mismatch means the executable's
+    // embedded model is not the one it was compiled from.
+    int64_t have = t.has_raw_data() ? int64_t(t.raw_data().size() / sizeof(float))
+                                    : int64_t(t.float_data_size());
+    if (have != want->second ||
+        (t.has_raw_data() && t.raw_data().size() % sizeof(float) != 0)) {
+      error = "initializer '" + t.name() + "' holds " + std::to_string(have) +
+              " values in the embedded model, not " + std::to_string(want->second);
+      return false;
+    }
     std::vector<float> &v = out[t.name()];
     if (t.has_raw_data()) {
-      v.resize(t.raw_data().size() / sizeof(float));
+      v.resize(have);
       std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(float));
     } else {
       v.assign(t.float_data().begin(), t.float_data().end());
     }
   }
-  for (const auto &n : names)
-    if (!out.count(n)) {
-      error = "initializer '" + n + "' is missing from the embedded model";
+  for (const auto &n : counts)
+    if (!out.count(n.first)) {
+      error = "initializer '" + n.first + "' is missing from the embedded model";
       return false;
     }
   return true;
@@ -67,21 +73,9 @@ bool writeTrainedModel(const std::string &path,
     t.set_raw_data(std::string(reinterpret_cast<const char *>(it->second.data()),
                                it->second.size() * sizeof(float)));
   }
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out || !model.SerializeToOstream(&out) || !out.flush()) {
-      std::remove(tmp.c_str());
-      error = "cannot write '" + path + "'";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    error = "cannot rename the trained model into '" + path + "'";
-    return false;
-  }
-  return true;
+  return replaceFile(path, 0666,
+                     [&](int fd) { return model.SerializeToFileDescriptor(fd); },
+                     error);
 }
 
 } // namespace otc

@@ -2,19 +2,21 @@
 #ifndef OTC_RUNTIME_MODELFILE_H
 #define OTC_RUNTIME_MODELFILE_H
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace otc {
 
-/// Reads the float32 initializers named in `names` from the embedded model.
-bool readInitializers(const std::vector<std::string> &names,
+/// Reads the float32 initializers named in `counts` from the embedded model,
+/// each of which must hold exactly its count of elements.
+bool readInitializers(const std::map<std::string, int64_t> &counts,
                       std::map<std::string, std::vector<float>> &out,
                       std::string &error);
 
-/// Writes the embedded model with the given initializers replaced. The file
-/// is written beside `path` and renamed over it, so it is never half-written.
+/// Writes the embedded model with the given initializers replaced, through
+/// replaceFile: `path` holds either its old contents or the whole new model.
 bool writeTrainedModel(const std::string &path,
                        const std::map<std::string, std::vector<float>> &values,
                        std::string &error);

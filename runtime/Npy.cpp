@@ -1,74 +1,274 @@
 #include "Npy.h"
 
+#include "otc/runtime/limits.h"
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace otc {
 namespace {
 
-/// The value text of `key` in the header dict, up to the next top-level comma.
-std::string field(const std::string &header, const std::string &key) {
-  size_t k = header.find("'" + key + "'");
-  if (k == std::string::npos)
-    return "";
-  size_t colon = header.find(':', k);
-  size_t begin = header.find_first_not_of(' ', colon + 1);
-  size_t end = header[begin] == '(' ? header.find(')', begin) + 1
-                                    : header.find_first_of(",}", begin);
-  return header.substr(begin, end - begin);
+/// A cursor over the header dict, which is a Python literal such as
+/// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }.
+class HeaderParser {
+public:
+  HeaderParser(const char *p, size_t n) : p(p), end(p + n) {}
+
+  bool parse(std::string &descr, bool &fortran, std::vector<int64_t> &shape,
+             std::string &error) {
+    bool haveDescr = false, haveFortran = false, haveShape = false;
+    if (!eat('{'))
+      return fail("its header is not a dict", error);
+    while (skip(), p < end && *p != '}') {
+      std::string key;
+      if (!string(key) || (skip(), !eat(':')))
+        return fail("its header dict is malformed", error);
+      skip();
+      if (key == "descr") {
+        if (p < end && *p == '[')
+          return fail("it has a structured dtype, which otc does not read", error);
+        if (!string(descr))
+          return fail("its 'descr' is not a string", error);
+        haveDescr = true;
+      } else if (key == "fortran_order") {
+        if (word("True"))
+          fortran = true;
+        else if (word("False"))
+          fortran = false;
+        else
+          return fail("its 'fortran_order' is not True or False", error);
+        haveFortran = true;
+      } else if (key == "shape") {
+        if (!tuple(shape, error))
+          return false;
+        haveShape = true;
+      } else {
+        return fail("its header has an unknown key", error);
+      }
+      skip();
+      if (!eat(','))
+        break;
+    }
+    skip();
+    if (!eat('}'))
+      return fail("its header dict is not closed", error);
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t' || *p == '\0'))
+      ++p;
+    if (p != end)
+      return fail("its header has bytes after the dict", error);
+    if (!haveDescr || !haveFortran || !haveShape)
+      return fail("its header lacks 'descr', 'fortran_order' or 'shape'", error);
+    return true;
+  }
+
+private:
+  static bool fail(const char *message, std::string &error) {
+    error = message;
+    return false;
+  }
+  void skip() {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n'))
+      ++p;
+  }
+  bool eat(char c) {
+    if (p < end && *p == c) {
+      ++p;
+      return true;
+    }
+    return false;
+  }
+  bool word(const char *w) {
+    size_t n = std::strlen(w);
+    if (size_t(end - p) >= n && std::memcmp(p, w, n) == 0) {
+      p += n;
+      return true;
+    }
+    return false;
+  }
+  bool string(std::string &out) {
+    if (p >= end || (*p != '\'' && *p != '"'))
+      return false;
+    char quote = *p++;
+    const char *begin = p;
+    while (p < end && *p != quote && *p != '\\')
+      ++p;
+    if (p >= end || *p != quote || p - begin > 64)
+      return false;
+    out.assign(begin, p - begin);
+    ++p;
+    return true;
+  }
+  bool tuple(std::vector<int64_t> &shape, std::string &error) {
+    if (!eat('('))
+      return fail("its 'shape' is not a tuple", error);
+    shape.clear();
+    while (skip(), p < end && *p != ')') {
+      const char *begin = p;
+      int64_t v = 0;
+      while (p < end && *p >= '0' && *p <= '9' && p - begin < 18)
+        v = v * 10 + (*p++ - '0');
+      if (p == begin)
+        return fail("its 'shape' holds something other than non-negative integers", error);
+      if (p < end && *p >= '0' && *p <= '9')
+        return fail("its 'shape' holds a dimension too large to be real", error);
+      eat('L'); // Python 2 wrote long integers as 3L
+      shape.push_back(v);
+      if (shape.size() > OTC_MAX_RANK)
+        return fail("its 'shape' has more dimensions than otc's limit of 8", error);
+      skip();
+      if (!eat(','))
+        break;
+    }
+    if (!eat(')'))
+      return fail("its 'shape' tuple is not closed", error);
+    return true;
+  }
+
+  const char *p, *end;
+};
+
+/// Normalises a numeric descr to "<" (or "|" for single bytes) and returns
+/// its item size, or 0 with an error.
+int64_t itemSizeOf(std::string &descr, std::string &error) {
+  std::string d = descr;
+  char order = '<';
+  if (!d.empty() && std::strchr("<>|=", d[0])) {
+    order = d[0];
+    d = d.substr(1);
+  }
+  if (d.size() < 2 || d.size() > 3 || !std::strchr("biufc", d[0]) ||
+      d.find_first_not_of("0123456789", 1) != std::string::npos) {
+    error = "its dtype '" + descr + "' is not a numeric type otc reads";
+    return 0;
+  }
+  int64_t size = std::atoi(d.c_str() + 1);
+  if (size < 1 || size > 16) {
+    error = "its dtype '" + descr + "' has an impossible item size";
+    return 0;
+  }
+  if (order == '>' && size > 1) {
+    error = "its dtype '" + descr + "' is big-endian; save it little-endian";
+    return 0;
+  }
+  descr = std::string(size == 1 ? "|" : "<") + d;
+  return size;
 }
 
 } // namespace
 
-bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open data file '" + path + "'";
+bool parseNpyHeader(const char *bytes, size_t size, NpyArray &out,
+                    size_t &dataOffset, int64_t &dataBytes, std::string &error) {
+  if (size < 10 || std::memcmp(bytes, "\x93NUMPY", 6) != 0) {
+    error = "it is not a .npy file";
     return false;
   }
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
-    error = "'" + path + "' is not a .npy file";
+  unsigned major = (unsigned char)bytes[6];
+  if (major < 1 || major > 3) {
+    error = "it is .npy format version " + std::to_string(major) + ", which otc does not read";
     return false;
   }
-  uint32_t headerLen = 0;
-  unsigned char len[4] = {0, 0, 0, 0};
-  int lenBytes = magic[6] == 1 ? 2 : 4;
-  in.read(reinterpret_cast<char *>(len), lenBytes);
-  for (int i = lenBytes - 1; i >= 0; --i)
-    headerLen = headerLen * 256 + len[i];
-  std::string header(headerLen, '\0');
-  if (!in.read(&header[0], headerLen)) {
-    error = "'" + path + "' has a truncated header";
+  size_t lenBytes = major == 1 ? 2 : 4;
+  if (size < 8 + lenBytes) {
+    error = "its header is truncated";
     return false;
   }
-  out.dtype = field(header, "descr");
-  if (out.dtype.size() >= 2)
-    out.dtype = out.dtype.substr(1, out.dtype.size() - 2); // strip quotes
-  if (field(header, "fortran_order") != "False") {
-    error = "'" + path + "' is in Fortran order; save it C-ordered";
+  uint64_t headerLen = 0;
+  for (size_t i = lenBytes; i-- > 0;)
+    headerLen = headerLen * 256 + (unsigned char)bytes[8 + i];
+  if (headerLen > OTC_MAX_NPY_HEADER) {
+    error = "its header claims " + std::to_string(headerLen) + " bytes, more than a .npy header holds";
     return false;
   }
-  std::string shape = field(header, "shape");
-  out.shape.clear();
+  size_t begin = 8 + lenBytes;
+  if (size - begin < headerLen) {
+    error = "its header is truncated";
+    return false;
+  }
+  bool fortran = false;
+  HeaderParser parser(bytes + begin, headerLen);
+  if (!parser.parse(out.dtype, fortran, out.shape, error))
+    return false;
+  if (fortran) {
+    error = "it is in Fortran order; save it C-ordered";
+    return false;
+  }
+  int64_t itemSize = itemSizeOf(out.dtype, error);
+  if (itemSize == 0)
+    return false;
   int64_t count = 1;
-  for (size_t i = 1; i < shape.size();) {
-    size_t end = shape.find_first_of(",)", i);
-    std::string num = shape.substr(i, end - i);
-    if (num.find_first_not_of(' ') != std::string::npos) {
-      out.shape.push_back(std::stoll(num));
-      count *= out.shape.back();
+  for (int64_t d : out.shape)
+    if (!otc_mul_count(count, d, &count) || count > OTC_MAX_ELEMENTS) {
+      error = "its shape holds more than " + std::to_string(OTC_MAX_ELEMENTS) +
+              " elements, otc's limit for one array";
+      return false;
     }
-    i = end + 1;
-  }
-  size_t itemSize = out.dtype.size() >= 3 ? std::stoul(out.dtype.substr(2)) : 0;
-  out.data.resize(count * itemSize);
-  if (!in.read(out.data.data(), out.data.size())) {
-    error = "'" + path + "' is truncated: expected " +
-            std::to_string(out.data.size()) + " bytes of data";
+  dataOffset = begin + headerLen;
+  dataBytes = count * itemSize;
+  return true;
+}
+
+bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
+  size_t offset;
+  int64_t dataBytes;
+  if (!parseNpyHeader(bytes.data(), bytes.size(), out, offset, dataBytes, error))
+    return false;
+  if (uint64_t(bytes.size() - offset) != uint64_t(dataBytes)) {
+    error = "it holds " + std::to_string(bytes.size() - offset) +
+            " bytes of data, but its header describes " + std::to_string(dataBytes);
     return false;
   }
+  out.data.assign(bytes.begin() + offset, bytes.end());
   return true;
+}
+
+bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
+  std::string name = "'" + path + "'";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = fd < 0 && errno != ENOENT ? "cannot read data file " + name + ": " + std::strerror(errno)
+            : fd < 0                  ? "cannot open data file " + name
+                                      : "data file " + name + " is not a regular file";
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  auto readAt = [&](char *dst, size_t n, off_t at) {
+    while (n > 0) {
+      ssize_t got = pread(fd, dst, n, at);
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0)
+        return false;
+      dst += got;
+      n -= size_t(got);
+      at += got;
+    }
+    return true;
+  };
+  // The header is read first, so a lying header never sizes an allocation.
+  std::string head(size_t(std::min<off_t>(st.st_size, 12 + OTC_MAX_NPY_HEADER)), '\0');
+  size_t offset = 0;
+  int64_t dataBytes = 0;
+  bool ok = readAt(&head[0], head.size(), 0);
+  if (!ok)
+    error = "cannot read data file " + name;
+  else if (!(ok = parseNpyHeader(head.data(), head.size(), out, offset, dataBytes, error)))
+    error = name + ": " + error;
+  else if (!(ok = uint64_t(st.st_size) - offset == uint64_t(dataBytes)))
+    error = name + " holds " + std::to_string(uint64_t(st.st_size) - offset) +
+            " bytes of data, but its header describes " + std::to_string(dataBytes);
+  if (ok) {
+    out.data.resize(size_t(dataBytes));
+    if (!(ok = readAt(out.data.data(), out.data.size(), off_t(offset))))
+      error = "cannot read data file " + name;
+  }
+  close(fd);
+  return ok;
 }
 
 } // namespace otc

@@ -16,8 +16,12 @@ struct TrainOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
-/// Parses argv; on a bad command line prints one error line and exits 2.
-TrainOptions parseTrainOptions(int argc, char **argv, OptimizerKind kind);
+enum class ParseResult { Ok, Help, Error };
+
+/// Parses and range-checks argv. On Error, `error` holds one line naming the
+/// flag; on Help, `error` holds the usage text.
+ParseResult parseTrainOptions(int argc, const char *const *argv, OptimizerKind kind,
+                              TrainOptions &out, std::string &error);
 
 } // namespace otc
 

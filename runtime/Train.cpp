@@ -4,6 +4,7 @@
 #include "ModelFile.h"
 #include "Npy.h"
 #include "Options.h"
+#include "SafeFile.h"
 #include "otc/runtime/abi.h"
 
 #include <cctype>
@@ -18,10 +19,7 @@
 namespace otc {
 namespace {
 
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "train: error: %s\n", message.c_str());
-  std::exit(1);
-}
+[[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
 
 std::string fileNameFor(const std::string &input) {
   std::string s = input;
@@ -69,6 +67,14 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     if (ds.samples >= 0 && a.shape[0] != ds.samples)
       die("'" + path + "' has " + std::to_string(a.shape[0]) + " samples, but '" +
           fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
+    if (d.dtype == OTC_F32) {
+      const float *x = reinterpret_cast<const float *>(a.data.data());
+      size_t n = a.data.size() / sizeof(float), perSample = a.shape[0] ? n / a.shape[0] : 1;
+      for (size_t k = 0; k < n; ++k)
+        if (!std::isfinite(x[k]))
+          die("'" + path + "' holds " + (std::isnan(x[k]) ? "nan" : "inf") +
+              " in sample " + std::to_string(k / perSample) + "; training needs finite data");
+    }
     if (d.num_classes > 0) {
       const int64_t *labels = reinterpret_cast<const int64_t *>(a.data.data());
       for (int64_t k = 0; k < a.shape[0]; ++k) {
@@ -117,27 +123,54 @@ int64_t elements(const otc_tensor_desc &d) {
   return n;
 }
 
+/// The first parameter whose values (or gradients) hold a NaN or infinity.
+const Param *firstNonFinite(Backend &backend, const std::vector<Param> &params,
+                            bool grads) {
+  for (const Param &p : params)
+    if ((grads ? p.grad : p.value) &&
+        backend.anyNonFinite(grads ? p.grad : p.value, p.count))
+      return &p;
+  return nullptr;
+}
+
 int run(int argc, char **argv) {
   const otc_program &prog = *otc_get_program();
   auto kind = static_cast<OptimizerKind>(prog.optimizer);
-  TrainOptions opt = parseTrainOptions(argc, argv, kind);
+  TrainOptions opt;
+  std::string error;
+  switch (parseTrainOptions(argc, argv, kind, opt, error)) {
+  case ParseResult::Help:
+    std::fputs(error.c_str(), stdout);
+    return 0;
+  case ParseResult::Error:
+    std::fprintf(stderr, "train: error: %s (see %s --help)\n", error.c_str(), argv[0]);
+    return 2;
+  case ParseResult::Ok:
+    break;
+  }
+  // Refuse an unwritable --save before hours of training, not after.
+  if (!opt.save.empty() && !checkReplaceable(opt.save, error))
+    die("--save: " + error);
   Dataset ds = loadDataset(opt.data, prog);
   const int64_t N = prog.micro_batch, K = opt.accumSteps;
   const int64_t M = ds.samples / N;
   if (M == 0)
     die("the data holds " + std::to_string(ds.samples) +
         " samples, fewer than one micro-batch of " + std::to_string(N));
+  int64_t total = opt.steps * K; // the option parser bounds this product
+  if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > (int64_t(1) << 40)))
+    die("--epochs " + std::to_string(opt.epochs) + " of " + std::to_string(M) +
+        " micro-batches exceeds 2^40 micro-batches");
   if (ds.samples % N)
     std::fprintf(stderr, "train: note: skipping the last %lld samples, fewer than a micro-batch\n",
                  (long long)(ds.samples % N));
 
   std::unique_ptr<Backend> backend = makeBackend();
-  std::vector<std::string> names;
+  std::map<std::string, int64_t> counts;
   for (int i = 0; i < prog.num_params; ++i)
-    names.push_back(prog.params[i].name);
+    counts[prog.params[i].name] = elements(prog.params[i]);
   std::map<std::string, std::vector<float>> values;
-  std::string error;
-  if (!readInitializers(names, values, error))
+  if (!readInitializers(counts, values, error))
     die(error);
 
   std::vector<Param> params;
@@ -166,11 +199,11 @@ int run(int argc, char **argv) {
   args.loss = (float *)backend->alloc(sizeof(float));
   args.blas = backend->blas();
 
-  const int64_t total = opt.steps ? opt.steps * K : opt.epochs * M;
   const int64_t steps = (total + K - 1) / K;
-  std::FILE *log = nullptr;
-  if (!opt.log.empty() && !(log = std::fopen(opt.log.c_str(), "w")))
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> logFile(nullptr, std::fclose);
+  if (!opt.log.empty() && !(logFile.reset(std::fopen(opt.log.c_str(), "w")), logFile))
     die("cannot write the log '" + opt.log + "'");
+  std::FILE *log = logFile.get();
   std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
                (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
 
@@ -190,6 +223,15 @@ int run(int argc, char **argv) {
       prog.step(&args);
       float loss;
       backend->toHost(&loss, args.loss, sizeof(float));
+      // fp32 training stops at the first non-finite value; nothing is saved.
+      std::string where = "step " + std::to_string(s + 1) + ", micro-batch " +
+                          std::to_string(j + 1) + " of " + std::to_string(k);
+      if (!std::isfinite(loss))
+        die(where + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") +
+            "; stopping without saving (is --lr too large?)");
+      if (const Param *p = firstNonFinite(*backend, params, /*grads=*/true))
+        die(where + ": the gradient of '" + p->desc->name +
+            "' is not finite; stopping without saving");
       lossSum += loss;
     }
     OptimizerStep scalars = stepScalars(kind, opt, s + 1);
@@ -212,8 +254,10 @@ int run(int argc, char **argv) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f\n", secs, firstLoss, lastLoss);
-  if (log)
-    std::fclose(log);
+  logFile.reset();
+  if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
+    die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +
+        "' is not finite; stopping without saving (is --lr too large?)");
 
   if (!opt.save.empty()) {
     std::map<std::string, std::vector<float>> trained;
@@ -232,4 +276,14 @@ int run(int argc, char **argv) {
 } // namespace
 } // namespace otc
 
-int main(int argc, char **argv) { return otc::run(argc, argv); }
+int main(int argc, char **argv) {
+  try {
+    return otc::run(argc, argv);
+  } catch (const otc::Fatal &f) {
+    std::fprintf(stderr, "train: error: %s\n", f.message.c_str());
+    return f.code;
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "train: error: out of host memory\n");
+    return 1;
+  }
+}

@@ -1,50 +1,116 @@
 #include "Driver.h"
 
+#include "../../runtime/SafeFile.h"
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
+#include <fcntl.h>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace otc {
 namespace {
 
-std::string quote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+using Args = std::vector<std::string>;
 
 bool writeFile(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  return bool(out << text) && bool(out.flush());
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return false;
+  bool ok = writeAll(fd, text.data(), text.size());
+  return close(fd) == 0 && ok;
 }
 
-/// Runs `command`, returning its combined output in `log`.
-bool runCommand(const std::string &command, std::string &log) {
-  std::FILE *p = popen((command + " 2>&1").c_str(), "r");
-  if (!p)
+bool readFile(const std::string &path, std::string &out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return false;
+  char buf[1 << 16];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, size_t(n));
+  close(fd);
+  return n == 0;
+}
+
+/// Runs `argv` without a shell, returning its combined output in `log`.
+bool runCommand(const Args &argv, std::string &log) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0)
+    return false;
+  std::vector<char *> cargv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], 1);
+    dup2(pipefd[1], 2);
+    execvp(cargv[0], cargv.data());
+    std::fprintf(stderr, "cannot run '%s': %s\n", cargv[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(pipefd[1]);
+  if (pid < 0) {
+    close(pipefd[0]);
+    return false;
+  }
   char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    log.append(buf, n);
-  int status = pclose(p);
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0 && log.size() < (1 << 20))
+      log.append(buf, size_t(n));
+  close(pipefd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-std::string absolute(const std::string &path) {
-  char *real = realpath(path.c_str(), nullptr);
-  std::string out = real ? real : path;
-  std::free(real);
+Args words(const std::string &text) {
+  std::istringstream in(text);
+  Args out;
+  for (std::string w; in >> w;)
+    out.push_back(w);
   return out;
+}
+
+/// `name` from the environment split on whitespace, or `fallback`.
+Args envWords(const char *name, const std::string &fallback) {
+  const char *v = std::getenv(name);
+  return words(v ? v : fallback);
+}
+
+/// The first lines of a compiler's output; the rest stays in the log file.
+std::string firstLines(const std::string &log, int lines) {
+  size_t end = 0;
+  while (lines-- > 0 && end != std::string::npos)
+    end = log.find('\n', end ? end + 1 : 0);
+  return log.substr(0, end);
+}
+
+std::string envOr(const char *name, const std::string &fallback) {
+  const char *v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+void append(Args &to, const Args &from) { to.insert(to.end(), from.begin(), from.end()); }
+
+std::string commandText(const Args &argv) {
+  std::string s;
+  for (const std::string &a : argv)
+    s += (s.empty() ? "" : " ") + a;
+  return s;
 }
 
 } // namespace
 
-bool buildExecutable(const std::string &source, const std::string &modelPath,
+bool buildExecutable(const std::string &source, const std::string &model,
                      Target target, const std::string &output,
                      std::string &error) {
   bool cuda = target == Target::Cuda;
@@ -54,44 +120,66 @@ bool buildExecutable(const std::string &source, const std::string &modelPath,
   }
   char dirTemplate[] = "/tmp/otc-build-XXXXXX";
   if (!mkdtemp(dirTemplate)) {
-    error = "cannot create a scratch directory";
+    error = "cannot create a scratch directory in /tmp";
     return false;
   }
   std::string dir = dirTemplate;
   std::string stepFile = dir + (cuda ? "/step.cu" : "/step.cpp");
-  // The model travels inside the executable, read back by the runtime.
+  std::string exe = dir + "/train";
+  // The model travels inside the executable, read back by the runtime. It
+  // is copied into the scratch folder, whose name needs no escaping.
   std::string blob = "  .section .rodata\n  .global otc_model_begin\n"
                      "  .global otc_model_end\n  .balign 16\notc_model_begin:\n"
-                     "  .incbin \"" + absolute(modelPath) + "\"\notc_model_end:\n"
+                     "  .incbin \"" + dir + "/model.onnx\"\notc_model_end:\n"
                      "  .byte 0\n  .section .note.GNU-stack,\"\",@progbits\n";
-  std::string tmpOut = output + ".tmp." + std::to_string(getpid());
-  std::string include = " -I" + quote(OTC_RUNTIME_INCLUDE_DIR);
-  std::string lib = std::string(OTC_LIB_DIR) + (cuda ? "/libotc_runtime_cuda.a" : "/libotc_runtime_cpu.a");
-  std::string command =
-      "cc -c " + quote(dir + "/model.S") + " -o " + quote(dir + "/model.o") + " && ";
-  if (cuda)
-    command += quote(OTC_NVCC) + " -O2 -std=c++17 -arch=sm_90" + include + " " +
-               quote(stepFile) + " " + quote(dir + "/model.o") + " " + quote(lib) +
-               " -lcublas -lonnx_proto -lprotobuf -o " + quote(tmpOut);
-  else
-    command += "c++ -O2 -std=c++17" + include + " " + quote(stepFile) + " " +
-               quote(dir + "/model.o") + " " + quote(lib) +
-               " -lopenblas -lonnx_proto -lprotobuf -lpthread -o " + quote(tmpOut);
 
-  std::string log;
-  std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), cuda ? "nvcc" : "c++");
-  bool ok = writeFile(stepFile, source) && writeFile(dir + "/model.S", blob);
+  // The compilers and flags: OTC_CXX, OTC_CXXFLAGS, OTC_NVCC, OTC_NVCC_FLAGS
+  // and OTC_LDFLAGS override the defaults. The flags the runtime library was
+  // built with (sanitizers) are always added: it cannot link without them.
+  std::string cxx = envOr("OTC_CXX", OTC_DEFAULT_CXX);
+  Args runtimeFlags = words(OTC_RUNTIME_FLAGS);
+  Args ldflags = envWords("OTC_LDFLAGS", "");
+  std::string lib = std::string(OTC_LIB_DIR) +
+                    (cuda ? "/libotc_runtime_cuda.a" : "/libotc_runtime_cpu.a");
+  Args assemble = {cxx, "-c", dir + "/model.S", "-o", dir + "/model.o"};
+  Args link;
+  if (cuda) {
+    link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++17"};
+    append(link, envWords("OTC_NVCC_FLAGS", "-O2 -arch=sm_90"));
+    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
+                  "-lcublas", "-lonnx_proto", "-lprotobuf"});
+  } else {
+    link = {cxx, "-std=c++17"};
+    append(link, envWords("OTC_CXXFLAGS", "-O2"));
+    append(link, runtimeFlags);
+    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
+                  "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
+  }
+  append(link, ldflags);
+  append(link, {"-o", exe});
+
+  std::string log, bytes;
+  std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), link[0].c_str());
+  bool ok = writeFile(stepFile, source) && writeFile(dir + "/model.S", blob) &&
+            writeFile(dir + "/model.onnx", model);
   if (!ok)
     error = "cannot write the generated source to " + dir;
-  else if (!(ok = runCommand(command, log)))
+  else if (!(ok = runCommand(assemble, log) && runCommand(link, log))) {
+    writeFile(dir + "/build.log", commandText(link) + "\n" + log);
     error = std::string(cuda ? "nvcc" : "the host compiler") +
-            " failed on the generated code (kept in " + dir + "):\n" + log;
-  else if (!(ok = std::rename(tmpOut.c_str(), output.c_str()) == 0))
-    error = "cannot write '" + output + "'";
-  if (!ok)
-    std::remove(tmpOut.c_str());
+            " failed on the generated code (all in " + dir + "/build.log):\n" +
+            firstLines(log, 5);
+  }
+  else if (!(ok = readFile(exe, bytes)))
+    error = "cannot read the built executable in " + dir;
   else
-    runCommand("rm -rf " + quote(dir), log);
+    ok = replaceFile(output, 0777,
+                     [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); },
+                     error);
+  if (ok) {
+    log.clear();
+    runCommand({"rm", "-rf", dir}, log);
+  }
   return ok;
 }
 

@@ -9,7 +9,9 @@
 
 namespace otc {
 
-bool buildExecutable(const std::string &source, const std::string &modelPath,
+/// Compiles `source` with the runtime and `model` (the ONNX bytes to embed)
+/// into the executable `output`, which is replaced only when all succeeded.
+bool buildExecutable(const std::string &source, const std::string &model,
                      Target target, const std::string &output,
                      std::string &error);
 

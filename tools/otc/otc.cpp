@@ -5,9 +5,11 @@
 //       [--emit mlir|source]
 //   otc import model.onnx [--micro-batch N] [--loss SPEC]
 #include "Driver.h"
+#include "../../runtime/SafeFile.h"
 #include "otc/Codegen/Codegen.h"
 #include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
+#include "otc/runtime/limits.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -15,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <map>
 
@@ -54,9 +57,13 @@ Args parseArgs(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg.rfind("-", 0) != 0) {
       if (!a.model.empty())
-        fail("unexpected argument '" + arg + "'", 2);
+        fail("unexpected argument '" + arg.substr(0, 200) + "'", 2);
       a.model = arg;
       continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      llvm::outs() << kUsage;
+      std::exit(0);
     }
     if (i + 1 >= argc)
       fail(arg + " needs a value", 2);
@@ -68,12 +75,15 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--emit") a.emit = v;
     else if (arg == "--micro-batch") {
       char *end;
+      errno = 0;
       long long n = std::strtoll(v.c_str(), &end, 10);
-      if (*end || n < 1)
-        fail("--micro-batch expects a positive integer, got '" + v + "'", 2);
+      if (v.empty() || *end || errno == ERANGE || n < 1 || n > OTC_MAX_MICRO_BATCH)
+        fail("--micro-batch expects an integer from 1 to " +
+                 std::to_string(OTC_MAX_MICRO_BATCH) + ", got '" + v.substr(0, 40) + "'",
+             2);
       a.import.microBatch = n;
     } else {
-      fail("unknown flag '" + arg + "'", 2);
+      fail("unknown flag '" + arg.substr(0, 40) + "'", 2);
     }
   }
   if (a.model.empty())
@@ -108,7 +118,12 @@ int main(int argc, char **argv) {
   });
 
   std::string error;
-  OwningOpRef<ModuleOp> module = otc::importOnnxModel(ctx, args.model, args.import, error);
+  bool writesExecutable = args.command == "compile" && args.emit.empty();
+  if (writesExecutable && !otc::checkReplaceable(args.output, error))
+    fail("-o: " + error);
+  std::string embedded;
+  OwningOpRef<ModuleOp> module =
+      otc::importOnnxModel(ctx, args.model, args.import, error, &embedded);
   if (!module)
     fail(error);
   if (args.command == "import") {
@@ -119,7 +134,7 @@ int main(int argc, char **argv) {
   PassManager pm(&ctx);
   otc::buildTrainingPipeline(pm);
   if (failed(pm.run(*module)))
-    fail("the training pipeline failed: " + diagnostic);
+    fail("the training pipeline failed: " + diagnostic.substr(0, diagnostic.find('\n')));
   if (args.emit == "mlir") {
     module->print(llvm::outs());
     return 0;
@@ -135,7 +150,7 @@ int main(int argc, char **argv) {
     llvm::outs() << source;
     return 0;
   }
-  if (!otc::buildExecutable(source, args.model, target, args.output, error))
+  if (!otc::buildExecutable(source, embedded, target, args.output, error))
     fail(error);
   llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
                << args.optimizer << ", micro-batch " << args.import.microBatch << ")\n";

@@ -18,11 +18,23 @@ struct ImportOptions {
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding
 /// `func.func @train_step`, whose single result is the loss. On failure
-/// returns null with one line in `error` naming the culprit.
+/// returns null with one line in `error` naming the culprit. External data
+/// must lie in files inside the model's folder. `embeddedModel`, when given,
+/// receives the bytes a training executable embeds: the model as read, with
+/// any external data made inline.
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
                                                   const std::string &path,
                                                   const ImportOptions &options,
-                                                  std::string &error);
+                                                  std::string &error,
+                                                  std::string *embeddedModel = nullptr);
+
+/// The same from the model's bytes; `name` is used in messages and
+/// `modelDir` resolves external data (none is allowed when empty).
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
+                const std::string &modelDir, const std::string &name,
+                const ImportOptions &options, std::string &error,
+                std::string *embeddedModel = nullptr);
 
 } // namespace otc
 

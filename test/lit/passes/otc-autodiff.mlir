@@ -34,7 +34,7 @@ func.func @linear(%x: tensor<2x4xf32> {otc.input = "x"},
 // CHECK: %[[G:.*]] = otc.softmax_cross_entropy_grad
 // CHECK: %[[M1:.*]] = otc.mul %[[G]], %{{.*}}
 // CHECK: %[[M2:.*]] = otc.mul %[[G]], %{{.*}}
-// CHECK: %[[SUM:.*]] = otc.add %[[M2]], %[[M1]]
+// CHECK: %[[SUM:.*]] = otc.add %[[M1]], %[[M2]]
 // CHECK: return %{{.*}}, %[[SUM]]
 func.func @fanout(%a: tensor<2x3xf32> {otc.param = "a", otc.trainable},
                   %frozen: tensor<2x3xf32> {otc.param = "frozen"},

@@ -5,13 +5,13 @@
 
 #include <stdint.h>
 
+#include "otc/runtime/limits.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1 };
-
-#define OTC_MAX_RANK 8
 
 typedef struct otc_tensor_desc {
   const char *name;

@@ -1,0 +1,33 @@
+// What otc checks in an ONNX model before any library reads it: the sizes of
+// every tensor, the external data it names, and the shapes of its values.
+// libonnx trusts these (its shape inference copies raw_data by byte count),
+// so they are validated first, on the protobuf as parsed.
+#ifndef OTC_FRONTEND_MODELCHECKS_H
+#define OTC_FRONTEND_MODELCHECKS_H
+
+#include "onnx/onnx_pb.h"
+#include <string>
+
+namespace otc {
+
+/// Checks every tensor (initializers and node attributes, in subgraphs too)
+/// and every declared value shape against the input contract. Tensors with
+/// external data are read from files inside `modelDir` and become inline;
+/// `loadedExternal` tells whether any did. With an empty `modelDir`, external
+/// data is rejected. Returns false with one line in `error`.
+bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
+                bool &loadedExternal, std::string &error);
+
+/// `s` quoted for an error message: non-printable bytes escaped, names longer
+/// than `shown` bytes shortened, so one name never spreads over many lines.
+std::string quoted(const std::string &s, size_t shown = 80);
+
+/// A path quoted for an error message: escaped, never shortened.
+inline std::string quotedPath(const std::string &s) { return quoted(s, 4096); }
+
+/// The first line of a library's message, shortened to a few hundred bytes.
+std::string firstLine(const std::string &s);
+
+} // namespace otc
+
+#endif
