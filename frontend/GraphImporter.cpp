@@ -290,7 +290,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   func.setType(b.getFunctionType(argTypes, {lossType}));
   func.setResultAttr(0, attr::kLoss, b.getUnitAttr());
   if (failed(verify(*module))) {
-    error = "the imported model does not verify: " + firstLine(lastDiagnostic);
+    error = "the imported model does not verify: " + oneLine(lastDiagnostic);
     return nullptr;
   }
   return module;

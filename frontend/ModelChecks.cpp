@@ -162,7 +162,7 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
       (kv.key() == "offset" ? offset : length) = v;
     }
   }
-  std::string where = what + "'s external data " + quoted(location);
+  std::string where = "external data " + quoted(location) + " of " + what;
   if (location.empty() || location.size() > PATH_MAX)
     return fail(what + " uses external data without a valid location");
   if (location[0] == '/' || location.find('\0') != std::string::npos)
@@ -313,15 +313,20 @@ std::string quoted(const std::string &s, size_t kShown) {
   return out + "'";
 }
 
-std::string firstLine(const std::string &s) {
-  constexpr size_t kShown = 300;
-  size_t end = s.find('\n');
-  std::string line = s.substr(0, end);
-  if (line.size() > kShown)
-    line = line.substr(0, kShown) + "...";
-  for (char &c : line)
+std::string oneLine(const std::string &s) {
+  constexpr size_t kShown = 400;
+  std::string line;
+  for (char c : s) {
     if ((unsigned char)c < 0x20)
       c = ' ';
+    if (c == ' ' && !line.empty() && line.back() == ' ')
+      continue;
+    if (line.size() == kShown) {
+      line += "...";
+      break;
+    }
+    line += c;
+  }
   return line;
 }
 

@@ -25,8 +25,9 @@ std::string quoted(const std::string &s, size_t shown = 80);
 /// A path quoted for an error message: escaped, never shortened.
 inline std::string quotedPath(const std::string &s) { return quoted(s, 4096); }
 
-/// The first line of a library's message, shortened to a few hundred bytes.
-std::string firstLine(const std::string &s);
+/// A library's message on one line (control characters become spaces),
+/// shortened to a few hundred bytes.
+std::string oneLine(const std::string &s);
 
 } // namespace otc
 

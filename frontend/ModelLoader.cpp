@@ -217,7 +217,7 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
-    error = quotedPath(name) + " fails the ONNX checker: " + firstLine(e.what());
+    error = quotedPath(name) + " fails the ONNX checker: " + oneLine(e.what());
     return nullptr;
   }
   if (!applyLoss(model, options.loss, error) ||
@@ -227,7 +227,7 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception &e) {
-    error = "ONNX shape inference rejects the model: " + firstLine(e.what());
+    error = "ONNX shape inference rejects the model: " + oneLine(e.what());
     return nullptr;
   }
   GraphImporter importer(ctx, error);

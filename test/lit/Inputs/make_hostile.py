@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""Writes the hostile models of test/lit/import/hostile.test: each breaks one
+rule of the input contract (docs/design.md) in a way that once crashed otc or
+was silently accepted. Run with Debian's python3."""
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = Path(__file__).parent / "hostile"
+OUT.mkdir(exist_ok=True)
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+W = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(3, 4), "w")
+
+
+def save(name, nodes, inits=(), inputs=(X,)):
+    graph = helper.make_graph(nodes, name, list(inputs),
+                              [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
+                              list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (OUT / f"{name}.onnx").write_bytes(model.SerializeToString())
+
+
+def gemm_loss():
+    return [helper.make_node("Gemm", ["x", "w"], ["h"], name="fc", transB=1),
+            helper.make_node("ReduceSum", ["h"], ["loss"], name="sum", keepdims=0)]
+
+
+def const(name, array):
+    return helper.make_node("Constant", [], [name], name=name,
+                            value=numpy_helper.from_array(np.array(array)))
+
+
+# An int64 shape tensor whose raw_data is not a whole number of elements:
+# libonnx's shape inference copied raw_data.size() bytes into size()/8 slots.
+shape = numpy_helper.from_array(np.array([-1, 12], np.int64), "shape")
+shape.raw_data = shape.raw_data[:12]
+save("int64_raw_partial", [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+                           helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0)],
+     [shape])
+
+# A parameter whose raw_data is shorter than its shape: trained on garbage.
+short = numpy_helper.from_array(np.zeros((3, 4), np.float32), "w")
+short.raw_data = short.raw_data[:40]
+save("param_raw_short", gemm_loss(), [short])
+
+# Typed values that do not match the shape, inside a Constant node.
+bad = TensorProto(name="c", data_type=TensorProto.FLOAT, dims=[3, 4], float_data=[1.0] * 5)
+save("constant_values_short",
+     [helper.make_node("Constant", [], ["c"], name="konst", value=bad),
+      helper.make_node("Add", ["x", "c"], ["s"], name="add"),
+      helper.make_node("ReduceSum", ["s"], ["loss"], name="sum", keepdims=0)])
+
+# Unsqueeze with a repeated axis that shape inference cannot see (the axes
+# are computed), which once read out of bounds in the importer.
+save("unsqueeze_repeated_axes",
+     [const("one", [1]), helper.make_node("Concat", ["one", "one"], ["axes"], name="cat", axis=0),
+      helper.make_node("Unsqueeze", ["x", "axes"], ["u"], name="unsq"),
+      helper.make_node("ReduceSum", ["u"], ["loss"], name="sum", keepdims=0)])
+
+# A negative input dimension (tensor<2x-1xf32> once compiled).
+save("negative_dim", [helper.make_node("ReduceSum", ["x"], ["loss"], name="sum", keepdims=0)],
+     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", -1])])
+
+# An initializer whose element count overflows int64.
+huge = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 40, 1 << 40])
+save("count_overflow", gemm_loss(), [huge])
+
+# A reshape target whose element count overflows; computed, so that only
+# otc's importer sees its values.
+save("reshape_overflow",
+     [const("big", [1 << 40]), const("rest", [-1]),
+      helper.make_node("Concat", ["big", "big", "rest"], ["target"], name="cat", axis=0),
+      helper.make_node("Reshape", ["x", "target"], ["r"], name="reshape"),
+      helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0)])
+
+# A host fold whose result would have 2^25 elements.
+save("fold_too_large",
+     [const("col", np.ones((1 << 12, 1), np.int64)), const("row", np.ones((1, 1 << 13), np.int64)),
+      helper.make_node("Mul", ["col", "row"], ["big"], name="outer"),
+      helper.make_node("Reshape", ["x", "big"], ["r"], name="reshape"),
+      helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0)])
+
+# A node name of 300 lines in a node that fails shape inference: such
+# errors once printed thousands of lines.
+save("long_error",
+     [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm\n" * 300),
+      helper.make_node("ReduceSum", ["y"], ["loss"], name="sum", keepdims=0)],
+     [numpy_helper.from_array(np.zeros((5, 3), np.float32), "w")])
+
+
+# A finite loss whose gradient overflows float32: d(x/w)/dw = -x/w^2 with
+# w = 1e-30. Training must stop at the gradient, not save infinities.
+save("grad_overflow",
+     [helper.make_node("Div", ["x", "w"], ["q"], name="div"),
+      helper.make_node("ReduceMean", ["q"], ["loss"], name="mean", keepdims=0)],
+     [numpy_helper.from_array(np.full(6, 1e-30, np.float32), "w")],
+     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])])
