@@ -1,0 +1,61 @@
+// ONNX bytes -> import -> the training-step IR (otc compile up to code
+// generation). The first two bytes pick the options: the loss (the model's
+// own, or cross-entropy / mse on its first output) and the micro-batch.
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/Frontend/Import.h"
+#include "otc/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "onnx/onnx_pb.h"
+
+#include <cstdlib>
+#include <memory>
+
+namespace {
+
+/// A fresh context now and then: uniqued types and attributes of every input
+/// would otherwise pile up over a million runs.
+mlir::MLIRContext &context() {
+  static std::unique_ptr<mlir::MLIRContext> ctx;
+  static int uses = 0;
+  if (!ctx || ++uses % 2000 == 0) {
+    ctx = std::make_unique<mlir::MLIRContext>(mlir::MLIRContext::Threading::DISABLED);
+    ctx->loadDialect<otc::OtcDialect, mlir::func::FuncDialect>();
+  }
+  return *ctx;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 2)
+    return 0;
+  otc::ImportOptions options;
+  static const char *const losses[] = {"", "cross-entropy:", "mse:"};
+  options.loss = losses[data[0] % 3];
+  options.microBatch = 1 + data[1] % 4;
+  std::string bytes(reinterpret_cast<const char *>(data + 2), size - 2);
+  if (!options.loss.empty()) {
+    // The output name is the model's first output when it parses.
+    onnx::ModelProto probe;
+    if (!probe.ParseFromString(bytes) || probe.graph().output_size() == 0)
+      return 0;
+    options.loss += probe.graph().output(0).name();
+  }
+  mlir::MLIRContext &ctx = context();
+  mlir::ScopedDiagnosticHandler quiet(&ctx, [](mlir::Diagnostic &) { return mlir::success(); });
+  std::string error;
+  auto module = otc::importOnnxBytes(ctx, bytes, "", "fuzz.onnx", options, error);
+  if (!module) {
+    if (error.empty())
+      std::abort(); // a rejection must say why
+    return 0;
+  }
+  mlir::PassManager pm(&ctx);
+  otc::buildTrainingPipeline(pm);
+  (void)pm.run(*module);
+  return 0;
+}
