@@ -1,6 +1,7 @@
 // ONNX bytes -> import -> the training-step IR (otc compile up to code
 // generation). The first two bytes pick the options: the loss (the model's
 // own, or cross-entropy / mse on its first output) and the micro-batch.
+#include "OnnxMutator.h"
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
@@ -12,6 +13,7 @@
 #include "onnx/onnx_pb.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 namespace {
@@ -58,4 +60,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   otc::buildTrainingPipeline(pm);
   (void)pm.run(*module);
   return 0;
+}
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t maxSize);
+
+/// Three times in four, a model that parses is mutated as a model; otherwise
+/// (and when it does not parse) libFuzzer mutates the bytes.
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t maxSize,
+                                          unsigned int seed) {
+  onnx::ModelProto model;
+  if (size >= 2 && seed % 4 != 0 && model.ParseFromArray(data + 2, int(size - 2))) {
+    otc::mutateModel(model, seed);
+    std::string out;
+    if (model.SerializeToString(&out) && out.size() + 2 <= maxSize) {
+      std::memcpy(data + 2, out.data(), out.size());
+      if (seed % 16 == 1)
+        data[seed % 2] = uint8_t(seed >> 8);
+      return out.size() + 2;
+    }
+  }
+  return LLVMFuzzerMutate(data, size, maxSize);
 }
