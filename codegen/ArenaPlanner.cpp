@@ -33,7 +33,9 @@ int64_t placeBuffers(std::vector<Interval> &intervals) {
       offset = std::max(offset, o->offset + oSize);
     }
     cur.offset = offset;
-    arena = std::max(arena, offset + size);
+    // Saturate rather than wrap: the caller rejects arenas past its limit.
+    int64_t end;
+    arena = __builtin_add_overflow(offset, size, &end) ? INT64_MAX : std::max(arena, end);
     placed.push_back(i);
   }
   return arena;

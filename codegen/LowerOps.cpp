@@ -1,5 +1,6 @@
 // Lowering driver: classification, buffer binding and per-op kernels.
 #include "Lowering.h"
+#include "otc/runtime/limits.h"
 
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Passes/Passes.h"
@@ -133,7 +134,7 @@ int64_t Lowering::usePosition(Operation *op) {
   return position[op];
 }
 
-void Lowering::placeArena(Program &program) {
+bool Lowering::placeArena(Program &program) {
   std::vector<Interval> intervals;
   std::vector<Value> values;
   for (Operation &op : func.getBody().front().without_terminator()) {
@@ -148,10 +149,16 @@ void Lowering::placeArena(Program &program) {
     values.push_back(r);
   }
   program.arenaBytes = placeBuffers(intervals);
+  if (program.arenaBytes > OTC_MAX_ARENA_BYTES) {
+    error = "the step needs an arena of more than " + str(OTC_MAX_ARENA_BYTES) +
+            " bytes, otc's limit for one micro-batch; lower --micro-batch";
+    return false;
+  }
   for (auto [v, iv] : llvm::zip(values, intervals))
     pointers[v] = "((float *)(P.arena + " + str(iv.offset) + "))";
   if (!loss.getDefiningOp<ReshapeOp>())
     pointers[loss] = "P.loss";
+  return true;
 }
 
 bool Lowering::lowerOp(Operation *op, Program &program) {
@@ -309,7 +316,8 @@ bool Lowering::run(Program &program) {
     return fail(func, "expected a single block");
   if (!classify() || !bindArguments(program))
     return false;
-  placeArena(program);
+  if (!placeArena(program))
+    return false;
   for (Operation &op : func.getBody().front().without_terminator())
     if (!lowerOp(&op, program))
       return false;

@@ -42,7 +42,7 @@ private:
   bool fail(mlir::Operation *op, const std::string &message);
   bool classify();
   bool bindArguments(Program &program);
-  void placeArena(Program &program);
+  bool placeArena(Program &program);
   bool lowerOp(mlir::Operation *op, Program &program);
   int64_t usePosition(mlir::Operation *op);
 

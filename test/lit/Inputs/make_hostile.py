@@ -97,3 +97,12 @@ save("grad_overflow",
       helper.make_node("ReduceMean", ["q"], ["loss"], name="mean", keepdims=0)],
      [numpy_helper.from_array(np.full(6, 1e-30, np.float32), "w")],
      inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])])
+
+# Activations that fit one by one but not together: six [2^24, 4096] float
+# buffers at --micro-batch 16777216 pass 2^40 bytes of arena.
+save("arena_too_large",
+     [helper.make_node("Mul", ["x" if i == 0 else f"h{i - 1}", f"w{i}"], [f"h{i}"], name=f"mul{i}")
+      for i in range(6)] +
+     [helper.make_node("ReduceMean", ["h5"], ["loss"], name="mean", keepdims=0)],
+     [numpy_helper.from_array(np.ones(1, np.float32), f"w{i}") for i in range(6)],
+     inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4096])])
