@@ -12,6 +12,9 @@ for opt in sgd momentum adam adamw; do
   "$otc" compile "$fx/mlp_ce.onnx" -o "$out/train_$opt" --target cuda --optimizer $opt --micro-batch 2
 done
 "$otc" compile "$fx/mlp_ce.onnx" -o "$out/train_large" --target cuda --optimizer sgd --micro-batch 8
+# The non-finite gradient check's CUDA kernel (test/e2e/train_hostile.test on the CPU).
+"$otc" compile "$root/test/lit/Inputs/hostile/grad_overflow.onnx" -o "$out/train_grad_overflow" \
+  --target cuda --micro-batch 4
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"

@@ -23,6 +23,15 @@ run large train_large --lr 0.1
 for opt in sgd momentum adam adamw; do check "$opt matches PyTorch" "$tmp/$opt.onnx" "$dir/expected_ce_$opt.npz"; done
 check "accumulation equals large batch" "$tmp/sgd.onnx" "$tmp/large.onnx"
 check "large batch matches PyTorch" "$tmp/large.onnx" "$dir/expected_ce_sgd.npz"
+# A finite loss with an overflowing gradient stops at the gradient, saving nothing.
+mkdir -p "$tmp/x" && cp "$dir/data/x.npy" "$tmp/x/"
+if ! "$dir/train_grad_overflow" --data "$tmp/x" --steps 2 --accum-steps 2 --save "$tmp/grad.onnx" \
+     2> "$tmp/grad.err" && grep -q "micro-batch 1 of 2: the gradient of 'w' is not finite" "$tmp/grad.err" &&
+   [ ! -e "$tmp/grad.onnx" ]; then
+  pass=$((pass + 1)); echo "PASS non-finite gradient stops the run"
+else
+  fail=$((fail + 1)); echo "FAIL non-finite gradient stops the run"; cat "$tmp/grad.err"
+fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
