@@ -30,7 +30,8 @@ int64_t placeBuffers(std::vector<Interval> &intervals) {
       int64_t oSize = (o->bytes + kAlign - 1) / kAlign * kAlign;
       if (offset + size <= o->offset)
         break;
-      offset = std::max(offset, o->offset + oSize);
+      int64_t end;
+      offset = __builtin_add_overflow(o->offset, oSize, &end) ? INT64_MAX : std::max(offset, end);
     }
     cur.offset = offset;
     // Saturate rather than wrap: the caller rejects arenas past its limit.

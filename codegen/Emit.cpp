@@ -9,16 +9,6 @@
 namespace otc {
 namespace {
 
-std::string cString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 void emitDescs(std::ostream &os, const char *name,
                const std::vector<TensorDesc> &descs) {
   os << "static const otc_tensor_desc " << name << "[] = {\n";
@@ -27,7 +17,7 @@ void emitDescs(std::ostream &os, const char *name,
        << ", " << d.shape.size() << ", {";
     for (size_t i = 0; i < d.shape.size(); ++i)
       os << (i ? ", " : "") << d.shape[i];
-    os << "}, " << d.numClasses << ", " << d.ignoreIndex << "LL, "
+    os << "}, " << d.numClasses << ", " << intLiteral(d.ignoreIndex) << ", "
        << d.hasIgnoreIndex << "},\n";
   }
   if (descs.empty())

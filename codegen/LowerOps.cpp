@@ -268,7 +268,7 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
         std::string X = pointer(s.getLogits()), L = pointer(s.getLabels());
         std::string C = str(shape[1]);
         std::string skip = s.getIgnoreIndex()
-                               ? "if (y == " + str(s.getIgnoreIndexAttr().getInt()) + "LL) continue;\n" : "";
+                               ? "if (y == " + intLiteral(s.getIgnoreIndexAttr().getInt()) + ") continue;\n" : "";
         addLoop(1, "float total = 0.0f;\nlong long count = 0;\n"
                    "for (long long n = 0; n < " + str(shape[0]) + "; ++n) {\n"
                    "  long long y = " + L + "[n];\n  " + skip +
@@ -285,7 +285,7 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
         auto shape = shapeOf(s.getLogits());
         std::string X = pointer(s.getLogits()), L = pointer(s.getLabels());
         std::string N = str(shape[0]), C = str(shape[1]);
-        std::string ignored = s.getIgnoreIndex() ? str(s.getIgnoreIndexAttr().getInt()) + "LL" : "";
+        std::string ignored = s.getIgnoreIndex() ? intLiteral(s.getIgnoreIndexAttr().getInt()) : "";
         std::string counted = ignored.empty() ? "count = " + N + ";\n"
             : "for (long long k = 0; k < " + N + "; ++k) count += " + L + "[k] != " + ignored + ";\n";
         addLoop(shape[0],

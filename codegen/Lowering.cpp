@@ -3,6 +3,9 @@
 // that consumer's loop (a fusion group); everything else gets a buffer.
 #include "Lowering.h"
 
+#include <cctype>
+#include <cmath>
+
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Passes/Passes.h"
 
@@ -20,6 +23,28 @@ std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return s;
 }
 
+std::string cString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '/' || c == ':') {
+      out += char(c);
+    } else { // three octal digits always end the escape
+      out += '\\';
+      out += char('0' + (c >> 6));
+      out += char('0' + ((c >> 3) & 7));
+      out += char('0' + (c & 7));
+    }
+  }
+  return out + "\"";
+}
+
+std::string intLiteral(int64_t v) {
+  // -9223372036854775808LL is a negated literal too large for long long.
+  if (v == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  return std::to_string(v) + "LL";
+}
+
 namespace {
 
 ArrayRef<int64_t> shapeOf(Value v) {
@@ -29,6 +54,11 @@ ArrayRef<int64_t> shapeOf(Value v) {
 } // namespace
 
 std::string floatLiteral(double v) {
+  // math.h's macros: both host compilers and nvcc take them in device code.
+  if (std::isnan(v))
+    return "NAN";
+  if (std::isinf(v) || std::fabs(v) > 3.4028234663852886e38)
+    return v < 0 ? "(-INFINITY)" : "INFINITY";
   std::ostringstream os;
   os.precision(9);
   os << std::scientific << v << "f";

@@ -17,6 +17,11 @@ std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 
 /// A C float literal for `v`.
 std::string floatLiteral(double v);
+/// A C literal of type long long for `v`.
+std::string intLiteral(int64_t v);
+/// A C string literal holding the bytes of `s`: everything but letters,
+/// digits and `_.-/:` is an octal escape, so no name can end the literal.
+std::string cString(const std::string &s);
 
 /// The index into an operand of shape `from`, broadcast numpy-style to shape
 /// `to`, at linear index `idx` of the result.

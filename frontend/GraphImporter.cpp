@@ -58,7 +58,15 @@ LogicalResult GraphImporter::define(size_t output, HostTensor t) {
   if (t.shape.size() > OTC_MAX_RANK)
     return fail("the result has rank " + std::to_string(t.shape.size()) +
                 ", more than the limit of " + std::to_string(OTC_MAX_RANK));
-  int64_t n = t.numElements();
+  // Zero-sized results count their other dims too, so that no stride or
+  // product computed from the shape later can overflow.
+  int64_t n = t.numElements(), volume = 1;
+  for (int64_t d : t.shape)
+    if (d < 0 || !otc_mul_count(volume, std::max<int64_t>(d, 1), &volume))
+      volume = -1;
+  if (volume < 0 || volume > OTC_MAX_ELEMENTS)
+    return fail("the result's dimensions multiply past " + std::to_string(OTC_MAX_ELEMENTS) +
+                ", the limit of one tensor");
   if (n < 0 || n > OTC_MAX_HOST_ELEMENTS)
     return fail("the result has more than " + std::to_string(OTC_MAX_HOST_ELEMENTS) +
                 " elements, the limit of a tensor folded at compile time");
@@ -71,16 +79,37 @@ LogicalResult GraphImporter::define(size_t output, HostTensor t) {
   return success();
 }
 
-LogicalResult GraphImporter::fail(const llvm::Twine &message) {
-  if (error.empty()) {
-    std::string op = quoted(current->op_type());
-    error = "node " + quoted(nodeName(*current)) + " (" +
-            op.substr(1, op.size() - 2) + "): " + message.str();
+std::string describeNode(const onnx::NodeProto &n) {
+  std::string op = quoted(n.op_type());
+  return "node " + quoted(nodeName(n)) + " (" + op.substr(1, op.size() - 2) + ")";
+}
+
+int defaultOpset(const onnx::ModelProto &model) {
+  int fallback = 0;
+  for (const auto &o : model.opset_import()) {
+    if (o.domain().empty())
+      return int(std::clamp<int64_t>(o.version(), 0, INT32_MAX));
+    if (o.domain() == "ai.onnx")
+      fallback = int(std::clamp<int64_t>(o.version(), 0, INT32_MAX));
   }
+  return fallback;
+}
+
+std::string unsupportedReason(const onnx::NodeProto &n, int opset) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return "operators of domain " + quoted(n.domain()) + " are not supported";
+  if (!findOpImporter(n.op_type(), opset))
+    return "unsupported operator at opset " + std::to_string(opset);
+  return "";
+}
+
+LogicalResult GraphImporter::fail(const llvm::Twine &message) {
+  if (error.empty())
+    error = describeNode(*current) + ": " + message.str();
   return failure();
 }
 
-std::string GraphImporter::nodeName(const onnx::NodeProto &n) {
+std::string nodeName(const onnx::NodeProto &n) {
   return n.name().empty() && n.output_size() > 0 ? n.output(0) : n.name();
 }
 
@@ -148,11 +177,9 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   nodeLoc = NameLoc::get(b.getStringAttr(nodeName(n)));
   if (n.output_size() == 0)
     return fail("the node has no outputs");
-  if (!n.domain().empty() && n.domain() != "ai.onnx")
-    return fail("operators of domain " + quoted(n.domain()) + " are not supported");
+  if (std::string why = unsupportedReason(n, opsetVersion); !why.empty())
+    return fail(why);
   const OpImporter *importer = findOpImporter(n.op_type(), opsetVersion);
-  if (!importer)
-    return fail("unsupported operator at opset " + std::to_string(opsetVersion));
   for (size_t i = 0; i < numInputs(); ++i)
     if (!n.input(i).empty() && !lookup(n.input(i)))
       return fail("input " + quoted(n.input(i)) + " is not defined");
@@ -191,9 +218,7 @@ static RankedTensorType valueType(Builder &b, const onnx::ValueInfoProto &v) {
 
 OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
                                             const std::string &path) {
-  for (const auto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      opsetVersion = o.version();
+  opsetVersion = defaultOpset(model);
   const onnx::GraphProto &g = model.graph();
   const std::string &lossName = g.output(0).name();
   llvm::StringSet<> reaching = valuesReaching(g, lossName);

@@ -4,6 +4,7 @@
 #define OTC_FRONTEND_GRAPHIMPORTER_H
 
 #include "HostTensor.h"
+#include "ModelChecks.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -60,7 +61,7 @@ public:
     llvm::SmallVector<mlir::Type, 1> types;
     if (mlir::failed(Op::inferReturnTypes(&ctx, nodeLoc, typename Op::Adaptor(op), types))) {
       op->erase();
-      return fail(lastDiagnostic);
+      return fail(oneLine(lastDiagnostic));
     }
     op->getResult(0).setType(types[0]);
     return op->getResult(0);
@@ -76,7 +77,6 @@ private:
   mlir::LogicalResult checkRuntimeType(mlir::Type t, const std::string &what);
   /// The same for a function argument, outside any node.
   mlir::LogicalResult checkArgType(mlir::Type t, const std::string &what);
-  static std::string nodeName(const onnx::NodeProto &n);
   const Entry *lookup(const std::string &name) const;
 
   mlir::MLIRContext &ctx;
@@ -99,6 +99,20 @@ struct OpImporter {
 
 /// The importer for `opType` at `opset`, or null when it is unsupported.
 const OpImporter *findOpImporter(llvm::StringRef opType, int opset);
+
+/// The default-domain opset the model imports, as libonnx reads it: the ""
+/// entry, else "ai.onnx".
+int defaultOpset(const onnx::ModelProto &model);
+
+/// Why otc cannot import node `n` at `opset` (domain or operator), or an
+/// empty string. Checked for every node before libonnx sees the model.
+std::string unsupportedReason(const onnx::NodeProto &n, int opset);
+
+/// A node's name, or its first output's when it has none.
+std::string nodeName(const onnx::NodeProto &n);
+
+/// "node 'NAME' (OP)": how messages name a node.
+std::string describeNode(const onnx::NodeProto &n);
 
 } // namespace otc
 

@@ -2,6 +2,7 @@
 
 #include "otc/runtime/limits.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -75,36 +76,57 @@ private:
     error = message;
     return false;
   }
-  bool name(const std::string &n, const std::string &what);
+  bool name(const std::string &n, const std::string &what, bool value);
   bool tensor(TensorProto &t, const std::string &what);
   bool external(TensorProto &t, const std::string &what, int64_t bytes);
   bool valueInfo(const onnx::ValueInfoProto &v, const char *kind);
 
+  static constexpr int64_t kMaxInlineBytes = INT32_MAX;
   std::string modelDir;
   std::string &error;
+  int64_t externalBytes = 0;
 };
 
-bool Checker::name(const std::string &n, const std::string &what) {
+bool Checker::name(const std::string &n, const std::string &what, bool value) {
   if (n.size() > OTC_MAX_NAME_BYTES)
     return fail(what + " has a name of " + std::to_string(n.size()) +
                 " bytes, more than the limit of " + std::to_string(OTC_MAX_NAME_BYTES));
+  // Value names become file names, messages and string literals: no control
+  // bytes (a NUL would also make two names one).
+  if (value)
+    for (unsigned char c : n)
+      if (c < 0x20 || c == 0x7f)
+        return fail(what + " has a control character in its name");
   return true;
 }
 
+/// The product of `dims` with zeros counted as ones, or -1 past the element
+/// limit: a zero-sized tensor may not hide dims whose strides overflow.
+int64_t volume(const int64_t *dims, int n) {
+  int64_t v = 1;
+  for (int i = 0; i < n; ++i)
+    if (dims[i] < 0 || !otc_mul_count(v, std::max<int64_t>(dims[i], 1), &v) ||
+        v > OTC_MAX_ELEMENTS)
+      return -1;
+  return v;
+}
+
 bool Checker::tensor(TensorProto &t, const std::string &what) {
-  if (!name(t.name(), what))
+  if (!name(t.name(), what, true))
     return false;
   if (t.dims_size() > OTC_MAX_RANK)
     return fail(what + " has rank " + std::to_string(t.dims_size()) +
                 ", more than the limit of " + std::to_string(OTC_MAX_RANK));
-  int64_t count = 1;
-  for (int64_t d : t.dims()) {
+  for (int64_t d : t.dims())
     if (d < 0)
       return fail(what + " has a negative dimension " + std::to_string(d));
-    if (!otc_mul_count(count, d, &count) || count > OTC_MAX_ELEMENTS)
-      return fail(what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
-                  " elements, the limit of one tensor");
-  }
+  if (volume(t.dims().data(), t.dims_size()) < 0)
+    return fail(what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
+                " elements, the limit of one tensor");
+  int64_t count = 1;
+  for (int64_t d : t.dims())
+    count *= d; // no overflow: volume() bounds the nonzero dims
+
   int64_t size = elementSize(t.data_type());
   if (size == 0)
     return fail(what + " has data type " +
@@ -183,9 +205,11 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
   std::free(file);
   if (realFile.empty())
     return fail(where + " cannot be opened");
-  if (realDir.empty() || realFile.compare(0, realDir.size() + 1, realDir + "/") != 0)
+  std::string prefix = realDir == "/" ? "/" : realDir + "/";
+  if (realDir.empty() || realFile.compare(0, prefix.size(), prefix) != 0)
     return fail(where + " leaves the model's folder");
-  int fd = open(realFile.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  // Non-blocking, so a FIFO is refused below instead of waited on.
+  int fd = open(realFile.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (fd >= 0)
@@ -199,8 +223,14 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
   else if (offset > st.st_size || bytes > st.st_size - offset)
     ok = fail(where + " holds " + std::to_string(st.st_size) + " bytes, too few for " +
               std::to_string(bytes) + " at offset " + std::to_string(offset));
+  // The model with its data inline must fit one protobuf (2 GiB); checked
+  // before allocating, so many tensors naming one large file cannot exhaust
+  // memory.
+  if (ok && bytes > kMaxInlineBytes - externalBytes)
+    ok = fail(where + " brings the model past 2 GiB, the most one ONNX file carries");
   std::string data;
   if (ok) {
+    externalBytes += bytes;
     data.resize(bytes);
     for (int64_t done = 0; ok && done < bytes;) {
       ssize_t n = pread(fd, &data[done], bytes - done, offset + done);
@@ -221,7 +251,7 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
 
 bool Checker::valueInfo(const onnx::ValueInfoProto &v, const char *kind) {
   std::string what = std::string(kind) + " " + quoted(v.name());
-  if (!name(v.name(), what))
+  if (!name(v.name(), what, true))
     return false;
   if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
     return true;
@@ -229,10 +259,16 @@ bool Checker::valueInfo(const onnx::ValueInfoProto &v, const char *kind) {
   if (shape.dim_size() > OTC_MAX_RANK)
     return fail(what + " has rank " + std::to_string(shape.dim_size()) +
                 ", more than the limit of " + std::to_string(OTC_MAX_RANK));
-  for (int i = 0; i < shape.dim_size(); ++i)
-    if (shape.dim(i).has_dim_value() && shape.dim(i).dim_value() < 0)
-      return fail(what + " has a negative dimension " +
-                  std::to_string(shape.dim(i).dim_value()) + " at axis " + std::to_string(i));
+  int64_t dims[OTC_MAX_RANK];
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    dims[i] = shape.dim(i).has_dim_value() ? shape.dim(i).dim_value() : 1;
+    if (dims[i] < 0)
+      return fail(what + " has a negative dimension " + std::to_string(dims[i]) +
+                  " at axis " + std::to_string(i));
+  }
+  if (volume(dims, shape.dim_size()) < 0)
+    return fail(what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
+                " elements, the limit of one tensor");
   return true;
 }
 
@@ -262,8 +298,14 @@ bool Checker::graph(onnx::GraphProto &g, int depth) {
 
 bool Checker::node(onnx::NodeProto &n, int depth) {
   std::string what = "node " + quoted(n.name().empty() && n.output_size() ? n.output(0) : n.name());
-  if (!name(n.name(), what))
+  if (!name(n.name(), what, false))
     return false;
+  for (const auto &v : n.input())
+    if (!name(v, what + " input " + quoted(v), true))
+      return false;
+  for (const auto &v : n.output())
+    if (!name(v, what + " output " + quoted(v), true))
+      return false;
   for (auto &a : *n.mutable_attribute()) {
     std::string attr = what + " attribute " + quoted(a.name());
     if (a.has_sparse_tensor() || a.sparse_tensors_size() > 0)

@@ -8,25 +8,44 @@
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 
-#include <fstream>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <iostream>
 #include <sstream>
 
 namespace otc {
 namespace {
 
 bool readFile(const std::string &path, std::string &bytes, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot open model " + quotedPath(path);
+  // Non-blocking, so a FIFO is refused instead of waited on.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > INT32_MAX) {
+    error = fd < 0                 ? "cannot open model " + quotedPath(path)
+            : !S_ISREG(st.st_mode) ? "model " + quotedPath(path) + " is not a regular file"
+                                   : "model " + quotedPath(path) +
+                                         " is larger than 2 GiB, more than one ONNX file holds";
+    if (fd >= 0)
+      close(fd);
     return false;
   }
-  std::stringstream s;
-  s << in.rdbuf();
-  if (in.bad()) {
+  bytes.resize(size_t(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = read(fd, &bytes[done], bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  close(fd);
+  if (done != bytes.size()) {
     error = "cannot read model " + quotedPath(path);
     return false;
   }
-  bytes = s.str();
   return true;
 }
 
@@ -42,10 +61,18 @@ onnx::ValueInfoProto *findOutput(onnx::GraphProto &g, const std::string &name) {
   return nullptr;
 }
 
-bool hasInput(const onnx::GraphProto &g, const std::string &name) {
+/// Whether `name` is taken by an input, initializer or node output.
+bool nameTaken(const onnx::GraphProto &g, const std::string &name) {
   for (const auto &i : g.input())
     if (i.name() == name)
       return true;
+  for (const auto &i : g.initializer())
+    if (i.name() == name)
+      return true;
+  for (const auto &n : g.node())
+    for (const auto &o : n.output())
+      if (o == name)
+        return true;
   return false;
 }
 
@@ -98,11 +125,12 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
     return false;
   }
   std::string extra = kind == "mse" ? "targets" : "labels";
-  if (hasInput(g, extra)) {
-    error = "--loss " + kind + " adds an input '" + extra +
-            "', but the model already has one";
-    return false;
-  }
+  for (const char *name : {extra.c_str(), "otc_loss", "otc_loss/diff", "otc_loss/sq"})
+    if (nameTaken(g, name)) {
+      error = "--loss " + kind + " adds a value '" + name +
+              "', but the model already has one of that name";
+      return false;
+    }
   onnx::ValueInfoProto *in = g.add_input();
   in->set_name(extra);
   auto *tt = in->mutable_type()->mutable_tensor_type();
@@ -183,13 +211,12 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
   return true;
 }
 
-} // namespace
 
 mlir::OwningOpRef<mlir::ModuleOp>
-importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
-                const std::string &modelDir, const std::string &name,
-                const ImportOptions &options, std::string &error,
-                std::string *embeddedModel) {
+importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
+              const std::string &modelDir, const std::string &name,
+              const ImportOptions &options, std::string &error,
+              std::string *embeddedModel) {
   if (options.microBatch < 1 || options.microBatch > OTC_MAX_MICRO_BATCH) {
     error = "--micro-batch must lie in [1, " + std::to_string(OTC_MAX_MICRO_BATCH) + "]";
     return nullptr;
@@ -204,6 +231,14 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
   bool loadedExternal = false;
   if (!checkModel(model, modelDir, loadedExternal, error))
     return nullptr;
+  // Unsupported operators are refused before libonnx's checker and shape
+  // inference run on them (and on any subgraphs they carry).
+  int opset = defaultOpset(model);
+  for (const auto &n : model.graph().node())
+    if (std::string why = unsupportedReason(n, opset); !why.empty()) {
+      error = describeNode(n) + ": " + why;
+      return nullptr;
+    }
   if (embeddedModel && !loadedExternal)
     *embeddedModel = bytes;
   if (embeddedModel && loadedExternal) {
@@ -214,6 +249,13 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
     }
     model.SerializeToString(embeddedModel);
   }
+  // libonnx writes warnings (experimental ops) to std::cerr; otc's output
+  // stays one line per error, so they are dropped.
+  std::ostringstream libonnxChatter;
+  struct RestoreCerr {
+    std::streambuf *old;
+    ~RestoreCerr() { std::cerr.rdbuf(old); }
+  } restore{std::cerr.rdbuf(libonnxChatter.rdbuf())};
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
@@ -232,6 +274,21 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
   }
   GraphImporter importer(ctx, error);
   return importer.import(model, name);
+}
+
+} // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
+                const std::string &modelDir, const std::string &name,
+                const ImportOptions &options, std::string &error,
+                std::string *embeddedModel) {
+  try {
+    return importChecked(ctx, bytes, modelDir, name, options, error, embeddedModel);
+  } catch (const std::bad_alloc &) {
+    error = "out of memory importing " + quotedPath(name);
+    return nullptr;
+  }
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,

@@ -148,6 +148,10 @@ FoldResult foldBinary(Imp &imp, F f) {
                    std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
     return FoldResult::Failed;
   }
+  if (n == 0) { // nothing to compute; strides of zero-sized shapes may overflow
+    HostTensor t{l->isFloat, l->elemType, out, {}};
+    return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
+  }
   std::vector<int64_t> lst = stridesOf(ls), rst = stridesOf(rs), ost = stridesOf(out);
   HostTensor t;
   t.isFloat = l->isFloat;
@@ -317,7 +321,7 @@ LogicalResult importReduce(Imp &imp) {
 LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
   const auto *reduction = imp.attr("reduction");
   if (reduction && reduction->s() != "mean")
-    return imp.fail("only reduction 'mean' is supported, not '" + reduction->s() + "'");
+    return imp.fail("only reduction 'mean' is supported, not " + quoted(reduction->s()));
   if (imp.numInputs() > 2)
     return imp.fail("class weights are not supported");
   if (imp.node().output_size() > 1 && !imp.node().output(1).empty())
@@ -403,6 +407,8 @@ LogicalResult importGather(Imp &imp) {
   t.shape.insert(t.shape.end(), idx.shape.begin(), idx.shape.end());
   t.shape.insert(t.shape.end(), data.shape.begin() + axis + 1, data.shape.end());
   t.values.clear();
+  if (count == 0) // outer may still be huge: do not loop over it
+    return imp.define(0, std::move(t));
   for (int64_t o = 0; o < outer; ++o)
     for (double iv : idx.values) {
       int64_t i = toInt64(iv);
@@ -436,11 +442,15 @@ LogicalResult importConcat(Imp &imp) {
       if (s.size() != first.shape.size() || (d != axis && s[d] != first.shape[d]))
         return imp.fail("input " + std::to_string(i) +
                         "'s shape differs from input 0's off the concatenation axis");
-    t.shape[axis] += s[axis]; // each <= OTC_MAX_HOST_ELEMENTS: no overflow
+    if (__builtin_add_overflow(t.shape[axis], s[axis], &t.shape[axis]))
+      return imp.fail("the concatenated axis overflows");
   }
-  if (t.numElements() > OTC_MAX_HOST_ELEMENTS)
+  int64_t count = t.numElements();
+  if (count < 0 || count > OTC_MAX_HOST_ELEMENTS)
     return imp.fail("the folded result has more than " +
                     std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
+  if (count == 0) // outer may still be huge: do not loop over it
+    return imp.define(0, std::move(t));
   for (int64_t o = 0; o < outer; ++o)
     for (size_t i = 0; i < imp.numInputs(); ++i) {
       const HostTensor &in = *imp.constantInput(i);

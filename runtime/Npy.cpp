@@ -133,8 +133,17 @@ private:
 
 /// Normalises a numeric descr to "<" (or "|" for single bytes) and returns
 /// its item size, or 0 with an error.
+/// `s` with control bytes shown as '?', for a message.
+std::string printable(const std::string &s) {
+  std::string out = s;
+  for (char &c : out)
+    if ((unsigned char)c < 0x20 || c == 0x7f)
+      c = '?';
+  return out;
+}
+
 int64_t itemSizeOf(std::string &descr, std::string &error) {
-  std::string d = descr;
+  std::string d = descr, shown = printable(descr);
   char order = '<';
   if (!d.empty() && std::strchr("<>|=", d[0])) {
     order = d[0];
@@ -142,16 +151,16 @@ int64_t itemSizeOf(std::string &descr, std::string &error) {
   }
   if (d.size() < 2 || d.size() > 3 || !std::strchr("biufc", d[0]) ||
       d.find_first_not_of("0123456789", 1) != std::string::npos) {
-    error = "its dtype '" + descr + "' is not a numeric type otc reads";
+    error = "its dtype '" + shown + "' is not a numeric type otc reads";
     return 0;
   }
   int64_t size = std::atoi(d.c_str() + 1);
   if (size < 1 || size > 16) {
-    error = "its dtype '" + descr + "' has an impossible item size";
+    error = "its dtype '" + shown + "' has an impossible item size";
     return 0;
   }
   if (order == '>' && size > 1) {
-    error = "its dtype '" + descr + "' is big-endian; save it little-endian";
+    error = "its dtype '" + shown + "' is big-endian; save it little-endian";
     return 0;
   }
   descr = std::string(size == 1 ? "|" : "<") + d;
@@ -227,7 +236,8 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
 
 bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
   std::string name = "'" + path + "'";
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking, so a FIFO is refused below instead of waited on.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     error = fd < 0 && errno != ENOENT ? "cannot read data file " + name + ": " + std::strerror(errno)

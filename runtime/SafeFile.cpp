@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <climits>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,10 @@ bool inspect(const std::string &path, int &mode, std::string &error) {
   mode = -1;
   if (path.empty() || path.back() == '/') {
     error = "the output path " + q(path) + " names no file";
+    return false;
+  }
+  if (baseOf(path).size() > NAME_MAX) {
+    error = "the file name of " + q(path) + " is longer than the filesystem allows";
     return false;
   }
   struct stat st;
@@ -116,7 +121,7 @@ bool replaceFile(const std::string &path, unsigned mode,
   int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0 && tmpfileUnsupported(errno)) {
     // Filesystems without O_TMPFILE: a named file, removed on any failure.
-    named = dir + "/." + baseOf(path) + ".otc-tmp.XXXXXX";
+    named = dir + "/.otc-tmp.XXXXXX";
     fd = mkstemp(&named[0]);
   }
   if (fd < 0) {
@@ -136,13 +141,19 @@ bool replaceFile(const std::string &path, unsigned mode,
     return failWith("cannot write " + q(path) + ": " + std::strerror(errno));
   if (named.empty()) {
     // Give the anonymous file a name only now that it is complete; the
-    // rename right after makes it the target.
-    named = dir + "/." + baseOf(path) + ".otc-tmp." + std::to_string(getpid());
-    unlink(named.c_str());
+    // rename right after makes it the target. A kill between the two calls
+    // is the one moment that can leave this name behind.
     std::string self = "/proc/self/fd/" + std::to_string(fd);
-    if (linkat(AT_FDCWD, self.c_str(), AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) != 0 &&
-        linkat(fd, "", AT_FDCWD, named.c_str(), AT_EMPTY_PATH) != 0) {
-      int err = errno;
+    int err = EEXIST;
+    for (unsigned attempt = 0; err == EEXIST && attempt < 100; ++attempt) {
+      named = dir + "/.otc-tmp." + std::to_string(getpid()) + "." +
+              std::to_string(unsigned(random()) % 1000000u);
+      err = linkat(AT_FDCWD, self.c_str(), AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) == 0 ||
+                    linkat(fd, "", AT_FDCWD, named.c_str(), AT_EMPTY_PATH) == 0
+                ? 0
+                : errno;
+    }
+    if (err != 0) {
       named.clear();
       close(fd);
       error = "cannot link the new " + q(path) + " into its folder: " + std::strerror(err);

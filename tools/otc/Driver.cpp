@@ -67,9 +67,10 @@ bool runCommand(const Args &argv, std::string &log) {
       log.append(buf, size_t(n));
   close(pipefd[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t done;
+  while ((done = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return done == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 Args words(const std::string &text) {
@@ -86,12 +87,27 @@ Args envWords(const char *name, const std::string &fallback) {
   return words(v ? v : fallback);
 }
 
-/// The first lines of a compiler's output; the rest stays in the log file.
+/// The first lines of a compiler's output, each shortened; the rest stays
+/// in the log file.
 std::string firstLines(const std::string &log, int lines) {
-  size_t end = 0;
-  while (lines-- > 0 && end != std::string::npos)
-    end = log.find('\n', end ? end + 1 : 0);
-  return log.substr(0, end);
+  std::istringstream in(log);
+  std::string out;
+  for (std::string line; lines-- > 0 && std::getline(in, line);)
+    out += (out.empty() ? "" : "\n") + line.substr(0, 200);
+  return out;
+}
+
+/// Removes the scratch folder's files (otc wrote all of them) and itself.
+void removeScratch(const std::string &dir, bool keepSources) {
+  for (const char *f : {"model.onnx", "model.o", "train", "model.S", "step.cpp", "step.cu",
+                        "build.log"}) {
+    bool source = std::string(f) != "model.onnx" && std::string(f) != "model.o" &&
+                  std::string(f) != "train";
+    if (!keepSources || !source)
+      unlink((dir + "/" + f).c_str());
+  }
+  if (!keepSources)
+    rmdir(dir.c_str());
 }
 
 std::string envOr(const char *name, const std::string &fallback) {
@@ -176,10 +192,10 @@ bool buildExecutable(const std::string &source, const std::string &model,
     ok = replaceFile(output, 0777,
                      [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); },
                      error);
-  if (ok) {
-    log.clear();
-    runCommand({"rm", "-rf", dir}, log);
-  }
+  // A failed build keeps its source and log for the bug report, never the
+  // (possibly large) model copy.
+  bool compileFailed = !ok && error.find("failed on the generated code") != std::string::npos;
+  removeScratch(dir, compileFailed);
   return ok;
 }
 

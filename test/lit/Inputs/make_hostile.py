@@ -106,3 +106,56 @@ save("arena_too_large",
      [helper.make_node("ReduceMean", ["h5"], ["loss"], name="mean", keepdims=0)],
      [numpy_helper.from_array(np.ones(1, np.float32), f"w{i}") for i in range(6)],
      inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4096])])
+
+# Names as code: quotes, backslashes and a would-be statement in a parameter
+# name must reach the executable and the saved model intact, and a control
+# character is refused.
+X6 = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6])
+QUOTE_NAME = 'w"); system("id"); //\\'
+save("name_quote",
+     [helper.make_node("Gemm", ["x", QUOTE_NAME], ["h"], name="fc", transB=1),
+      helper.make_node("ReduceSum", ["h"], ["loss"], name="sum", keepdims=0)],
+     [numpy_helper.from_array(np.ones((3, 6), np.float32), QUOTE_NAME)], inputs=[X6])
+save("name_control", gemm_loss(), [numpy_helper.from_array(np.ones((3, 4), np.float32), "w")],
+     inputs=[helper.make_tensor_value_info("x\n", TensorProto.FLOAT, ["batch", 4])])
+
+# A zero-sized constant with a huge leading dim: folding Gather over it once
+# looped 2^36 times.
+zero = TensorProto(name="z", data_type=TensorProto.INT64, dims=[1 << 36, 1, 0])
+save("gather_zero_sized",
+     [const("idx", np.zeros(1000, np.int64)),
+      helper.make_node("Gather", ["z", "idx"], ["g"], name="gather", axis=1),
+      helper.make_node("ReduceSum", ["x"], ["loss"], name="sum", keepdims=0)], [zero])
+
+# Both spellings of the default domain: libonnx checks against "" (opset 11,
+# where ReduceSum takes axes as an attribute), so otc must import opset 11.
+graph = helper.make_graph(
+    [helper.make_node("ReduceSum", ["x"], ["r"], name="rows", axes=[1], keepdims=0),
+     helper.make_node("ReduceMean", ["r"], ["loss"], name="mean", keepdims=0)],
+    "two_opsets", [X], [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11),
+                                                helper.make_opsetid("ai.onnx", 13)])
+(OUT / "two_opsets.onnx").write_bytes(model.SerializeToString())
+
+# Non-finite constants are emitted as NAN/INFINITY, not as broken literals.
+save("nan_constant",
+     [helper.make_node("Constant", [], ["c"], name="c", value_float=float("nan")),
+      helper.make_node("Gemm", ["x", "w"], ["h"], name="fc", transB=1),
+      helper.make_node("Add", ["h", "c"], ["s"], name="add"),
+      helper.make_node("ReduceSum", ["s"], ["loss"], name="sum", keepdims=0)], [W])
+
+# An initializer already named "labels": --loss cross-entropy would wire it
+# in place of the labels it adds.
+save("labels_taken",
+     [helper.make_node("Gemm", ["x", "w", "labels"], ["logits"], name="fc", transB=1),
+      helper.make_node("ReduceSum", ["logits"], ["loss"], name="sum", keepdims=0)],
+     [W, numpy_helper.from_array(np.zeros(3, np.float32), "labels")])
+
+# External data larger than one ONNX file can carry (the test makes a sparse
+# file for it).
+big = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 29],
+                  data_location=TensorProto.EXTERNAL)
+e = big.external_data.add()
+e.key, e.value = "location", "big.bin"
+save("external_too_large",
+     [helper.make_node("ReduceSum", ["w"], ["loss"], name="sum", keepdims=0)], [big])
