@@ -1,6 +1,5 @@
 #include "Backend.h"
 
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -35,11 +34,15 @@ public:
       updateElement(s, param[i], grad[i], m[i], v[i]);
   }
   bool anyNonFinite(const float *p, int64_t n) override {
-    // x - x is 0 for finite x and NaN otherwise; the sum vectorises.
-    float acc = 0;
-    for (int64_t i = 0; i < n; ++i)
-      acc += p[i] - p[i];
-    return acc != 0 || std::isnan(acc);
+    // NaN and infinity are the floats whose exponent bits are all ones; an
+    // integer OR-reduction over that test vectorises (a float sum cannot).
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, p + i, sizeof u);
+      bad |= (~u & 0x7f800000u) == 0;
+    }
+    return bad != 0;
   }
 
 private:

