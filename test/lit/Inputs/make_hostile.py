@@ -159,3 +159,12 @@ e = big.external_data.add()
 e.key, e.value = "location", "big.bin"
 save("external_too_large",
      [helper.make_node("ReduceSum", ["w"], ["loss"], name="sum", keepdims=0)], [big])
+
+# Two inputs whose data files would be the same ("a b" and "a_b" -> a_b.npy).
+save("inputs_share_file",
+     [helper.make_node("Add", ["a b", "a_b"], ["s"], name="add"),
+      helper.make_node("Mul", ["s", "w"], ["p"], name="scale"),
+      helper.make_node("ReduceSum", ["p"], ["loss"], name="sum", keepdims=0)],
+     [numpy_helper.from_array(np.ones(4, np.float32), "w")],
+     inputs=[helper.make_tensor_value_info("a b", TensorProto.FLOAT, ["batch", 4]),
+             helper.make_tensor_value_info("a_b", TensorProto.FLOAT, ["batch", 4])])
