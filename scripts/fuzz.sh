@@ -60,7 +60,9 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 dict=()
 [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
 echo "fuzz: $target for ${seconds}s (corpus $corpus)"
-build-san/bin/fuzz-$target -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+# RSS grows with ASan's quarantine and size-class caches over long runs (no leak:
+# libFuzzer runs LeakSanitizer after any input that frees less than it allocates).
+build-san/bin/fuzz-$target -max_total_time="$seconds" -timeout=20 -rss_limit_mb=6144 \
   -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" "$@" "$corpus" "$seeds" \
   2> "build-san/fuzz/$target.log" || {
   tail -40 "build-san/fuzz/$target.log" >&2
