@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace otc {
 namespace {
@@ -128,6 +130,19 @@ int64_t elements(const otc_tensor_desc &d) {
   return n;
 }
 
+/// The --log file. Opened non-blocking, so a FIFO nobody reads is an error
+/// rather than a hang; a pipe or terminal (/dev/stdout) still works.
+std::FILE *openLog(const std::string &path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return nullptr;
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::FILE *f = fdopen(fd, "w");
+  if (!f)
+    close(fd);
+  return f;
+}
+
 /// The first parameter whose values (or gradients) hold a NaN or infinity.
 const Param *firstNonFinite(Backend &backend, const std::vector<Param> &params,
                             bool grads) {
@@ -206,8 +221,8 @@ int run(int argc, char **argv) {
 
   const int64_t steps = (total + K - 1) / K;
   std::unique_ptr<std::FILE, int (*)(std::FILE *)> logFile(nullptr, std::fclose);
-  if (!opt.log.empty() && !(logFile.reset(std::fopen(opt.log.c_str(), "w")), logFile))
-    die("cannot write the log '" + opt.log + "'");
+  if (!opt.log.empty() && !(logFile.reset(openLog(opt.log)), logFile))
+    die("cannot write the log '" + opt.log + "': " + std::strerror(errno));
   std::FILE *log = logFile.get();
   std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
                (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
