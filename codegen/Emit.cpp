@@ -69,7 +69,7 @@ void emitCudaGemm(std::ostream &os, const GemmCall &g) {
 } // namespace
 
 bool emitTrainingStep(mlir::func::FuncOp func, Target target, int64_t microBatch,
-                      Optimizer optimizer, std::string &source, std::string &error) {
+                      otc_optimizer optimizer, std::string &source, std::string &error) {
   Program program;
   program.microBatch = microBatch;
   Lowering lowering(func, error);

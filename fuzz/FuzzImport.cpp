@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   std::string source;
   otc::Target target = data[1] & 4 ? otc::Target::Cuda : otc::Target::Cpu;
-  if (!otc::emitTrainingStep(func, target, options.microBatch, otc::Optimizer::Adam, source,
+  if (!otc::emitTrainingStep(func, target, options.microBatch, OTC_ADAM, source,
                              error) &&
       error.empty())
     std::abort();

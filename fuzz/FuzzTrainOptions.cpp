@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     otc::TrainOptions o;
     std::string error;
     auto r = otc::parseTrainOptions(int(argv.size()), argv.data(),
-                                    static_cast<otc::OptimizerKind>(k), o, error);
+                                    static_cast<otc_optimizer>(k), o, error);
     if (r == otc::ParseResult::Ok) {
       // What the runtime relies on after a successful parse.
       bool ok = !o.data.empty() && (o.steps > 0) != (o.epochs > 0) && o.accumSteps >= 1 &&

@@ -78,9 +78,18 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
     b.setInsertionPoint(ret);
     if (failed(rule.buildGradients(b, resultGrads, operandGrads)))
       return failure();
-    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+    // A rule must give one gradient (or none) per operand, of its type.
+    if (operandGrads.size() != op->getNumOperands())
+      return op->emitOpError("gradient rule returned ")
+             << operandGrads.size() << " gradients for " << op->getNumOperands()
+             << " operands";
+    for (auto [operand, g] : llvm::zip_equal(op->getOperands(), operandGrads)) {
+      if (g && g.getType() != operand.getType())
+        return op->emitOpError("gradient rule returned ")
+               << g.getType() << " for an operand of type " << operand.getType();
       if (g && active.contains(operand))
         addGrad(operand, g);
+    }
   }
 
   // Every trainable argument gets a gradient result, zero if no path exists.

@@ -4,6 +4,8 @@
 #ifndef OTC_RUNTIME_OPTIMIZERMATH_H
 #define OTC_RUNTIME_OPTIMIZERMATH_H
 
+#include "otc/runtime/abi.h"
+
 #include <math.h>
 
 #ifdef __CUDACC__
@@ -14,11 +16,10 @@
 
 namespace otc {
 
-enum class OptimizerKind { Sgd, Momentum, Adam, AdamW };
 
 /// Per-step scalars, computed in double on the host as PyTorch does in Python.
 struct OptimizerStep {
-  OptimizerKind kind;
+  otc_optimizer kind;
   float lr, weightDecay, momentum;
   float beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps;
   float stepSize;      // lr / (1 - beta1^t)
@@ -30,19 +31,19 @@ struct OptimizerStep {
 OTC_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
                                  float &m, float &v) {
   switch (s.kind) {
-  case OptimizerKind::Sgd:
-  case OptimizerKind::Momentum: {
+  case OTC_SGD:
+  case OTC_MOMENTUM: {
     float d = s.weightDecay != 0.0f ? g + s.weightDecay * p : g;
-    if (s.kind == OptimizerKind::Momentum) {
+    if (s.kind == OTC_MOMENTUM) {
       m = s.firstStep ? d : m * s.momentum + d;
       d = m;
     }
     p = p + (-s.lr) * d;
     break;
   }
-  case OptimizerKind::Adam:
-  case OptimizerKind::AdamW: {
-    if (s.kind == OptimizerKind::AdamW)
+  case OTC_ADAM:
+  case OTC_ADAMW: {
+    if (s.kind == OTC_ADAMW)
       p = p * s.decayFactor;
     else if (s.weightDecay != 0.0f)
       g = g + s.weightDecay * p;

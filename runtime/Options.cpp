@@ -65,7 +65,7 @@ bool inRange(const std::string &flag, double v, bool belowOne, std::string &erro
 
 } // namespace
 
-ParseResult parseTrainOptions(int argc, const char *const *argv, OptimizerKind kind,
+ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer kind,
                               TrainOptions &o, std::string &error) {
   o = TrainOptions();
   bool weightDecayGiven = false;
@@ -121,8 +121,8 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, OptimizerKind k
   if (!error.empty())
     return ParseResult::Error;
   if (!weightDecayGiven) // PyTorch's defaults: AdamW decays, the others do not
-    o.weightDecay = kind == OptimizerKind::AdamW ? 0.01 : 0.0;
-  if (kind != OptimizerKind::Momentum)
+    o.weightDecay = kind == OTC_ADAMW ? 0.01 : 0.0;
+  if (kind != OTC_MOMENTUM)
     o.momentum = 0;
   return ParseResult::Ok;
 }

@@ -20,7 +20,7 @@ enum class ParseResult { Ok, Help, Error };
 
 /// Parses and range-checks argv. On Error, `error` holds one line naming the
 /// flag; on Help, `error` holds the usage text.
-ParseResult parseTrainOptions(int argc, const char *const *argv, OptimizerKind kind,
+ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer kind,
                               TrainOptions &out, std::string &error);
 
 } // namespace otc

@@ -99,7 +99,7 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
   return ds;
 }
 
-OptimizerStep stepScalars(OptimizerKind kind, const TrainOptions &o, int64_t t) {
+OptimizerStep stepScalars(otc_optimizer kind, const TrainOptions &o, int64_t t) {
   OptimizerStep s{};
   s.kind = kind;
   s.lr = float(o.lr);
@@ -155,7 +155,7 @@ const Param *firstNonFinite(Backend &backend, const std::vector<Param> &params,
 
 int run(int argc, char **argv) {
   const otc_program &prog = *otc_get_program();
-  auto kind = static_cast<OptimizerKind>(prog.optimizer);
+  auto kind = static_cast<otc_optimizer>(prog.optimizer);
   TrainOptions opt;
   std::string error;
   switch (parseTrainOptions(argc, argv, kind, opt, error)) {

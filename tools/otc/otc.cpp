@@ -101,9 +101,9 @@ Args parseArgs(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   Args args = parseArgs(argc, argv);
-  static const std::map<std::string, otc::Optimizer> optimizers = {
-      {"sgd", otc::Optimizer::Sgd}, {"momentum", otc::Optimizer::Momentum},
-      {"adam", otc::Optimizer::Adam}, {"adamw", otc::Optimizer::AdamW}};
+  static const std::map<std::string, otc_optimizer> optimizers = {
+      {"sgd", OTC_SGD}, {"momentum", OTC_MOMENTUM},
+      {"adam", OTC_ADAM}, {"adamw", OTC_ADAMW}};
   auto optimizer = optimizers.find(args.optimizer);
   if (optimizer == optimizers.end())
     fail("unknown --optimizer '" + args.optimizer + "'", 2);

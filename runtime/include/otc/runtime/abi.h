@@ -13,6 +13,14 @@ extern "C" {
 
 enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1 };
 
+/* The optimizers the runtime implements; the compiler and runtime share it. */
+typedef enum otc_optimizer {
+  OTC_SGD = 0,
+  OTC_MOMENTUM = 1,
+  OTC_ADAM = 2,
+  OTC_ADAMW = 3
+} otc_optimizer;
+
 typedef struct otc_tensor_desc {
   const char *name;
   int dtype;
@@ -47,7 +55,7 @@ typedef struct otc_program {
   const int *grad_index; /* per parameter: its gradient buffer, or -1 */
   int num_grads;
   int64_t arena_bytes;
-  int optimizer; /* 0 sgd, 1 momentum, 2 adam, 3 adamw */
+  int optimizer; /* an otc_optimizer */
   void (*step)(const otc_step_args *);
 } otc_program;
 
