@@ -253,6 +253,8 @@ bool Lowering::lowerOp(Operation *op, Program &program) {
           std::string c = "((" + var + " / " + str(stride) + ") % " + str(dims[k]) + ")";
           j += (j.empty() ? "" : " + ") + c + " * " + str(inStrides[d]);
         }
+        if (j.empty()) // a rank-0 input: one element
+          j = "0";
         std::string scale = isa<ReduceMeanOp>(r.getOperation())
                                 ? " * " + floatLiteral(1.0 / rcount) : "";
         addLoop(countOf(out),

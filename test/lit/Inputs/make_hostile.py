@@ -168,3 +168,11 @@ save("inputs_share_file",
      [numpy_helper.from_array(np.ones(4, np.float32), "w")],
      inputs=[helper.make_tensor_value_info("a b", TensorProto.FLOAT, ["batch", 4]),
              helper.make_tensor_value_info("a_b", TensorProto.FLOAT, ["batch", 4])])
+
+# A reduction of a scalar (ReduceSum of a ReduceSum): once emitted
+# `long long j = ;`.
+save("reduce_scalar",
+     [helper.make_node("Mul", ["x", "w"], ["h"], name="scale"),
+      helper.make_node("ReduceSum", ["h"], ["s"], name="inner", keepdims=0),
+      helper.make_node("ReduceSum", ["s"], ["loss"], name="outer", keepdims=0)],
+     [numpy_helper.from_array(np.ones(4, np.float32), "w")])
