@@ -60,11 +60,8 @@ LogicalResult GraphImporter::define(size_t output, HostTensor t) {
                 ", more than the limit of " + std::to_string(OTC_MAX_RANK));
   // Zero-sized results count their other dims too, so that no stride or
   // product computed from the shape later can overflow.
-  int64_t n = t.numElements(), volume = 1;
-  for (int64_t d : t.shape)
-    if (d < 0 || !otc_mul_count(volume, std::max<int64_t>(d, 1), &volume))
-      volume = -1;
-  if (volume < 0 || volume > OTC_MAX_ELEMENTS)
+  int64_t n = t.numElements();
+  if (boundedVolume(t.shape.data(), t.shape.size()) < 0)
     return fail("the result's dimensions multiply past " + std::to_string(OTC_MAX_ELEMENTS) +
                 ", the limit of one tensor");
   if (n < 0 || n > OTC_MAX_HOST_ELEMENTS)

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace otc {
 namespace {
@@ -80,6 +81,8 @@ private:
   bool tensor(TensorProto &t, const std::string &what);
   bool external(TensorProto &t, const std::string &what, int64_t bytes);
   bool valueInfo(const onnx::ValueInfoProto &v, const char *kind);
+  /// Rank, sign and boundedVolume() of `dims`.
+  bool shape(const int64_t *dims, size_t rank, const std::string &what);
 
   static constexpr int64_t kMaxInlineBytes = INT32_MAX;
   std::string modelDir;
@@ -100,32 +103,26 @@ bool Checker::name(const std::string &n, const std::string &what, bool value) {
   return true;
 }
 
-/// The product of `dims` with zeros counted as ones, or -1 past the element
-/// limit: a zero-sized tensor may not hide dims whose strides overflow.
-int64_t volume(const int64_t *dims, int n) {
-  int64_t v = 1;
-  for (int i = 0; i < n; ++i)
-    if (dims[i] < 0 || !otc_mul_count(v, std::max<int64_t>(dims[i], 1), &v) ||
-        v > OTC_MAX_ELEMENTS)
-      return -1;
-  return v;
+bool Checker::shape(const int64_t *dims, size_t rank, const std::string &what) {
+  if (rank > OTC_MAX_RANK)
+    return fail(what + " has rank " + std::to_string(rank) + ", more than the limit of " +
+                std::to_string(OTC_MAX_RANK));
+  for (size_t i = 0; i < rank; ++i)
+    if (dims[i] < 0)
+      return fail(what + " has a negative dimension " + std::to_string(dims[i]) +
+                  " at axis " + std::to_string(i));
+  if (boundedVolume(dims, rank) < 0)
+    return fail(what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
+                " elements, the limit of one tensor");
+  return true;
 }
 
 bool Checker::tensor(TensorProto &t, const std::string &what) {
-  if (!name(t.name(), what, true))
+  if (!name(t.name(), what, true) || !shape(t.dims().data(), t.dims_size(), what))
     return false;
-  if (t.dims_size() > OTC_MAX_RANK)
-    return fail(what + " has rank " + std::to_string(t.dims_size()) +
-                ", more than the limit of " + std::to_string(OTC_MAX_RANK));
-  for (int64_t d : t.dims())
-    if (d < 0)
-      return fail(what + " has a negative dimension " + std::to_string(d));
-  if (volume(t.dims().data(), t.dims_size()) < 0)
-    return fail(what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
-                " elements, the limit of one tensor");
   int64_t count = 1;
   for (int64_t d : t.dims())
-    count *= d; // no overflow: volume() bounds the nonzero dims
+    count *= d; // no overflow: boundedVolume() bounds the nonzero dims
 
   int64_t size = elementSize(t.data_type());
   if (size == 0)
@@ -255,21 +252,11 @@ bool Checker::valueInfo(const onnx::ValueInfoProto &v, const char *kind) {
     return false;
   if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape())
     return true;
-  const auto &shape = v.type().tensor_type().shape();
-  if (shape.dim_size() > OTC_MAX_RANK)
-    return fail(what + " has rank " + std::to_string(shape.dim_size()) +
-                ", more than the limit of " + std::to_string(OTC_MAX_RANK));
-  int64_t dims[OTC_MAX_RANK];
-  for (int i = 0; i < shape.dim_size(); ++i) {
-    dims[i] = shape.dim(i).has_dim_value() ? shape.dim(i).dim_value() : 1;
-    if (dims[i] < 0)
-      return fail(what + " has a negative dimension " + std::to_string(dims[i]) +
-                  " at axis " + std::to_string(i));
-  }
-  if (volume(dims, shape.dim_size()) < 0)
-    return fail(what + " has more than " + std::to_string(OTC_MAX_ELEMENTS) +
-                " elements, the limit of one tensor");
-  return true;
+  const auto &declared = v.type().tensor_type().shape();
+  std::vector<int64_t> dims; // symbolic dims count as 1
+  for (const auto &d : declared.dim())
+    dims.push_back(d.has_dim_value() ? d.dim_value() : 1);
+  return shape(dims.data(), dims.size(), what);
 }
 
 bool Checker::graph(onnx::GraphProto &g, int depth) {
@@ -325,6 +312,15 @@ bool Checker::node(onnx::NodeProto &n, int depth) {
 }
 
 } // namespace
+
+int64_t boundedVolume(const int64_t *dims, size_t rank) {
+  int64_t v = 1;
+  for (size_t i = 0; i < rank; ++i)
+    if (dims[i] < 0 || !otc_mul_count(v, std::max<int64_t>(dims[i], 1), &v) ||
+        v > OTC_MAX_ELEMENTS)
+      return -1;
+  return v;
+}
 
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
                 bool &loadedExternal, std::string &error) {

@@ -18,6 +18,11 @@ namespace otc {
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
                 bool &loadedExternal, std::string &error);
 
+/// The product of `dims` with zeros counted as ones, or -1 when a dim is
+/// negative or it passes OTC_MAX_ELEMENTS: a zero-sized tensor may not hide
+/// dims whose strides overflow.
+int64_t boundedVolume(const int64_t *dims, size_t rank);
+
 /// `s` quoted for an error message: non-printable bytes escaped, names longer
 /// than `shown` bytes shortened, so one name never spreads over many lines.
 std::string quoted(const std::string &s, size_t shown = 80);

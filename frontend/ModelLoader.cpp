@@ -211,7 +211,6 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
   return true;
 }
 
-
 mlir::OwningOpRef<mlir::ModuleOp>
 importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
               const std::string &modelDir, const std::string &name,

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 using namespace mlir;
 
@@ -33,6 +32,15 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   for (int i = (int)shape.size() - 2; i >= 0; --i)
     s[i] = s[i + 1] * shape[i + 1];
   return s;
+}
+
+/// Fails unless a folded result of `count` elements fits the host limit;
+/// checked before the fold allocates or loops.
+LogicalResult checkFoldSize(Imp &imp, int64_t count) {
+  if (count >= 0 && count <= OTC_MAX_HOST_ELEMENTS)
+    return success();
+  return imp.fail("the folded result has more than " +
+                  std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
 }
 
 /// Normalises ONNX axes (negative counts from the end) to sorted unique ones.
@@ -143,11 +151,8 @@ FoldResult foldBinary(Imp &imp, F f) {
     out[d] = ls[d] == 1 ? rs[d] : ls[d];
   }
   int64_t n = product(out);
-  if (n < 0 || n > OTC_MAX_HOST_ELEMENTS) {
-    (void)imp.fail("the folded result has more than " +
-                   std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
+  if (failed(checkFoldSize(imp, n)))
     return FoldResult::Failed;
-  }
   if (n == 0) { // nothing to compute; strides of zero-sized shapes may overflow
     HostTensor t{l->isFloat, l->elemType, out, {}};
     return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
@@ -237,9 +242,6 @@ LogicalResult importReshape(Imp &imp) {
   if (failed(inShape))
     return failure();
   std::vector<int64_t> in = *inShape, shape = shapeT->asInts();
-  if (shape.size() > OTC_MAX_RANK)
-    return imp.fail("the target shape has " + std::to_string(shape.size()) +
-                    " entries, more than the rank limit of " + std::to_string(OTC_MAX_RANK));
   bool allowZero = imp.intAttr("allowzero", 0) != 0;
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -399,9 +401,8 @@ LogicalResult importGather(Imp &imp) {
   int64_t inner = product(ArrayRef<int64_t>(data.shape).drop_front(axis + 1));
   int64_t n = data.shape[axis];
   int64_t count = product({outer, int64_t(idx.values.size()), inner});
-  if (count < 0 || count > OTC_MAX_HOST_ELEMENTS)
-    return imp.fail("the folded result has more than " +
-                    std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
+  if (failed(checkFoldSize(imp, count)))
+    return failure();
   HostTensor t = data;
   t.shape.assign(data.shape.begin(), data.shape.begin() + axis);
   t.shape.insert(t.shape.end(), idx.shape.begin(), idx.shape.end());
@@ -446,9 +447,8 @@ LogicalResult importConcat(Imp &imp) {
       return imp.fail("the concatenated axis overflows");
   }
   int64_t count = t.numElements();
-  if (count < 0 || count > OTC_MAX_HOST_ELEMENTS)
-    return imp.fail("the folded result has more than " +
-                    std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
+  if (failed(checkFoldSize(imp, count)))
+    return failure();
   if (count == 0) // outer may still be huge: do not loop over it
     return imp.define(0, std::move(t));
   for (int64_t o = 0; o < outer; ++o)

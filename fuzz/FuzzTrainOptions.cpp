@@ -1,6 +1,7 @@
 // argv -> the training executable's option parser. The input is split at
 // NUL bytes into arguments; every optimizer kind parses them.
 #include "Options.h"
+#include "otc/runtime/limits.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -31,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       bool ok = !o.data.empty() && (o.steps > 0) != (o.epochs > 0) && o.accumSteps >= 1 &&
                 std::isfinite(o.lr) && o.lr >= 0 && o.beta1 >= 0 && o.beta1 < 1 &&
                 o.beta2 >= 0 && o.beta2 < 1 && o.eps >= 0 && o.weightDecay >= 0 &&
-                o.momentum >= 0 && o.steps <= (int64_t(1) << 40) / o.accumSteps;
+                o.momentum >= 0 && o.steps <= OTC_MAX_MICRO_BATCHES / o.accumSteps;
       if (!ok)
         std::abort();
     } else if (error.empty()) {

@@ -1,5 +1,7 @@
 #include "Options.h"
 
+#include "otc/runtime/limits.h"
+
 #include <cerrno>
 #include <cfloat>
 #include <cmath>
@@ -15,8 +17,6 @@ const char kUsage[] =
     "          [--weight-decay X] [--momentum X] [--beta1 X] [--beta2 X] [--eps X]\n"
     "          [--save trained.onnx] [--log metrics.jsonl]\n";
 
-/// Counts beyond this are typing errors, and products of two stay exact.
-constexpr int64_t kMaxCount = int64_t(1) << 40;
 
 std::string shown(const char *text) {
   std::string s;
@@ -46,7 +46,7 @@ bool count(const std::string &flag, const char *text, int64_t &out, std::string 
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(text, &end, 10);
-  if (!*text || *end || errno == ERANGE || v < 1 || v > kMaxCount) {
+  if (!*text || *end || errno == ERANGE || v < 1 || v > OTC_MAX_MICRO_BATCHES) {
     error = flag + " expects an integer from 1 to 2^40, got " + shown(text);
     return false;
   }
@@ -116,7 +116,7 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     error = "--data is required";
   else if (ranges && (o.steps > 0) == (o.epochs > 0))
     error = "give exactly one of --steps and --epochs";
-  else if (ranges && o.steps > 0 && o.steps > kMaxCount / o.accumSteps)
+  else if (ranges && o.steps > 0 && o.steps > OTC_MAX_MICRO_BATCHES / o.accumSteps)
     error = "--steps times --accum-steps exceeds 2^40 micro-batches";
   if (!error.empty())
     return ParseResult::Error;

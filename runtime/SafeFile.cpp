@@ -65,6 +65,20 @@ bool inspect(const std::string &path, int &mode, std::string &error) {
   return true;
 }
 
+/// An unnamed file in `dir` (O_TMPFILE), or where the filesystem has none a
+/// named one whose name goes to `named`. -1 with errno on failure.
+int openTemp(const std::string &dir, std::string &named) {
+  named.clear();
+  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0 && tmpfileUnsupported(errno)) {
+    named = dir + "/.otc-tmp.XXXXXX";
+    fd = mkstemp(&named[0]);
+    if (fd < 0)
+      named.clear();
+  }
+  return fd;
+}
+
 unsigned currentUmask() {
   mode_t old = umask(022);
   umask(old);
@@ -92,14 +106,10 @@ bool checkReplaceable(const std::string &path, std::string &error) {
     return false;
   // Creating an anonymous file proves the folder takes new files, even for
   // root, whom access(2) never refuses.
-  std::string dir = folderOf(path);
-  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0 && tmpfileUnsupported(errno)) {
-    std::string probe = dir + "/.otc-probe.XXXXXX";
-    fd = mkstemp(&probe[0]);
-    if (fd >= 0)
-      unlink(probe.c_str());
-  }
+  std::string dir = folderOf(path), probe;
+  int fd = openTemp(dir, probe);
+  if (!probe.empty())
+    unlink(probe.c_str());
   if (fd < 0) {
     error = "cannot write in the folder " + q(dir) + " of " + q(path) + ": " +
             std::strerror(errno);
@@ -118,12 +128,7 @@ bool replaceFile(const std::string &path, unsigned mode,
   unsigned finalMode = oldMode >= 0 ? unsigned(oldMode) : (mode & ~currentUmask() & 07777);
 
   std::string named; // set when the file has a name that must go on failure
-  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0 && tmpfileUnsupported(errno)) {
-    // Filesystems without O_TMPFILE: a named file, removed on any failure.
-    named = dir + "/.otc-tmp.XXXXXX";
-    fd = mkstemp(&named[0]);
-  }
+  int fd = openTemp(dir, named);
   if (fd < 0) {
     error = "cannot create a file in " + q(dir) + ": " + std::strerror(errno);
     return false;

@@ -54,7 +54,7 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     if (!fresh)
       die("inputs '" + std::string(seen->second) + "' and '" + d.name + "' would both read '" +
           seen->first + "'; rename one in the model");
-    std::string path = dir + "/" + fileNameFor(d.name);
+    std::string path = dir + "/" + seen->first;
     NpyArray a;
     std::string error;
     if (!readNpy(path, a, error))
@@ -178,7 +178,7 @@ int run(int argc, char **argv) {
     die("the data holds " + std::to_string(ds.samples) +
         " samples, fewer than one micro-batch of " + std::to_string(N));
   int64_t total = opt.steps * K; // the option parser bounds this product
-  if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > (int64_t(1) << 40)))
+  if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > OTC_MAX_MICRO_BATCHES))
     die("--epochs " + std::to_string(opt.epochs) + " of " + std::to_string(M) +
         " micro-batches exceeds 2^40 micro-batches");
   if (ds.samples % N)
@@ -244,13 +244,15 @@ int run(int argc, char **argv) {
       float loss;
       backend->toHost(&loss, args.loss, sizeof(float));
       // fp32 training stops at the first non-finite value; nothing is saved.
-      std::string where = "step " + std::to_string(s + 1) + ", micro-batch " +
-                          std::to_string(j + 1) + " of " + std::to_string(k);
+      auto where = [&] {
+        return "step " + std::to_string(s + 1) + ", micro-batch " + std::to_string(j + 1) +
+               " of " + std::to_string(k);
+      };
       if (!std::isfinite(loss))
-        die(where + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") +
+        die(where() + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") +
             "; stopping without saving (is --lr too large?)");
       if (const Param *p = firstNonFinite(*backend, params, /*grads=*/true))
-        die(where + ": the gradient of '" + p->desc->name +
+        die(where() + ": the gradient of '" + p->desc->name +
             "' is not finite; stopping without saving");
       lossSum += loss;
     }

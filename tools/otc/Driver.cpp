@@ -97,17 +97,16 @@ std::string firstLines(const std::string &log, int lines) {
   return out;
 }
 
-/// Removes the scratch folder's files (otc wrote all of them) and itself.
+/// Removes the scratch folder's files (otc wrote all of them) and, unless
+/// the sources are kept for a bug report, the folder itself.
 void removeScratch(const std::string &dir, bool keepSources) {
-  for (const char *f : {"model.onnx", "model.o", "train", "model.S", "step.cpp", "step.cu",
-                        "build.log"}) {
-    bool source = std::string(f) != "model.onnx" && std::string(f) != "model.o" &&
-                  std::string(f) != "train";
-    if (!keepSources || !source)
-      unlink((dir + "/" + f).c_str());
-  }
-  if (!keepSources)
-    rmdir(dir.c_str());
+  for (const char *f : {"model.onnx", "model.o", "train"})
+    unlink((dir + "/" + f).c_str());
+  if (keepSources)
+    return;
+  for (const char *f : {"model.S", "step.cpp", "step.cu", "build.log"})
+    unlink((dir + "/" + f).c_str());
+  rmdir(dir.c_str());
 }
 
 std::string envOr(const char *name, const std::string &fallback) {
@@ -134,12 +133,16 @@ bool buildExecutable(const std::string &source, const std::string &model,
     error = "this otc was built without CUDA; use --target cpu";
     return false;
   }
-  char dirTemplate[] = "/tmp/otc-build-XXXXXX";
-  if (!mkdtemp(dirTemplate)) {
-    error = "cannot create a scratch directory in /tmp";
+  // $TMPDIR when its name needs no escaping in the assembler's .incbin.
+  std::string tmp = envOr("TMPDIR", "/tmp");
+  if (tmp.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                            "0123456789_./-") != std::string::npos)
+    tmp = "/tmp";
+  std::string dir = tmp + "/otc-build-XXXXXX";
+  if (!mkdtemp(&dir[0])) {
+    error = "cannot create a scratch directory in " + tmp;
     return false;
   }
-  std::string dir = dirTemplate;
   std::string stepFile = dir + (cuda ? "/step.cu" : "/step.cpp");
   std::string exe = dir + "/train";
   // The model travels inside the executable, read back by the runtime. It
@@ -175,12 +178,14 @@ bool buildExecutable(const std::string &source, const std::string &model,
   append(link, {"-o", exe});
 
   std::string log, bytes;
+  bool compileFailed = false;
   std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), link[0].c_str());
   bool ok = writeFile(stepFile, source) && writeFile(dir + "/model.S", blob) &&
             writeFile(dir + "/model.onnx", model);
   if (!ok)
     error = "cannot write the generated source to " + dir;
   else if (!(ok = runCommand(assemble, log) && runCommand(link, log))) {
+    compileFailed = true;
     writeFile(dir + "/build.log", commandText(link) + "\n" + log);
     error = std::string(cuda ? "nvcc" : "the host compiler") +
             " failed on the generated code (all in " + dir + "/build.log):\n" +
@@ -194,7 +199,6 @@ bool buildExecutable(const std::string &source, const std::string &model,
                      error);
   // A failed build keeps its source and log for the bug report, never the
   // (possibly large) model copy.
-  bool compileFailed = !ok && error.find("failed on the generated code") != std::string::npos;
   removeScratch(dir, compileFailed);
   return ok;
 }

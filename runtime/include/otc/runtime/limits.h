@@ -16,6 +16,9 @@
 #define OTC_MAX_ARENA_BYTES (INT64_C(1) << 40)
 /* Samples in one micro-batch. */
 #define OTC_MAX_MICRO_BATCH (INT64_C(1) << 24)
+/* Micro-batches in one run, and any count flag (--steps, --epochs, ...):
+ * beyond this a count is a typing error, and products of two stay exact. */
+#define OTC_MAX_MICRO_BATCHES (INT64_C(1) << 40)
 /* Bytes in a graph input, initializer or node name. */
 #define OTC_MAX_NAME_BYTES 1024
 /* Bytes in a .npy header (numpy writes a few hundred). */
