@@ -1,21 +1,23 @@
-// Lowers the training-step function to a kernel program. Elementwise
-// producers with a single elementwise or reduction consumer are inlined into
-// that consumer's loop (a fusion group); everything else gets a buffer.
+// The lowering driver. Elementwise values whose every user reads them inside
+// one consumer's loops (a fusion group) are computed there; every other value
+// gets a typed buffer, placed in the arena by live range.
 #include "Lowering.h"
-
-#include <cctype>
-#include <cmath>
+#include "Rules.h"
+#include "otc/runtime/limits.h"
 
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Passes/Passes.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/TypeSwitch.h"
+
+#include <cctype>
+#include <cmath>
 #include <sstream>
 
 using namespace mlir;
 
 namespace otc {
+
 std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i)
@@ -45,14 +47,6 @@ std::string intLiteral(int64_t v) {
   return std::to_string(v) + "LL";
 }
 
-namespace {
-
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
-} // namespace
-
 std::string floatLiteral(double v) {
   // math.h's macros: both host compilers and nvcc take them in device code.
   if (std::isnan(v))
@@ -65,52 +59,37 @@ std::string floatLiteral(double v) {
   return os.str();
 }
 
+bool elemTypeOf(Type type, ElemType &out) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return false;
+  Type e = t.getElementType();
+  if (e.isF32()) out = ElemType::F32;
+  else if (e.isF16()) out = ElemType::F16;
+  else if (e.isBF16()) out = ElemType::BF16;
+  else if (e.isInteger(64)) out = ElemType::I64;
+  else if (e.isInteger(1)) out = ElemType::I1;
+  else return false;
+  return true;
+}
+
 namespace {
 
-/// Coordinate `d` of linear index `idx` in `shape`.
-std::string coord(const std::string &idx, ArrayRef<int64_t> shape, size_t d) {
-  auto strides = stridesOf(shape);
-  std::string s = "(" + idx + ")";
-  if (strides[d] != 1)
-    s = "(" + s + " / " + std::to_string(strides[d]) + ")";
-  if (d != 0)
-    s = "(" + s + " % " + std::to_string(shape[d]) + ")";
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+std::string typeText(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
   return s;
 }
 
 } // namespace
 
-std::string broadcastIndex(const std::string &idx, ArrayRef<int64_t> to,
-                           ArrayRef<int64_t> from) {
-  if (from == to)
-    return idx;
-  int64_t n = 1;
-  for (int64_t d : from)
-    n *= d;
-  if (n == 1)
-    return "0";
-  auto fromStrides = stridesOf(from);
-  size_t lead = to.size() - from.size();
-  std::string sum;
-  for (size_t d = lead; d < to.size(); ++d) {
-    if (from[d - lead] == 1)
-      continue;
-    std::string term = coord(idx, to, d);
-    if (fromStrides[d - lead] != 1)
-      term += " * " + std::to_string(fromStrides[d - lead]);
-    sum += (sum.empty() ? "" : " + ") + term;
-  }
-  return "(" + sum + ")";
-}
-
-bool isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
-             ReluGradOp, TanhGradOp, SigmoidGradOp, IdentityOp, BroadcastToOp,
-             TransposeOp>(op);
-}
-
-Lowering::Lowering(func::FuncOp func, std::string &error)
-    : func(func), error(error) {}
+Lowering::Lowering(func::FuncOp func, bool training, std::string &error)
+    : func(func), training(training), error(error) {}
 
 bool Lowering::fail(Operation *op, const std::string &message) {
   if (error.empty()) {
@@ -123,85 +102,422 @@ bool Lowering::fail(Operation *op, const std::string &message) {
   return false;
 }
 
-bool Lowering::isInlined(Value v) const { return inlined.contains(v); }
-
-std::string Lowering::pointer(Value v) {
-  auto it = pointers.find(v);
-  if (it != pointers.end())
-    return it->second;
-  if (auto r = v.getDefiningOp<ReshapeOp>()) // a view of its input
-    return pointer(r.getInput());
-  // A constant or an argument without storage where memory is needed.
-  Operation *where = v.getDefiningOp() ? v.getDefiningOp() : func.getOperation();
-  fail(where, "a value used by a matrix product or loss needs a buffer, which "
-              "code generation does not give it yet");
-  return "nullptr";
+int Lowering::addBuffer(ElemType type, std::vector<int64_t> shape,
+                        Buffer::Place place, int binding, std::string name) {
+  Buffer b;
+  b.id = (int)prog->buffers.size();
+  b.type = type;
+  b.shape = std::move(shape);
+  b.place = place;
+  b.binding = binding;
+  b.name = std::move(name);
+  prog->buffers.push_back(std::move(b));
+  return prog->buffers.back().id;
 }
 
-std::string Lowering::load(Value v, const std::string &idx) {
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    if (func.getArgAttr(arg.getArgNumber(), attr::kLossSeed))
-      return "P.seed";
-    if (func.getArgAttr(arg.getArgNumber(), attr::kFirstMicroBatch))
-      return "P.first";
-  }
-  if (auto c = v.getDefiningOp<ConstantOp>()) {
-    auto dense = cast<DenseElementsAttr>(c.getValue());
-    return floatLiteral(dense.getSplatValue<APFloat>().convertToDouble());
-  }
-  if (isInlined(v))
-    return "(" + expression(v.getDefiningOp(), idx) + ")";
-  if (auto r = v.getDefiningOp<ReshapeOp>()) // same elements, same order
-    return load(r.getInput(), idx);
-  return pointer(v) + "[" + idx + "]";
+Step &Lowering::newStep(Step::Kind kind, Operation *op, std::vector<int64_t> shape,
+                        std::vector<bool> reduced) {
+  Step s;
+  s.kind = kind;
+  s.origin = op->getName().getStringRef().str();
+  if (reduced.empty())
+    reduced.assign(shape.size(), false);
+  s.shape = std::move(shape);
+  s.reduced = std::move(reduced);
+  prog->steps.push_back(std::move(s));
+  return prog->steps.back();
 }
 
-std::string Lowering::expression(Operation *op, const std::string &idx) {
-  auto out = shapeOf(op->getResult(0));
-  auto operand = [&](unsigned k) {
-    Value v = op->getOperand(k);
-    return load(v, broadcastIndex(idx, out, shapeOf(v)));
-  };
-  return llvm::TypeSwitch<Operation *, std::string>(op)
-      .Case([&](AddOp) { return operand(0) + " + " + operand(1); })
-      .Case([&](SubOp) { return operand(0) + " - " + operand(1); })
-      .Case([&](MulOp) { return operand(0) + " * " + operand(1); })
-      .Case([&](DivOp) { return operand(0) + " / " + operand(1); })
-      .Case([&](NegOp) { return "-" + operand(0); })
-      .Case([&](ReluOp) {
-        std::string x = operand(0);
-        return x + " > 0.0f ? " + x + " : 0.0f";
-      })
-      .Case([&](TanhOp) { return "tanhf(" + operand(0) + ")"; })
-      .Case([&](SigmoidOp) { return "1.0f / (1.0f + expf(-" + operand(0) + "))"; })
-      .Case([&](ReluGradOp) { return operand(1) + " > 0.0f ? " + operand(0) + " : 0.0f"; })
-      .Case([&](TanhGradOp) {
-        std::string y = operand(1);
-        return operand(0) + " * (1.0f - " + y + " * " + y + ")";
-      })
-      .Case([&](SigmoidGradOp) {
-        std::string y = operand(1);
-        return operand(0) + " * " + y + " * (1.0f - " + y + ")";
-      })
-      .Case([&](IdentityOp) { return operand(0); })
-      .Case([&](BroadcastToOp) { return operand(0); })
-      .Case([&](TransposeOp t) {
-        auto in = shapeOf(t.getInput());
-        auto inStrides = stridesOf(in);
-        std::string sum;
-        for (auto [d, p] : llvm::enumerate(t.getPerm())) {
-          std::string term = coord(idx, out, d);
-          if (inStrides[p] != 1)
-            term += " * " + std::to_string(inStrides[p]);
-          sum += (sum.empty() ? "" : " + ") + term;
+int Lowering::scratch(ElemType type, std::vector<int64_t> shape, const std::string &name) {
+  int id = addBuffer(type, std::move(shape), Buffer::Place::Arena, 0, name);
+  int64_t at = position.lookup(current);
+  intervals.push_back({prog->buffers[id].bytes(), at, at});
+  intervalBuffer.push_back(id);
+  return id;
+}
+
+int Lowering::accumulatorOf(Operation *producer) const {
+  auto it = gemmAccumulator.find(producer);
+  return it == gemmAccumulator.end() ? -1 : it->second;
+}
+
+int Lowering::buffer(Value v, Operation *user) {
+  for (Value cur = v;;) {
+    auto it = buffers.find(cur);
+    if (it != buffers.end())
+      return it->second;
+    auto t = targets.find(cur);
+    if (t != targets.end() && !t->second.accumulate)
+      return t->second.buffer;
+    auto r = cur.getDefiningOp<ReshapeOp>(); // a view of its input
+    if (!r)
+      break;
+    cur = r.getInput();
+  }
+  fail(user, "an operand that is a constant or a scalar argument needs memory "
+             "here, which code generation does not give it yet");
+  return -1;
+}
+
+bool Lowering::classify() {
+  const RuleRegistry &rules = RuleRegistry::get();
+  Block &body = func.getBody().front();
+  int64_t i = 0;
+  for (Operation &op : body)
+    position[&op] = i++;
+
+  for (Operation &op : body.without_terminator()) {
+    for (Type t : op.getResultTypes()) {
+      ElemType e;
+      if (!elemTypeOf(t, e))
+        return fail(&op, "element type of " + typeText(t) + " is not supported");
+    }
+    if (auto c = dyn_cast<ConstantOp>(op))
+      if (!cast<DenseElementsAttr>(c.getValue()).isSplat())
+        return fail(&op, "non-uniform constant tensors are not supported yet");
+    if (!rules.elementwiseRule(&op) && !rules.stepRule(&op))
+      return fail(&op, "has no code generation rule");
+  }
+
+  // Fusion groups, from the last op up: an elementwise value is computed
+  // inside its users' loops when they all read it there and share one root.
+  llvm::DenseMap<Operation *, Operation *> &root = rootOf;
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    root[&op] = &op;
+    if (!rules.elementwiseRule(&op) || op.getNumResults() != 1)
+      continue;
+    Value v = op.getResult(0);
+    Operation *common = nullptr;
+    bool ok = !v.use_empty();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      const StepRule *step = rules.stepRule(user);
+      bool reads = rules.elementwiseRule(user) ||
+                   (step && step->readsInLoop && step->readsInLoop(user, use.getOperandNumber()));
+      Operation *r = root.lookup(user);
+      if (!reads || !r || (common && r != common))
+        ok = false;
+      common = r;
+    }
+    if (ok) {
+      inlined.insert(v);
+      root[&op] = common;
+    }
+  }
+  return true;
+}
+
+bool Lowering::bindArguments() {
+  const RuleRegistry &rules = RuleRegistry::get();
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    ElemType type = ElemType::F32;
+    bool tensor = elemTypeOf(arg.getType(), type);
+    auto named = [&](StringRef attr) { return func.getArgAttrOfType<StringAttr>(i, attr); };
+    if (!training) {
+      if (!tensor)
+        return fail(func, "argument " + std::to_string(i) + " has type " +
+                              typeText(arg.getType()) + ", which is not supported");
+      prog->arguments.push_back({"arg" + std::to_string(i), type, shapeOf(arg).vec()});
+      buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Argument, i,
+                               "arg" + std::to_string(i));
+    } else if (auto name = named(attr::kInput)) {
+      if (type != ElemType::F32 && type != ElemType::I64)
+        return fail(func, "input '" + name.str() + "' must be float32 or int64");
+      TensorDesc desc{name.str(), type, shapeOf(arg).vec()};
+      for (Operation *user : arg.getUsers())
+        if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+          if (sce.getLabels() != arg)
+            continue;
+          desc.numClasses = shapeOf(sce.getLogits())[1];
+          desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
+          if (desc.hasIgnoreIndex)
+            desc.ignoreIndex = sce.getIgnoreIndexAttr().getInt();
         }
-        return load(t.getInput(), sum.empty() ? "0" : sum);
-      })
-      .Case([&](AccumulateOp a) {
-        std::string g = load(a.getGrad(), idx);
-        return "P.first ? " + g + " : " + load(a.getAcc(), idx) + " + " + g;
-      })
-      .Default([&](Operation *) { return std::string("/*unsupported*/0"); });
+      buffers[arg] = addBuffer(type, desc.shape, Buffer::Place::Input,
+                               prog->inputs.size(), name.str());
+      prog->inputs.push_back(desc);
+    } else if (auto name = named(attr::kParam)) {
+      if (type != ElemType::F32)
+        return fail(func, "parameter '" + name.str() + "' must be float32");
+      buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Param,
+                               prog->params.size(), name.str());
+      prog->params.push_back({name.str(), type, shapeOf(arg).vec()});
+      prog->gradIndex.push_back(-1);
+    } else if (auto name = named(attr::kGradBuffer)) {
+      for (size_t p = 0; p < prog->params.size(); ++p)
+        if (prog->params[p].name == name.str())
+          prog->gradIndex[p] = prog->numGrads;
+      buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Grad,
+                               prog->numGrads++, name.str());
+    } // the seed and the first-micro-batch flag are scalars, read in place
+  }
+
+  // Where results go. A value written by a step of its own (not a view, a
+  // constant or an argument) can be stored there directly.
+  auto storable = [&](Value v) {
+    Operation *p = v.getDefiningOp();
+    if (!p || !v.hasOneUse())
+      return false;
+    const StepRule *s = rules.stepRule(p);
+    return rules.elementwiseRule(p) ? !s : s && s->usesStore;
+  };
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (!training) {
+    for (auto [r, v] : llvm::enumerate(ret.getOperands())) {
+      ElemType type;
+      if (!elemTypeOf(v.getType(), type))
+        return fail(ret, "result " + std::to_string(r) + " is not a supported tensor");
+      prog->results.push_back({"result" + std::to_string(r), type, shapeOf(v).vec()});
+      int b = addBuffer(type, shapeOf(v).vec(), Buffer::Place::Result, r,
+                        "result" + std::to_string(r));
+      bool gemm = isa_and_nonnull<GemmOp, MatMulOp>(v.getDefiningOp()) && v.hasOneUse();
+      if (storable(v) || gemm)
+        targets[v] = {b, false};
+      resultBuffers.push_back(b);
+    }
+    return true;
+  }
+
+  for (unsigned r = 0; r < func.getNumResults(); ++r) {
+    Value v = ret.getOperand(r);
+    if (func.getResultAttr(r, attr::kLoss))
+      loss = v;
+    else if (!v.getDefiningOp<AccumulateOp>())
+      return fail(ret, "result " + std::to_string(r) + " is neither the loss nor an "
+                       "accumulated gradient; run the training pipeline first");
+  }
+  if (!loss)
+    return fail(ret, "no result is marked as the loss");
+  lossBuffer = addBuffer(ElemType::F32, {}, Buffer::Place::Loss, 0, "loss");
+  if (storable(loss))
+    targets[loss] = {lossBuffer, true};
+
+  // A gradient accumulates where it is made: a GEMM through its beta, any
+  // other step through its store; the accumulate op itself is then empty.
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    auto acc = dyn_cast<AccumulateOp>(op);
+    if (!acc)
+      continue;
+    int accBuffer = buffer(acc.getAcc(), acc);
+    if (accBuffer < 0)
+      return false;
+    buffers[acc.getResult()] = accBuffer;
+    // Through reshapes (views in the same element order) to the producer.
+    Value g = acc.getGrad();
+    while (g.hasOneUse() && g.getDefiningOp<ReshapeOp>())
+      g = g.getDefiningOp<ReshapeOp>().getInput();
+    Operation *p = g.getDefiningOp();
+    if (!p || !g.hasOneUse() || inlined.contains(g))
+      continue;
+    bool plainGemm = isa<MatMulOp>(p) || (isa<GemmOp>(p) && !cast<GemmOp>(p).getC());
+    if (plainGemm)
+      gemmAccumulator[p] = accBuffer;
+    else if (storable(g))
+      targets[g] = {accBuffer, true};
+    else
+      continue;
+    fusedAccumulates[acc] = g;
+  }
+  return true;
+}
+
+int64_t Lowering::usePosition(Operation *op) {
+  if (auto it = rootOf.find(op); it != rootOf.end() && it->second != op)
+    return position[it->second];
+  if (isa<ReshapeOp>(op)) {
+    int64_t last = position[op];
+    for (Operation *u : op->getResult(0).getUsers())
+      last = std::max(last, usePosition(u));
+    return last;
+  }
+  return position[op];
+}
+
+bool Lowering::makeBuffers() {
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (op.getNumResults() != 1)
+      continue;
+    Value r = op.getResult(0);
+    if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||
+        isa<ConstantOp, ReshapeOp>(op) || gemmAccumulator.count(&op))
+      continue;
+    ElemType type;
+    elemTypeOf(r.getType(), type);
+    std::string name = op.getName().getStringRef().str();
+    int id = addBuffer(type, shapeOf(r).vec(), Buffer::Place::Arena, 0, name);
+    buffers[r] = id;
+    int64_t last = position[&op];
+    for (Operation *u : r.getUsers())
+      last = std::max(last, usePosition(u));
+    intervals.push_back({prog->buffers[id].bytes(), position[&op], last});
+    intervalBuffer.push_back(id);
+  }
+  return true;
+}
+
+bool Lowering::placeArena() {
+  prog->arenaBytes = placeBuffers(intervals);
+  if (prog->arenaBytes > OTC_MAX_ARENA_BYTES) {
+    error = "the step needs an arena of more than " + std::to_string(OTC_MAX_ARENA_BYTES) +
+            " bytes, otc's limit for one micro-batch; lower --micro-batch";
+    return false;
+  }
+  for (size_t i = 0; i < intervals.size(); ++i)
+    prog->buffers[intervalBuffer[i]].offset = intervals[i].offset;
+  return true;
+}
+
+int Lowering::leaf(NodeBuilder &b, Value v, const DimMap &map) {
+  Value base = v;
+  while (auto r = base.getDefiningOp<ReshapeOp>())
+    base = r.getInput();
+  if (auto c = base.getDefiningOp<ConstantOp>()) {
+    auto dense = cast<DenseElementsAttr>(c.getValue());
+    Type e = dense.getElementType();
+    if (isa<FloatType>(e))
+      return b.constant(dense.getSplatValue<APFloat>().convertToDouble());
+    int64_t iv = dense.getSplatValue<APInt>().getSExtValue();
+    return b.integer(iv, e.isInteger(1) ? ElemType::I1 : ElemType::I64);
+  }
+  if (auto arg = dyn_cast<BlockArgument>(base)) {
+    if (training && func.getArgAttr(arg.getArgNumber(), attr::kLossSeed))
+      return b.seed();
+    if (training && func.getArgAttr(arg.getArgNumber(), attr::kFirstMicroBatch))
+      return b.first();
+  }
+  int id = buffer(v, current);
+  if (id < 0)
+    return -1;
+  std::vector<int64_t> strides(b.getStep().shape.size(), 0);
+  auto own = stridesOf(shapeOf(v));
+  for (size_t j = 0; j < map.size(); ++j)
+    if (map[j] >= 0)
+      strides[map[j]] += own[j];
+  return b.load(id, prog->buffers[id].type, std::move(strides));
+}
+
+int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
+  const RuleRegistry &rules = RuleRegistry::get();
+  struct Frame {
+    Value v;
+    DimMap map;
+    std::vector<DimMap> operandMaps; // empty until expanded
+    bool expanded = false;
+  };
+  auto key = [](Value v, const DimMap &m) {
+    return std::make_pair((const void *)v.getAsOpaquePointer(), m);
+  };
+  // Depth-first with an explicit stack: a chain of any length is fine.
+  std::vector<Frame> stack;
+  stack.push_back({v, map});
+  while (!stack.empty() && error.empty()) {
+    if (b.values.count(key(stack.back().v, stack.back().map))) {
+      stack.pop_back();
+      continue;
+    }
+    Value cur = stack.back().v;
+    if (!inlined.contains(cur) && !(compute && cur == v)) {
+      int n = leaf(b, cur, stack.back().map);
+      b.values[key(cur, stack.back().map)] = n;
+      stack.pop_back();
+      continue;
+    }
+    Operation *op = cur.getDefiningOp();
+    const ElementwiseRule *rule = rules.elementwiseRule(op);
+    if (!stack.back().expanded) {
+      stack.back().expanded = true;
+      std::vector<DimMap> maps;
+      for (unsigned k = 0; k < op->getNumOperands(); ++k)
+        maps.push_back(rule->operandMap
+                           ? rule->operandMap(op, k, stack.back().map)
+                           : broadcastMap(shapeOf(op->getOperand(k)), shapeOf(cur),
+                                          stack.back().map));
+      stack.back().operandMaps = maps;
+      for (unsigned k = 0; k < op->getNumOperands(); ++k)
+        stack.push_back({op->getOperand(k), maps[k]});
+      continue;
+    }
+    std::vector<int> args;
+    for (unsigned k = 0; k < op->getNumOperands(); ++k)
+      args.push_back(b.values.at(key(op->getOperand(k), stack.back().operandMaps[k])));
+    b.values[key(cur, stack.back().map)] = rule->build(op, b, args);
+    stack.pop_back();
+  }
+  if (!error.empty())
+    return -1;
+  return b.values.at(key(v, map));
+}
+
+void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) {
+  std::vector<int64_t> strides(b.getStep().shape.size(), 0);
+  auto own = stridesOf(shapeOf(result));
+  for (size_t j = 0; j < map.size(); ++j)
+    if (map[j] >= 0)
+      strides[map[j]] += own[j];
+  stored.insert(result);
+  auto t = targets.find(result);
+  if (t != targets.end()) {
+    int to = t->second.buffer;
+    if (t->second.accumulate) {
+      int prior = b.load(to, prog->buffers[to].type, strides);
+      node = b.select(b.first(), node, b.binary(Node::Add, prior, node));
+    }
+    b.store(to, std::move(strides), node);
+    return;
+  }
+  int to = buffer(result, current);
+  if (to >= 0)
+    b.store(to, std::move(strides), node);
+}
+
+bool Lowering::finishResults() {
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  current = ret;
+  // A result no step wrote (an argument, a view, a value returned twice) is
+  // copied by one more elementwise step.
+  auto copy = [&](Value v, Target t) {
+    Step &s = newStep(Step::Elementwise, ret, shapeOf(v).vec());
+    NodeBuilder b(s);
+    int n = expr(b, v, identityMap(shapeOf(v).size()));
+    if (n < 0)
+      return false;
+    targets[v] = t;
+    store(b, v, n, identityMap(shapeOf(v).size()));
+    collapseDims(s);
+    return true;
+  };
+  if (training)
+    return stored.count(loss) || copy(loss, {lossBuffer, true});
+  for (auto [r, v] : llvm::enumerate(ret.getOperands()))
+    if (!(targets.count(v) && stored.count(v)) && !gemmWrote.count(v))
+      if (!copy(v, {resultBuffers[r], false}))
+        return false;
+  return true;
+}
+
+void Lowering::noteGemmResult(Value v) { gemmWrote.insert(v); }
+
+bool Lowering::run(Program &program) {
+  prog = &program;
+  if (!func.getBody().hasOneBlock())
+    return fail(func, "expected a single block");
+  if (!classify() || !bindArguments() || !makeBuffers())
+    return false;
+  const RuleRegistry &rules = RuleRegistry::get();
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (op.getNumResults() == 1 && inlined.contains(op.getResult(0)))
+      continue;
+    current = &op;
+    size_t before = prog->steps.size();
+    const StepRule *step = rules.stepRule(&op);
+    if (!(step ? step->lower(&op, *this) : lowerAsElementwise(&op, *this)))
+      return fail(&op, "lowering failed");
+    for (size_t s = before; s < prog->steps.size(); ++s)
+      if (prog->steps[s].kind != Step::Gemm && prog->steps[s].kind != Step::LibraryCall)
+        collapseDims(prog->steps[s]);
+  }
+  return finishResults() && placeArena() && error.empty();
 }
 
 } // namespace otc

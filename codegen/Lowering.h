@@ -1,32 +1,31 @@
+// Lowering of a function on the otc dialect to the kernel program. The
+// driver decides which values fuse into their consumers and which get
+// buffers; the per-op rules (Rules.h) build the steps.
 #ifndef OTC_CODEGEN_LOWERING_H
 #define OTC_CODEGEN_LOWERING_H
 
+#include "NodeBuilder.h"
 #include "Program.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
-namespace otc {
+#include <map>
 
-/// Ops computed per element with no reduction: candidates for inlining.
-bool isElementwise(mlir::Operation *op);
+namespace otc {
 
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 
-/// A C float literal for `v`.
+/// C literals: a float (NAN and INFINITY for those), a long long that may be
+/// INT64_MIN, and a string whose every unusual byte is an octal escape.
 std::string floatLiteral(double v);
-/// A C literal of type long long for `v`.
 std::string intLiteral(int64_t v);
-/// A C string literal holding the bytes of `s`: everything but letters,
-/// digits and `_.-/:` is an octal escape, so no name can end the literal.
 std::string cString(const std::string &s);
 
-/// The index into an operand of shape `from`, broadcast numpy-style to shape
-/// `to`, at linear index `idx` of the result.
-std::string broadcastIndex(const std::string &idx, llvm::ArrayRef<int64_t> to,
-                           llvm::ArrayRef<int64_t> from);
+/// The storage type of a tensor type's elements; false if none fits.
+bool elemTypeOf(mlir::Type type, ElemType &out);
 
 /// A buffer's size and live range, in op positions, both ends inclusive.
 struct Interval {
@@ -38,31 +37,85 @@ struct Interval {
 /// never overlap. Returns the arena size.
 int64_t placeBuffers(std::vector<Interval> &intervals);
 
+/// How a value's coordinates come from a step's iteration coordinates:
+/// entry j is the iteration dim that indexes the value's dim j, or -1 where
+/// the value's dim has size 1 and is read at 0 (broadcasting).
+using DimMap = std::vector<int>;
+
 class Lowering {
 public:
-  Lowering(mlir::func::FuncOp func, std::string &error);
+  /// `training`: the function is the training pipeline's step (loss, seed,
+  /// gradient buffers). Otherwise a plain function: arguments in, results out.
+  Lowering(mlir::func::FuncOp func, bool training, std::string &error);
   bool run(Program &program);
 
-private:
+  // The interface of the per-op rules.
   bool fail(mlir::Operation *op, const std::string &message);
-  bool classify();
-  bool bindArguments(Program &program);
-  bool placeArena(Program &program);
-  bool lowerOp(mlir::Operation *op, Program &program);
-  int64_t usePosition(mlir::Operation *op);
+  Step &newStep(Step::Kind kind, mlir::Operation *op,
+                std::vector<int64_t> shape = {}, std::vector<bool> reduced = {});
+  /// `v` at the iteration coordinates, through `map`. Inlined producers are
+  /// built into the step (iteratively: chains of any length). `compute`:
+  /// build `v` from its own op's rule even though it has a buffer.
+  int expr(NodeBuilder &b, mlir::Value v, const DimMap &map, bool compute = false);
+  /// Writes `node` as the value `result` whose coordinates are `map`: into
+  /// its buffer, or accumulated into a gradient buffer or the loss.
+  void store(NodeBuilder &b, mlir::Value result, int node, const DimMap &map);
+  /// The buffer holding `v` (views resolved), for steps that need memory.
+  int buffer(mlir::Value v, mlir::Operation *user);
+  /// A temporary of the current op, in the arena.
+  int scratch(ElemType type, std::vector<int64_t> shape, const std::string &name);
+  /// For a GEMM: the gradient buffer it accumulates into, or -1.
+  int accumulatorOf(mlir::Operation *producer) const;
+  /// Whether the producer of `acc`'s gradient already accumulated it into
+  /// the gradient buffer (a GEMM through beta, another step through store).
+  bool accumulateFused(mlir::Operation *acc) const {
+    auto it = fusedAccumulates.find(acc);
+    if (it == fusedAccumulates.end())
+      return false;
+    mlir::Operation *p = it->second.getDefiningOp();
+    return gemmAccumulator.count(p) || stored.contains(it->second);
+  }
+  /// Records that a GEMM wrote `v` straight into its result buffer.
+  void noteGemmResult(mlir::Value v);
+  Program &program() { return *prog; }
 
-  bool isInlined(mlir::Value v) const;
-  std::string pointer(mlir::Value v);
-  std::string load(mlir::Value v, const std::string &idx);
-  std::string expression(mlir::Operation *op, const std::string &idx);
+private:
+  bool classify();
+  bool bindArguments();
+  bool makeBuffers();
+  bool placeArena();
+  bool finishResults();
+  int64_t usePosition(mlir::Operation *op);
+  int addBuffer(ElemType type, std::vector<int64_t> shape, Buffer::Place place,
+                int binding, std::string name);
+  int leaf(NodeBuilder &b, mlir::Value v, const DimMap &map);
 
   mlir::func::FuncOp func;
+  bool training;
   std::string &error;
+  Program *prog = nullptr;
+  mlir::Operation *current = nullptr;
+
   llvm::DenseMap<mlir::Operation *, int64_t> position;
-  llvm::DenseSet<mlir::Value> inlined;
-  llvm::DenseSet<mlir::Operation *> gemmsIntoAccumulator;
-  llvm::DenseMap<mlir::Value, std::string> pointers;
+  /// The op whose loops compute each op: itself, or its fusion group's root.
+  llvm::DenseMap<mlir::Operation *, mlir::Operation *> rootOf;
   mlir::Value loss;
+  int lossBuffer = -1;
+  std::vector<int> resultBuffers;
+  llvm::DenseSet<mlir::Value> gemmWrote;
+  llvm::DenseSet<mlir::Value> inlined;
+  llvm::DenseMap<mlir::Value, int> buffers;
+  /// Values written somewhere other than their own arena buffer.
+  struct Target {
+    int buffer;
+    bool accumulate;
+  };
+  llvm::DenseMap<mlir::Value, Target> targets;
+  llvm::DenseMap<mlir::Operation *, int> gemmAccumulator;
+  llvm::DenseMap<mlir::Operation *, mlir::Value> fusedAccumulates;
+  llvm::DenseSet<mlir::Value> stored;
+  std::vector<Interval> intervals; // per arena buffer
+  std::vector<int> intervalBuffer;
 };
 
 } // namespace otc

@@ -1,62 +1,146 @@
-// The kernel program: what one training step runs, in order, with every
-// buffer placed in the arena or bound to a runtime-owned tensor.
+// The kernel program: what one training step runs, in order. Buffers are
+// typed and placed; steps are structs of a few kinds, each with an emitter
+// per target. Nothing here is C text: the emitters write all of it.
 #ifndef OTC_CODEGEN_PROGRAM_H
 #define OTC_CODEGEN_PROGRAM_H
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
 namespace otc {
 
-/// One element per index `i` in [0, count): `body` is C code that both
-/// targets compile. `count == 1` with a loop-free body is a serial kernel.
-struct LoopKernel {
-  int64_t count;
-  std::string body;
+/// Storage types of buffers. Arithmetic happens in F32, I64 or I1 (bool):
+/// a load of F16 or BF16 widens to F32, a store narrows with round to nearest.
+enum class ElemType : uint8_t { F32, F16, BF16, I64, I1 };
+
+const char *typeName(ElemType t);
+int64_t byteSize(ElemType t);
+bool isFloat(ElemType t);
+
+struct Buffer {
+  /// Where the bytes live: an arena offset, or a runtime-owned tensor.
+  enum class Place { Arena, Input, Param, Grad, Loss, Argument, Result };
+  int id = 0;
+  ElemType type = ElemType::F32;
+  std::vector<int64_t> shape;
+  Place place = Place::Arena;
+  int64_t offset = 0; // Arena: bytes from the arena's base
+  int binding = 0;    // Input, Param, Grad, Argument, Result: the index
+  std::string name;   // for readers of --emit program
+
+  int64_t count() const;
+  int64_t bytes() const { return count() * byteSize(type); }
 };
 
-/// Row-major C = alpha * op(A) * op(B) + beta * C, `batch` times.
-struct GemmCall {
-  bool transA, transB;
-  int64_t m, n, k, batch;
-  int64_t strideA, strideB, strideC;
-  double alpha;
-  std::string beta; // an expression: 0, 1, or chosen per micro-batch
-  std::string a, b, c;
+/// One value of a step's expression DAG, in SSA form: operands are indices of
+/// earlier nodes, so each subexpression is computed once.
+struct Node {
+  enum Op : uint8_t {
+    Load,    // buffer[sum over iteration dims of coord * strides]
+    Const,   // `value` (F32) or `ivalue` (I64, I1)
+    Seed,    // the loss seed of this micro-batch (F32)
+    First,   // whether this is the window's first micro-batch (I1)
+    Coord,   // the iteration coordinate `dim` (I64)
+    Reduced, // the result of reduction `ivalue` of this step
+    // Arithmetic on F32 (or I64 where the operands are I64).
+    Add, Sub, Mul, Div, Max, Neg, Exp, Log, Tanh, Sigmoid, Relu,
+    // Comparisons give I1; Select picks operand 1 or 2 by operand 0.
+    Gt, Eq, Ne, Select,
+    ToF32, // converts I64 or I1 to F32
+  };
+  Op op;
+  ElemType type;            // F32, I64 or I1
+  std::vector<int> args;    // node indices
+  int buffer = -1;          // Load
+  std::vector<int64_t> strides; // Load: element stride per iteration dim
+  double value = 0;         // Const F32
+  int64_t ivalue = 0;       // Const I64/I1, Reduced, Coord: the dim
+};
+
+/// A reduction of a step: `node` combined over the reduced dims.
+struct Reduction {
+  enum Kind : uint8_t { Sum, Max } kind;
+  int node;
+};
+
+/// Writes `node` to `buffer` at sum of coord * strides. In a Reduce or
+/// RowReduce step, a store whose node does not vary along the reduced dims
+/// happens once per output, after the reductions; one that varies along them
+/// is the RowReduce's row-shaped result and runs over the row again.
+struct Store {
+  int buffer;
+  std::vector<int64_t> strides;
+  int node;
+};
+
+/// Row-major C = alpha * op(A) * op(B) + beta * C, `batch` times, with
+/// products summed in F32 whatever the operand types.
+struct Gemm {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t strideA = 0, strideB = 0, strideC = 0; // elements between batches
+  double alpha = 1;
+  /// Zero, one, a constant, or 0 on the window's first micro-batch and 1
+  /// after it (accumulation into a gradient buffer).
+  enum class Beta : uint8_t { Zero, One, FirstZeroElseOne } beta = Beta::Zero;
+  int a = -1, b = -1, c = -1; // buffers
+};
+
+/// A kernel from the runtime's kernel library (runtime/include/otc/kernels),
+/// instantiated with compile-time integers and the buffers' element types.
+struct LibraryCall {
+  std::string kernel;
+  std::vector<int64_t> constants;
+  std::vector<int> buffers;
 };
 
 struct Step {
-  enum Kind { Loop, Gemm } kind;
-  std::string comment; // the op it came from, for readers of the source
-  LoopKernel loop;
-  GemmCall gemm;
+  enum Kind : uint8_t { Elementwise, Reduce, RowReduce, Gemm, LibraryCall };
+  Kind kind = Elementwise;
+  std::string origin; // the op it came from
+
+  /// Elementwise, Reduce, RowReduce: the iteration space, and which of its
+  /// dims are reduced (RowReduce: only the last).
+  std::vector<int64_t> shape;
+  std::vector<bool> reduced;
+  std::vector<Node> nodes;
+  std::vector<Reduction> reductions;
+  std::vector<Store> stores;
+
+  otc::Gemm gemm;
+  otc::LibraryCall call;
 };
 
+/// A runtime-facing description of an input or parameter.
 struct TensorDesc {
   std::string name;
-  bool isFloat;
+  ElemType type = ElemType::F32;
   std::vector<int64_t> shape;
   int64_t numClasses = 0; // > 0 for the labels of a cross-entropy
   bool hasIgnoreIndex = false;
   int64_t ignoreIndex = 0;
 };
 
-/// A field of the pointer table every kernel receives.
-struct PointerField {
-  std::string name;
-  std::string cType;
-};
-
 struct Program {
-  std::vector<Step> steps;
+  std::vector<Buffer> buffers;
+  std::deque<Step> steps; // stable references while rules append
   int64_t arenaBytes = 0;
   int64_t microBatch = 0;
   std::vector<TensorDesc> inputs, params;
-  std::vector<int> gradIndex;
+  std::vector<int> gradIndex; // per parameter: its gradient buffer, or -1
   int numGrads = 0;
-  std::vector<PointerField> fields;
+  /// For a plain function (not a training step): its arguments and results.
+  std::vector<TensorDesc> arguments, results;
 };
+
+/// The program as text, for `otc compile --emit program`.
+std::string printProgram(const Program &program);
+
+/// Merges adjacent iteration dims that every access walks contiguously, so
+/// an identity map becomes one flat loop. Keeps a RowReduce's last dim.
+void collapseDims(Step &step);
 
 } // namespace otc
 

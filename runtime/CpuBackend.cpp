@@ -30,6 +30,8 @@ public:
   void *blas() override { return nullptr; }
   void update(const OptimizerStep &s, float *param, const float *grad, float *m,
               float *v, int64_t n) override {
+    // Threads only where the tensor is large enough to pay for them.
+#pragma omp parallel for simd if (n >= (1 << 16))
     for (int64_t i = 0; i < n; ++i)
       updateElement(s, param[i], grad[i], m[i], v[i]);
   }

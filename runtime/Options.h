@@ -12,6 +12,7 @@ namespace otc {
 struct TrainOptions {
   std::string data, save, log;
   int64_t steps = 0, epochs = 0, accumSteps = 1;
+  int64_t threads = 0; // 0: OMP_NUM_THREADS, else all cores
   double lr = 1e-3, weightDecay = -1, momentum = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };

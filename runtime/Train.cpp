@@ -185,6 +185,8 @@ int run(int argc, char **argv) {
     std::fprintf(stderr, "train: note: skipping the last %lld samples, fewer than a micro-batch\n",
                  (long long)(ds.samples % N));
 
+  if (opt.threads > 0 && prog.set_threads)
+    prog.set_threads(int(opt.threads));
   std::unique_ptr<Backend> backend = makeBackend();
   std::map<std::string, int64_t> counts;
   for (int i = 0; i < prog.num_params; ++i)
@@ -232,7 +234,6 @@ int run(int argc, char **argv) {
   for (int64_t s = 0; s < steps; ++s) {
     auto stepStart = std::chrono::steady_clock::now();
     int64_t k = std::min(K, total - s * K); // a partial last window counts 1/k
-    double lossSum = 0;
     for (int64_t j = 0; j < k; ++j) {
       int64_t first = ((s * K + j) % M) * N;
       for (size_t i = 0; i < ds.arrays.size(); ++i)
@@ -241,26 +242,23 @@ int run(int argc, char **argv) {
       args.seed = float(1.0 / double(k));
       args.first = j == 0;
       prog.step(&args);
-      float loss;
-      backend->toHost(&loss, args.loss, sizeof(float));
-      // fp32 training stops at the first non-finite value; nothing is saved.
-      auto where = [&] {
-        return "step " + std::to_string(s + 1) + ", micro-batch " + std::to_string(j + 1) +
-               " of " + std::to_string(k);
-      };
-      if (!std::isfinite(loss))
-        die(where() + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") +
-            "; stopping without saving (is --lr too large?)");
-      if (const Param *p = firstNonFinite(*backend, params, /*grads=*/true))
-        die(where() + ": the gradient of '" + p->desc->name +
-            "' is not finite; stopping without saving");
-      lossSum += loss;
     }
+    // The step summed the window's loss on the device: one read per step.
+    float lossSum;
+    backend->toHost(&lossSum, args.loss, sizeof(float));
+    // fp32 training stops at the first non-finite value; nothing is saved.
+    std::string where = "step " + std::to_string(s + 1);
+    if (!std::isfinite(lossSum))
+      die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : "inf") +
+          "; stopping without saving (is --lr too large?)");
+    if (const Param *p = firstNonFinite(*backend, params, /*grads=*/true))
+      die(where + ": the gradient of '" + p->desc->name +
+          "' is not finite; stopping without saving");
     OptimizerStep scalars = stepScalars(kind, opt, s + 1);
     for (Param &p : params)
       if (p.grad)
         backend->update(scalars, p.value, p.grad, p.m, p.v, p.count);
-    double loss = lossSum / double(k);
+    double loss = double(lossSum) / double(k);
     if (s == 0)
       firstLoss = loss;
     lastLoss = loss;

@@ -126,7 +126,7 @@ std::string commandText(const Args &argv) {
 } // namespace
 
 bool buildExecutable(const std::string &source, const std::string &model,
-                     Target target, const std::string &output,
+                     Target target, bool function, const std::string &output,
                      std::string &error) {
   bool cuda = target == Target::Cuda;
   if (cuda && !OTC_CUDA_ENABLED) {
@@ -158,8 +158,8 @@ bool buildExecutable(const std::string &source, const std::string &model,
   std::string cxx = envOr("OTC_CXX", OTC_DEFAULT_CXX);
   Args runtimeFlags = words(OTC_RUNTIME_FLAGS);
   Args ldflags = envWords("OTC_LDFLAGS", "");
-  std::string lib = std::string(OTC_LIB_DIR) +
-                    (cuda ? "/libotc_runtime_cuda.a" : "/libotc_runtime_cpu.a");
+  std::string lib = std::string(OTC_LIB_DIR) + (function ? "/libotc_function_" : "/libotc_runtime_") +
+                    (cuda ? "cuda.a" : "cpu.a");
   Args assemble = {cxx, "-c", dir + "/model.S", "-o", dir + "/model.o"};
   Args link;
   if (cuda) {
@@ -169,10 +169,11 @@ bool buildExecutable(const std::string &source, const std::string &model,
                   "-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
     link = {cxx, "-std=c++17"};
-    append(link, envWords("OTC_CXXFLAGS", "-O2"));
+    // Tuned for the machine that compiles, as torch.compile does on CPUs.
+    append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native"));
     append(link, runtimeFlags);
-    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
-                  "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
+    append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
+                  lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
   }
   append(link, ldflags);
   append(link, {"-o", exe});

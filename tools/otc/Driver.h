@@ -11,8 +11,9 @@ namespace otc {
 
 /// Compiles `source` with the runtime and `model` (the ONNX bytes to embed)
 /// into the executable `output`, which is replaced only when all succeeded.
+/// `function`: link the function runner instead of the training loop.
 bool buildExecutable(const std::string &source, const std::string &model,
-                     Target target, const std::string &output,
+                     Target target, bool function, const std::string &output,
                      std::string &error);
 
 } // namespace otc

@@ -2,8 +2,9 @@
 //
 //   otc compile model.onnx -o train [--target cuda|cpu]
 //       [--optimizer sgd|momentum|adam|adamw] [--micro-batch N] [--loss SPEC]
-//       [--emit mlir|source]
+//       [--emit mlir|program|source]
 //   otc import model.onnx [--micro-batch N] [--loss SPEC]
+//   otc kernel function.mlir -o run [--target cuda|cpu] [--emit program|source]
 #include "Driver.h"
 #include "../../runtime/SafeFile.h"
 #include "otc/Codegen/Codegen.h"
@@ -14,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -28,8 +30,10 @@ namespace {
 const char kUsage[] =
     "usage: otc compile MODEL.onnx -o OUTPUT [--target cuda|cpu]\n"
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
-    "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|source]\n"
-    "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n";
+    "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
+    "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
+    "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
+    "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
 
 [[noreturn]] void fail(const std::string &message, int code = 1) {
   llvm::errs() << "otc: error: " << message
@@ -51,7 +55,7 @@ Args parseArgs(int argc, char **argv) {
     llvm::outs() << kUsage;
     std::exit(0);
   }
-  if (a.command != "compile" && a.command != "import")
+  if (a.command != "compile" && a.command != "import" && a.command != "kernel")
     fail("unknown command '" + a.command + "'", 2);
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
@@ -88,13 +92,41 @@ Args parseArgs(int argc, char **argv) {
   }
   if (a.model.empty())
     fail("no model given", 2);
-  if (a.command == "compile" && a.output.empty() && a.emit.empty())
+  if (a.command != "import" && a.output.empty() && a.emit.empty())
     fail("no output given (-o)", 2);
   if (a.target != "cuda" && a.target != "cpu")
     fail("unknown --target '" + a.target + "' (expected cuda or cpu)", 2);
-  if (!a.emit.empty() && a.emit != "mlir" && a.emit != "source")
-    fail("unknown --emit '" + a.emit + "' (expected mlir or source)", 2);
+  if (!a.emit.empty() && a.emit != "mlir" && a.emit != "source" && a.emit != "program")
+    fail("unknown --emit '" + a.emit + "' (expected mlir, program or source)", 2);
   return a;
+}
+
+/// `otc kernel`: one hand-written function on the otc dialect, compiled with
+/// the function runner (arguments and results as .npy files).
+int compileKernel(MLIRContext &ctx, const Args &args, otc::CodegenOptions codegen,
+                  const std::string &diagnostic) {
+  ctx.allowUnregisteredDialects(false);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(args.model, &ctx);
+  if (!module)
+    fail("cannot parse '" + args.model + "': " + diagnostic.substr(0, diagnostic.find('\n')));
+  auto funcs = module->getOps<func::FuncOp>();
+  if (std::distance(funcs.begin(), funcs.end()) != 1)
+    fail("'" + args.model + "' must hold exactly one func.func");
+  codegen.training = false;
+  otc::CodegenOutput out;
+  std::string error;
+  if (!otc::emitCode(*funcs.begin(), codegen, out, error))
+    fail(error);
+  if (args.emit == "source" || args.emit == "program") {
+    llvm::outs() << (args.emit == "source" ? out.source : out.program);
+    return 0;
+  }
+  if (args.emit == "mlir")
+    fail("--emit mlir applies to otc compile", 2);
+  if (!otc::buildExecutable(out.source, "", codegen.target, true, args.output, error))
+    fail(error);
+  llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ")\n";
+  return 0;
 }
 
 } // namespace
@@ -118,10 +150,16 @@ int main(int argc, char **argv) {
   });
 
   std::string error;
-  bool writesExecutable = args.command == "compile" && args.emit.empty();
+  bool writesExecutable = args.command != "import" && args.emit.empty();
   if (writesExecutable && !otc::checkReplaceable(args.output, error))
     fail("-o: " + error);
   std::string embedded;
+  otc::CodegenOptions codegen;
+  codegen.target = args.target == "cpu" ? otc::Target::Cpu : otc::Target::Cuda;
+  codegen.microBatch = args.import.microBatch;
+  codegen.optimizer = optimizer->second;
+  if (args.command == "kernel")
+    return compileKernel(ctx, args, codegen, diagnostic);
   OwningOpRef<ModuleOp> module =
       otc::importOnnxModel(ctx, args.model, args.import, error, &embedded);
   if (!module)
@@ -141,16 +179,14 @@ int main(int argc, char **argv) {
   }
 
   auto func = module->lookupSymbol<func::FuncOp>("train_step");
-  otc::Target target = args.target == "cpu" ? otc::Target::Cpu : otc::Target::Cuda;
-  std::string source;
-  if (!otc::emitTrainingStep(func, target, args.import.microBatch, optimizer->second,
-                             source, error))
+  otc::CodegenOutput out;
+  if (!otc::emitCode(func, codegen, out, error))
     fail(error);
-  if (args.emit == "source") {
-    llvm::outs() << source;
+  if (args.emit == "source" || args.emit == "program") {
+    llvm::outs() << (args.emit == "source" ? out.source : out.program);
     return 0;
   }
-  if (!otc::buildExecutable(source, embedded, target, args.output, error))
+  if (!otc::buildExecutable(out.source, embedded, codegen.target, false, args.output, error))
     fail(error);
   llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
                << args.optimizer << ", micro-batch " << args.import.microBatch << ")\n";

@@ -1,5 +1,6 @@
-// Training step to target source: a kernel program (fusion groups, matrix
-// products, one arena) emitted as C++ for the CPU or CUDA C++ for GPUs.
+// A function on the otc dialect to target source: a typed kernel program
+// (buffers, fused loop steps, matrix products, one arena) emitted as C++ for
+// the CPU or CUDA C++ for GPUs.
 #ifndef OTC_CODEGEN_CODEGEN_H
 #define OTC_CODEGEN_CODEGEN_H
 
@@ -11,12 +12,23 @@ namespace otc {
 
 enum class Target { Cpu, Cuda };
 
+struct CodegenOptions {
+  Target target = Target::Cpu;
+  /// The training pipeline's step (loss, seed, gradient buffers), or a
+  /// plain function whose arguments and results the runtime binds.
+  bool training = true;
+  int64_t microBatch = 0;
+  otc_optimizer optimizer = OTC_SGD;
+};
 
-/// Emits the source of `func`, which must be the output of the training
-/// pipeline. Returns false with one line in `error` on unsupported input.
-bool emitTrainingStep(mlir::func::FuncOp func, Target target,
-                      int64_t microBatch, otc_optimizer optimizer,
-                      std::string &source, std::string &error);
+struct CodegenOutput {
+  std::string source;  // the target's source
+  std::string program; // the kernel program as text (--emit program)
+};
+
+/// Returns false with one line in `error` on unsupported input.
+bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOutput &out,
+              std::string &error);
 
 } // namespace otc
 

@@ -22,10 +22,10 @@ def Otc_Dialect : Dialect {
   let hasConstantMaterializer = 1;
 }
 
-def Otc_FloatTensor : StaticShapeTensorOf<[F32, F64]>;
+def Otc_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Otc_IndexTensor : StaticShapeTensorOf<[I64]>;
-def Otc_AnyTensor : StaticShapeTensorOf<[F32, F64, I64]>;
-def Otc_FloatScalar : 0DTensorOf<[F32, F64]>;
+def Otc_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64]>;
+def Otc_FloatScalar : 0DTensorOf<[F16, BF16, F32, F64]>;
 
 class Otc_Op<string mnemonic, list<Trait> traits = []>
     : Op<Otc_Dialect, mnemonic, traits>;

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1 };
+enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1, OTC_F16 = 2, OTC_BF16 = 3, OTC_BOOL = 4 };
 
 /* The optimizers the runtime implements; the compiler and runtime share it. */
 typedef enum otc_optimizer {
@@ -39,7 +39,8 @@ typedef struct otc_step_args {
   void *const *inputs;
   float *const *params;
   float *const *grads;
-  float *loss;   /* one float: the micro-batch's mean loss */
+  float *loss;   /* one float: the window's loss, summed over its micro-
+                  batches on the device (set on the first, added after) */
   float seed;    /* gradient of the objective with respect to the loss */
   int first;     /* nonzero on the first micro-batch of a window */
   void *blas;    /* cublasHandle_t on CUDA, unused on CPU */
@@ -57,10 +58,31 @@ typedef struct otc_program {
   int64_t arena_bytes;
   int optimizer; /* an otc_optimizer */
   void (*step)(const otc_step_args *);
+  void (*set_threads)(int); /* CPU threads for kernels and BLAS; may be null */
 } otc_program;
 
-/* Defined by the generated code. */
+/* A plain function (otc kernel): arguments in, results out, no training. */
+typedef struct otc_function_args {
+  char *arena;
+  void *const *args;
+  void *const *results;
+  void *blas;
+} otc_function_args;
+
+typedef struct otc_function {
+  const char *target;
+  int num_args;
+  const otc_tensor_desc *args;
+  int num_results;
+  const otc_tensor_desc *results;
+  int64_t arena_bytes;
+  void (*run)(const otc_function_args *);
+  void (*set_threads)(int);
+} otc_function;
+
+/* Defined by the generated code: one of the two. */
 const otc_program *otc_get_program(void);
+const otc_function *otc_get_function(void);
 
 /* The original ONNX model, embedded so the runtime can read the initial
  * parameter values and write the trained model. */

@@ -1,0 +1,44 @@
+// Builds a step's expression DAG. Identical nodes are made once (hash
+// consing), so a value used twice is one SSA local in the emitted kernel.
+#ifndef OTC_CODEGEN_NODEBUILDER_H
+#define OTC_CODEGEN_NODEBUILDER_H
+
+#include "Program.h"
+
+#include <map>
+#include <tuple>
+
+namespace otc {
+
+class NodeBuilder {
+public:
+  explicit NodeBuilder(Step &step) : step(step) {}
+
+  int load(int buffer, ElemType storage, std::vector<int64_t> strides);
+  int constant(double v);
+  int integer(int64_t v, ElemType t = ElemType::I64);
+  int seed();
+  int first();
+  int coord(int dim);
+  /// Adds a reduction of `node` and returns the node holding its result.
+  int reduce(Reduction::Kind kind, int node);
+  int unary(Node::Op op, int a);
+  int binary(Node::Op op, int a, int b);
+  int select(int cond, int a, int b);
+  void store(int buffer, std::vector<int64_t> strides, int node);
+
+  Step &getStep() { return step; }
+  /// The lowering's memo: the node of each (value, dim map) built so far.
+  std::map<std::pair<const void *, std::vector<int>>, int> values;
+
+private:
+  int add(Node n);
+  Step &step;
+  using Key = std::tuple<int, int, std::vector<int>, int, std::vector<int64_t>,
+                         double, int64_t>;
+  std::map<Key, int> memo;
+};
+
+} // namespace otc
+
+#endif

@@ -1,0 +1,192 @@
+// Element types, dim collapsing and the printed form of the kernel program.
+#include "Program.h"
+
+#include <sstream>
+
+namespace otc {
+
+const char *typeName(ElemType t) {
+  switch (t) {
+  case ElemType::F32: return "f32";
+  case ElemType::F16: return "f16";
+  case ElemType::BF16: return "bf16";
+  case ElemType::I64: return "i64";
+  case ElemType::I1: return "i1";
+  }
+  return "?";
+}
+
+int64_t byteSize(ElemType t) {
+  switch (t) {
+  case ElemType::F32: return 4;
+  case ElemType::F16:
+  case ElemType::BF16: return 2;
+  case ElemType::I64: return 8;
+  case ElemType::I1: return 1;
+  }
+  return 0;
+}
+
+bool isFloat(ElemType t) {
+  return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
+}
+
+int64_t Buffer::count() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+void collapseDims(Step &step) {
+  auto mergeable = [&](size_t d) {
+    if (step.reduced[d] != step.reduced[d + 1])
+      return false;
+    auto contiguous = [&](const std::vector<int64_t> &s) {
+      return s[d] == s[d + 1] * step.shape[d + 1];
+    };
+    for (const Node &n : step.nodes)
+      if ((n.op == Node::Load && !contiguous(n.strides)) ||
+          (n.op == Node::Coord && (n.ivalue == (int64_t)d || n.ivalue == (int64_t)d + 1)))
+        return false;
+    for (const Store &s : step.stores)
+      if (!contiguous(s.strides))
+        return false;
+    return true;
+  };
+  auto merge = [&](size_t d) {
+    step.shape[d] *= step.shape[d + 1];
+    step.shape.erase(step.shape.begin() + d + 1);
+    step.reduced.erase(step.reduced.begin() + d + 1);
+    auto fix = [&](std::vector<int64_t> &s) {
+      s[d] = s[d + 1];
+      s.erase(s.begin() + d + 1);
+    };
+    for (Node &n : step.nodes) {
+      if (n.op == Node::Load)
+        fix(n.strides);
+      if (n.op == Node::Coord && n.ivalue > (int64_t)d + 1)
+        --n.ivalue;
+    }
+    for (Store &s : step.stores)
+      fix(s.strides);
+  };
+  for (size_t d = 0; d + 1 < step.shape.size();) {
+    if (mergeable(d))
+      merge(d);
+    else
+      ++d;
+  }
+}
+
+namespace {
+
+std::string dims(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+const char *placeName(Buffer::Place p) {
+  switch (p) {
+  case Buffer::Place::Arena: return "arena";
+  case Buffer::Place::Input: return "input";
+  case Buffer::Place::Param: return "param";
+  case Buffer::Place::Grad: return "grad";
+  case Buffer::Place::Loss: return "loss";
+  case Buffer::Place::Argument: return "argument";
+  case Buffer::Place::Result: return "result";
+  }
+  return "?";
+}
+
+const char *opName(Node::Op op) {
+  static const char *names[] = {
+      "load", "const", "seed", "first", "coord", "reduced", "add", "sub", "mul",
+      "div", "max", "neg", "exp", "log", "tanh", "sigmoid", "relu", "gt", "eq",
+      "ne", "select", "to_f32"};
+  return names[op];
+}
+
+const char *kindName(Step::Kind k) {
+  static const char *names[] = {"elementwise", "reduce", "row_reduce", "gemm",
+                                "library_call"};
+  return names[k];
+}
+
+void printNodes(std::ostream &os, const Step &s) {
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const Node &n = s.nodes[i];
+    os << "    n" << i << " = " << opName(n.op);
+    if (n.op == Node::Load)
+      os << " b" << n.buffer << dims(n.strides);
+    else if (n.op == Node::Const)
+      os << " " << (n.type == ElemType::F32 ? std::to_string(n.value)
+                                             : std::to_string(n.ivalue));
+    else if (n.op == Node::Coord || n.op == Node::Reduced)
+      os << " " << n.ivalue;
+    for (int a : n.args)
+      os << " n" << a;
+    os << " : " << typeName(n.type) << "\n";
+  }
+  for (size_t k = 0; k < s.reductions.size(); ++k)
+    os << "    r" << k << " = " << (s.reductions[k].kind == Reduction::Sum ? "sum" : "max")
+       << " n" << s.reductions[k].node << "\n";
+  for (const Store &st : s.stores)
+    os << "    store b" << st.buffer << dims(st.strides) << " n" << st.node << "\n";
+}
+
+} // namespace
+
+std::string printProgram(const Program &p) {
+  std::ostringstream os;
+  os << "program: " << p.buffers.size() << " buffers, " << p.steps.size()
+     << " steps, arena " << p.arenaBytes << " bytes";
+  if (p.microBatch)
+    os << ", micro-batch " << p.microBatch;
+  os << "\nbuffers:\n";
+  for (const Buffer &b : p.buffers) {
+    os << "  b" << b.id << " " << typeName(b.type) << dims(b.shape) << " "
+       << placeName(b.place);
+    if (b.place == Buffer::Place::Arena)
+      os << " @" << b.offset;
+    else if (b.place != Buffer::Place::Loss)
+      os << " " << b.binding;
+    if (!b.name.empty())
+      os << " \"" << b.name << "\"";
+    os << "\n";
+  }
+  os << "steps:\n";
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    const Step &s = p.steps[i];
+    os << "  s" << i << " " << kindName(s.kind) << " (" << s.origin << ")";
+    if (s.kind == Step::Gemm) {
+      const Gemm &g = s.gemm;
+      static const char *betas[] = {"0", "1", "first?0:1"};
+      os << " b" << g.a << (g.transA ? "^T" : "") << " * b" << g.b
+         << (g.transB ? "^T" : "") << " -> b" << g.c << " m=" << g.m << " n=" << g.n
+         << " k=" << g.k << " batch=" << g.batch << " alpha=" << g.alpha
+         << " beta=" << betas[int(g.beta)] << " "
+         << typeName(p.buffers[g.a].type) << "*" << typeName(p.buffers[g.b].type)
+         << "->" << typeName(p.buffers[g.c].type) << " acc=f32\n";
+      continue;
+    }
+    if (s.kind == Step::LibraryCall) {
+      os << " " << s.call.kernel << dims(s.call.constants);
+      for (int b : s.call.buffers)
+        os << " b" << b;
+      os << "\n";
+      continue;
+    }
+    os << " ";
+    os << "[";
+    for (size_t d = 0; d < s.shape.size(); ++d)
+      os << (d ? "," : "") << s.shape[d] << (s.reduced[d] ? "r" : "");
+    os << "]\n";
+    printNodes(os, s);
+  }
+  return os.str();
+}
+
+} // namespace otc

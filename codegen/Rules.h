@@ -1,0 +1,58 @@
+// The registry of per-op lowering rules, filled by one file per op family
+// (codegen/rules/). An op with no rule is a compile error that names it.
+#ifndef OTC_CODEGEN_RULES_H
+#define OTC_CODEGEN_RULES_H
+
+#include "Lowering.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace otc {
+
+/// An op computed element by element, fusable into its consumers.
+struct ElementwiseRule {
+  /// The dim map of operand `k` given the result's. Null: numpy broadcasting.
+  DimMap (*operandMap)(mlir::Operation *op, unsigned k, const DimMap &result) = nullptr;
+  /// The result's node from the operands' nodes.
+  int (*build)(mlir::Operation *op, NodeBuilder &b, llvm::ArrayRef<int> operands) = nullptr;
+};
+
+/// An op that becomes steps of its own.
+struct StepRule {
+  bool (*lower)(mlir::Operation *op, Lowering &l) = nullptr;
+  /// Whether the op reads operand `k` through Lowering::expr, so that an
+  /// elementwise producer can be computed inside its loops.
+  bool (*readsInLoop)(mlir::Operation *op, unsigned k) = nullptr;
+  /// Whether its results go through Lowering::store (false: it writes its
+  /// own buffers, as a GEMM does, or none, as a view).
+  bool usesStore = true;
+};
+
+struct RuleRegistry {
+  llvm::StringMap<ElementwiseRule> elementwise;
+  llvm::StringMap<StepRule> steps;
+
+  static const RuleRegistry &get();
+  const ElementwiseRule *elementwiseRule(mlir::Operation *op) const;
+  const StepRule *stepRule(mlir::Operation *op) const;
+};
+
+// One per op family.
+void registerElementwiseRules(RuleRegistry &r);
+void registerLinalgRules(RuleRegistry &r);
+void registerReductionRules(RuleRegistry &r);
+void registerLossRules(RuleRegistry &r);
+void registerStructuralRules(RuleRegistry &r);
+
+/// Numpy broadcasting: the operand dims aligned to the result's trailing
+/// dims, size-1 dims read at 0.
+DimMap broadcastMap(llvm::ArrayRef<int64_t> operandShape,
+                    llvm::ArrayRef<int64_t> resultShape, const DimMap &result);
+/// The identity map of a rank-`rank` value.
+DimMap identityMap(size_t rank);
+/// Lowers an op's single result as an elementwise step over its shape.
+bool lowerAsElementwise(mlir::Operation *op, Lowering &l);
+
+} // namespace otc
+
+#endif

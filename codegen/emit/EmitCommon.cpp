@@ -1,0 +1,206 @@
+#include "EmitCommon.h"
+#include "../Lowering.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace otc {
+
+const char *storageType(ElemType t) {
+  switch (t) {
+  case ElemType::F32: return "float";
+  case ElemType::F16: return "otc_f16";
+  case ElemType::BF16: return "otc_bf16";
+  case ElemType::I64: return "long long";
+  case ElemType::I1: return "bool";
+  }
+  return "?";
+}
+
+const char *valueType(ElemType t) {
+  return t == ElemType::I64 ? "long long" : t == ElemType::I1 ? "bool" : "float";
+}
+
+std::string var(int node) { return "v" + std::to_string(node); }
+std::string bufferName(int id) { return "b" + std::to_string(id); }
+
+LoopInfo::LoopInfo(const Step &s) : step(s) {
+  for (size_t d = 0; d < s.shape.size(); ++d) {
+    (s.reduced[d] ? reducedDims : kept).push_back((int)d);
+    (s.reduced[d] ? cols : rows) *= s.shape[d];
+  }
+  size_t n = s.nodes.size();
+  inner.assign(n, false);
+  phase.assign(n, 0);
+  pass.assign(s.reductions.size(), 0);
+  // Nodes come after their operands, and a reduction's body before its
+  // Reduced node, so one forward sweep settles everything.
+  std::set<int> bufs;
+  for (size_t i = 0; i < n; ++i) {
+    const Node &node = s.nodes[i];
+    if (node.op == Node::Load) {
+      bufs.insert(node.buffer);
+      for (int d : reducedDims)
+        inner[i] = inner[i] || node.strides[d] != 0;
+    }
+    if (node.op == Node::Coord)
+      inner[i] = s.reduced[node.ivalue];
+    if (node.op == Node::Seed)
+      usesSeed = true;
+    if (node.op == Node::First)
+      usesFirst = true;
+    for (int a : node.args) {
+      inner[i] = inner[i] || inner[a];
+      phase[i] = std::max(phase[i], phase[a]);
+    }
+    if (node.op == Node::Reduced) {
+      int k = (int)node.ivalue;
+      pass[k] = phase[s.reductions[k].node];
+      phase[i] = pass[k] + 1;
+      passes = std::max(passes, pass[k] + 1);
+    }
+  }
+  for (const Store &st : s.stores) {
+    bufs.insert(st.buffer);
+    bool varies = inner[st.node];
+    for (int d : reducedDims)
+      varies = varies || st.strides[d] != 0;
+    innerStore.push_back(varies);
+  }
+  buffers.assign(bufs.begin(), bufs.end());
+}
+
+void NodePrinter::emit(std::ostream &os, const std::vector<int> &roots,
+                       std::vector<char> &defined, const std::string &pad,
+                       const std::function<bool(int)> &want) const {
+  // Operands have smaller indices: one backward sweep marks what is needed,
+  // one forward sweep prints it. No recursion, whatever the depth.
+  std::vector<char> needed(step.nodes.size(), 0);
+  for (int r : roots)
+    needed[r] = 1;
+  for (int i = (int)step.nodes.size() - 1; i >= 0; --i) {
+    if (!needed[i] || defined[i])
+      continue;
+    for (int a : step.nodes[i].args)
+      needed[a] = 1;
+  }
+  for (size_t i = 0; i < step.nodes.size(); ++i) {
+    if (!needed[i] || defined[i] || (want && !want((int)i)))
+      continue;
+    defined[i] = 1;
+    os << pad << "const " << valueType(step.nodes[i].type) << " " << var(i) << " = "
+       << expr(i) << ";\n";
+  }
+}
+
+std::string NodePrinter::index(const std::vector<int64_t> &strides) const {
+  std::string s;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (!strides[d])
+      continue;
+    s += (s.empty() ? "" : " + ") + std::string("c") + std::to_string(d);
+    if (strides[d] != 1)
+      s += " * " + std::to_string(strides[d]);
+  }
+  return s.empty() ? "0" : s;
+}
+
+std::string NodePrinter::expr(int i) const {
+  const Node &n = step.nodes[i];
+  auto a = [&](int k) { return var(n.args[k]); };
+  bool f = n.type == ElemType::F32;
+  switch (n.op) {
+  case Node::Load: {
+    std::string ref = bufferName(n.buffer) + "[" + index(n.strides) + "]";
+    ElemType t = program.buffers[n.buffer].type;
+    return t == ElemType::F16 || t == ElemType::BF16 ? "otc_ld(" + ref + ")" : ref;
+  }
+  case Node::Const:
+    if (f)
+      return floatLiteral(n.value);
+    return n.type == ElemType::I1 ? (n.ivalue ? "true" : "false") : intLiteral(n.ivalue);
+  case Node::Seed: return "seed";
+  case Node::First: return "(first != 0)";
+  case Node::Coord: return "(long long)c" + std::to_string(n.ivalue);
+  case Node::Reduced: return reducedName((int)n.ivalue);
+  case Node::Add: return a(0) + " + " + a(1);
+  case Node::Sub: return a(0) + " - " + a(1);
+  case Node::Mul: return a(0) + " * " + a(1);
+  case Node::Div: return a(0) + " / " + a(1);
+  case Node::Max:
+    return f ? "fmaxf(" + a(0) + ", " + a(1) + ")"
+             : "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+  case Node::Neg: return "-" + a(0);
+  case Node::Exp: return "expf(" + a(0) + ")";
+  case Node::Log: return "logf(" + a(0) + ")";
+  case Node::Tanh: return "tanhf(" + a(0) + ")";
+  case Node::Sigmoid: return "1.0f / (1.0f + expf(-" + a(0) + "))";
+  case Node::Relu: return a(0) + (f ? " > 0.0f ? " : " > 0 ? ") + a(0) + (f ? " : 0.0f" : " : 0LL");
+  case Node::Gt: return a(0) + " > " + a(1);
+  case Node::Eq: return a(0) + " == " + a(1);
+  case Node::Ne: return a(0) + " != " + a(1);
+  case Node::Select: return a(0) + " ? " + a(1) + " : " + a(2);
+  case Node::ToF32: return "(float)" + a(0);
+  }
+  return "0";
+}
+
+std::string NodePrinter::store(const Store &s) const {
+  std::string ref = bufferName(s.buffer) + "[" + index(s.strides) + "]";
+  ElemType t = program.buffers[s.buffer].type;
+  if (t == ElemType::F16 || t == ElemType::BF16)
+    return "otc_store(&" + ref + ", " + var(s.node) + ");";
+  return ref + " = " + var(s.node) + ";";
+}
+
+std::string coords(const Step &s, const std::vector<int> &dims, const std::string &flat,
+                   const std::string &indexType, const std::string &pad) {
+  std::string out;
+  int64_t stride = 1;
+  for (int k = (int)dims.size() - 1; k >= 0; --k) {
+    std::string c = flat;
+    if (stride != 1)
+      c = "(" + c + " / " + std::to_string(stride) + ")";
+    if (k != 0)
+      c = c + " % " + std::to_string(s.shape[dims[k]]);
+    out = pad + "const " + indexType + " c" + std::to_string(dims[k]) + " = " + c + ";\n" + out;
+    stride *= s.shape[dims[k]];
+  }
+  return out;
+}
+
+std::string kernelParams(const Program &p, const LoopInfo &info) {
+  std::string s;
+  for (int b : info.buffers)
+    s += (s.empty() ? "" : ", ") + std::string(storageType(p.buffers[b].type)) +
+         " *__restrict__ " + bufferName(b);
+  if (info.usesSeed)
+    s += (s.empty() ? "" : ", ") + std::string("float seed");
+  if (info.usesFirst)
+    s += (s.empty() ? "" : ", ") + std::string("int first");
+  return s;
+}
+
+std::string kernelArgs(const LoopInfo &info) {
+  std::string s;
+  for (int b : info.buffers)
+    s += (s.empty() ? "" : ", ") + bufferName(b);
+  if (info.usesSeed)
+    s += (s.empty() ? "" : ", ") + std::string("seed");
+  if (info.usesFirst)
+    s += (s.empty() ? "" : ", ") + std::string("first");
+  return s;
+}
+
+const char *reductionInit(Reduction::Kind k) {
+  return k == Reduction::Sum ? "0.0f" : "-INFINITY";
+}
+
+std::string reductionUpdate(Reduction::Kind k, const std::string &acc, const std::string &v) {
+  if (k == Reduction::Sum)
+    return acc + " += " + v + ";";
+  return acc + " = fmaxf(" + acc + ", " + v + ");";
+}
+
+} // namespace otc

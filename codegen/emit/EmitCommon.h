@@ -1,0 +1,71 @@
+// What the CPU and CUDA emitters share: the analysis of a loop step (which
+// nodes vary along the reduced dims, in which pass they can run) and the
+// printing of nodes, loads, stores and coordinates as C.
+#ifndef OTC_CODEGEN_EMIT_EMITCOMMON_H
+#define OTC_CODEGEN_EMIT_EMITCOMMON_H
+
+#include "../Program.h"
+
+#include <functional>
+#include <ostream>
+
+namespace otc {
+
+/// The C type a buffer of `t` is stored as (the same names on both targets;
+/// kernel_support.h defines the 16-bit ones).
+const char *storageType(ElemType t);
+/// The C type of a node of type `t`.
+const char *valueType(ElemType t);
+
+struct LoopInfo {
+  explicit LoopInfo(const Step &s);
+  const Step &step;
+  std::vector<bool> inner;    // per node: varies along a reduced dim
+  std::vector<int> phase;     // per node: passes that must finish first
+  std::vector<int> pass;      // per reduction: the pass over the row it joins
+  int passes = 0;
+  std::vector<int> kept, reducedDims;
+  int64_t rows = 1, cols = 1; // products of the kept and reduced dims
+  std::vector<bool> innerStore;
+  std::vector<int> buffers; // those the step reads or writes, ascending
+  bool usesSeed = false, usesFirst = false;
+};
+
+class NodePrinter {
+public:
+  NodePrinter(const Program &p, const Step &s) : program(p), step(s) {}
+  /// How reduction k's result is spelled (default `a<k>`).
+  std::function<std::string(int)> reducedName = [](int k) { return "a" + std::to_string(k); };
+
+  /// Emits, in SSA order, the nodes that `roots` need and `defined` lacks,
+  /// only those `want` accepts when given; marks them defined.
+  void emit(std::ostream &os, const std::vector<int> &roots,
+            std::vector<char> &defined, const std::string &pad,
+            const std::function<bool(int)> &want = nullptr) const;
+  /// buffer[index] = node, narrowing to the buffer's type.
+  std::string store(const Store &s) const;
+  std::string index(const std::vector<int64_t> &strides) const;
+
+private:
+  std::string expr(int i) const;
+  const Program &program;
+  const Step &step;
+};
+
+std::string var(int node);
+std::string bufferName(int id);
+/// `const IT c<d> = ...;` for each of `dims`, from the flat index `flat`
+/// over exactly those dims (row-major).
+std::string coords(const Step &s, const std::vector<int> &dims, const std::string &flat,
+                   const std::string &indexType, const std::string &pad);
+/// The kernel's parameter list and the matching call arguments.
+std::string kernelParams(const Program &p, const LoopInfo &info);
+std::string kernelArgs(const LoopInfo &info);
+/// `0.0f` or `-INFINITY`: where a reduction starts.
+const char *reductionInit(Reduction::Kind k);
+/// `acc = acc + v` or `acc = fmaxf(acc, v)`.
+std::string reductionUpdate(Reduction::Kind k, const std::string &acc, const std::string &v);
+
+} // namespace otc
+
+#endif

@@ -1,0 +1,219 @@
+// CPU emitters: contiguous inner loops marked `omp simd` for the host
+// compiler to vectorise, OpenMP threads across rows or element blocks, BLAS
+// for float32 products and the kernel library for the rest.
+#include "EmitCommon.h"
+#include "Targets.h"
+#include "../Lowering.h"
+
+namespace otc {
+namespace {
+
+constexpr int64_t kParallelWork = 1 << 15; // below this, threads cost more
+constexpr int64_t kTile = 64;              // outputs per column-reduce tile
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+int64_t work(const Step &s) {
+  int64_t n = 1;
+  for (int64_t d : s.shape)
+    n *= d;
+  return n;
+}
+
+std::string parallelFor(const Step &s, const char *extra = "") {
+  return work(s) >= kParallelWork ? std::string("#pragma omp parallel for") + extra + "\n" : "";
+}
+
+std::vector<int> storeRoots(const Step &s, const LoopInfo &info, bool inner) {
+  std::vector<int> roots;
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    if (info.innerStore[i] == inner)
+      roots.push_back(s.stores[i].node);
+  return roots;
+}
+
+void elementwise(std::ostream &os, const Program &p, const Step &s) {
+  NodePrinter np(p, s);
+  std::vector<char> defined(s.nodes.size(), 0);
+  std::vector<int> roots = storeRoots(s, LoopInfo(s), false);
+  size_t r = s.shape.size();
+  std::string pad = r == 0 ? "  " : r == 1 ? "    " : "      ";
+  if (r == 1)
+    os << parallelFor(s, " simd") << "  for (long long c0 = 0; c0 < " << s.shape[0] << "; ++c0) {\n";
+  if (r >= 2) {
+    std::vector<int> outer;
+    int64_t count = 1;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      outer.push_back((int)d);
+      count *= s.shape[d];
+    }
+    os << parallelFor(s) << "  for (long long o = 0; o < " << count << "; ++o) {\n"
+       << coords(s, outer, "o", "long long", "    ") << "#pragma omp simd\n"
+       << "    for (long long c" << r - 1 << " = 0; c" << r - 1 << " < " << s.shape[r - 1]
+       << "; ++c" << r - 1 << ") {\n";
+  }
+  np.emit(os, roots, defined, pad);
+  for (const Store &st : s.stores)
+    os << pad << np.store(st) << "\n";
+  if (r >= 2)
+    os << "    }\n";
+  if (r >= 1)
+    os << "  }\n";
+}
+
+std::string simdReductions(const Step &s, const LoopInfo &info, int pass) {
+  std::string clauses;
+  for (size_t k = 0; k < s.reductions.size(); ++k)
+    if (info.pass[k] == pass)
+      clauses += std::string(" reduction(") + (s.reductions[k].kind == Reduction::Sum ? "+" : "max") +
+                 ":a" + num(k) + ")";
+  return "#pragma omp simd" + clauses + "\n";
+}
+
+// A row per kept index; the reduced dims are the row, walked once per pass.
+void rows(std::ostream &os, const Program &p, const Step &s) {
+  LoopInfo info(s);
+  NodePrinter np(p, s);
+  std::vector<char> defined(s.nodes.size(), 0);
+  std::vector<int> all;
+  for (const Store &st : s.stores)
+    all.push_back(st.node);
+  for (const Reduction &r : s.reductions)
+    all.push_back(r.node);
+  auto outerUpTo = [&info](int limit) {
+    return [&info, limit](int i) { return !info.inner[i] && info.phase[i] <= limit; };
+  };
+  std::string colLoop = "    for (long long col = 0; col < " + num(info.cols) + "; ++col) {\n" +
+                        coords(s, info.reducedDims, "col", "long long", "      ");
+  os << parallelFor(s) << "  for (long long row = 0; row < " << info.rows << "; ++row) {\n"
+     << coords(s, info.kept, "row", "long long", "    ");
+  for (int pass = 0; pass < info.passes; ++pass) {
+    np.emit(os, all, defined, "    ", outerUpTo(pass));
+    std::vector<int> bodies;
+    for (size_t k = 0; k < s.reductions.size(); ++k)
+      if (info.pass[k] == pass) {
+        os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
+        bodies.push_back(s.reductions[k].node);
+      }
+    os << simdReductions(s, info, pass) << colLoop;
+    std::vector<char> scope = defined;
+    np.emit(os, bodies, scope, "      ");
+    for (size_t k = 0; k < s.reductions.size(); ++k)
+      if (info.pass[k] == pass)
+        os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
+    os << "    }\n";
+  }
+  np.emit(os, storeRoots(s, info, false), defined, "    ");
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    if (!info.innerStore[i])
+      os << "    " << np.store(s.stores[i]) << "\n";
+  std::vector<int> innerRoots = storeRoots(s, info, true);
+  if (!innerRoots.empty()) {
+    np.emit(os, innerRoots, defined, "    ", outerUpTo(info.passes));
+    os << "#pragma omp simd\n" << colLoop;
+    std::vector<char> scope = defined;
+    np.emit(os, innerRoots, scope, "      ");
+    for (size_t i = 0; i < s.stores.size(); ++i)
+      if (info.innerStore[i])
+        os << "      " << np.store(s.stores[i]) << "\n";
+    os << "    }\n";
+  }
+  os << "  }\n";
+}
+
+// Outputs side by side (the innermost dim is kept): tiles of kTile outputs
+// keep their sums in a local array while the reduced dims stream past.
+void columns(std::ostream &os, const Program &p, const Step &s) {
+  LoopInfo info(s);
+  NodePrinter np(p, s);
+  int last = (int)s.shape.size() - 1;
+  int64_t width = s.shape[last], tiles = (width + kTile - 1) / kTile;
+  std::vector<int> outer(info.kept.begin(), info.kept.end() - 1);
+  int64_t outerCount = info.rows / width;
+  os << parallelFor(s) << "  for (long long ot = 0; ot < " << outerCount * tiles << "; ++ot) {\n"
+     << "    const long long o = ot / " << tiles << ", t0 = (ot % " << tiles << ") * " << kTile << ";\n"
+     << "    const long long w = " << width << " - t0 < " << kTile << " ? " << width << " - t0 : " << kTile << ";\n"
+     << coords(s, outer, "o", "long long", "    ");
+  std::vector<int> bodies;
+  for (size_t k = 0; k < s.reductions.size(); ++k) {
+    os << "    float a" << k << "[" << kTile << "];\n    for (long long ci = 0; ci < w; ++ci) a" << k
+       << "[ci] = " << reductionInit(s.reductions[k].kind) << ";\n";
+    bodies.push_back(s.reductions[k].node);
+  }
+  np.reducedName = [](int k) { return "a" + std::to_string(k) + "[ci]"; };
+  os << "    for (long long col = 0; col < " << info.cols << "; ++col) {\n"
+     << coords(s, info.reducedDims, "col", "long long", "      ") << "#pragma omp simd\n"
+     << "      for (long long ci = 0; ci < w; ++ci) {\n        const long long c" << last << " = t0 + ci;\n";
+  std::vector<char> scope(s.nodes.size(), 0);
+  np.emit(os, bodies, scope, "        ");
+  for (size_t k = 0; k < s.reductions.size(); ++k)
+    os << "        " << reductionUpdate(s.reductions[k].kind, "a" + num(k) + "[ci]", var(s.reductions[k].node)) << "\n";
+  os << "      }\n    }\n    for (long long ci = 0; ci < w; ++ci) {\n      const long long c" << last << " = t0 + ci;\n";
+  std::vector<char> epilogue(s.nodes.size(), 0);
+  np.emit(os, storeRoots(s, info, false), epilogue, "      ");
+  for (const Store &st : s.stores)
+    os << "      " << np.store(st) << "\n";
+  os << "    }\n  }\n";
+}
+
+const char *cblasOp(bool t) { return t ? "CblasTrans" : "CblasNoTrans"; }
+
+std::string betaText(const Gemm &g, const char *first) {
+  switch (g.beta) {
+  case Gemm::Beta::Zero: return "0.0f";
+  case Gemm::Beta::One: return "1.0f";
+  case Gemm::Beta::FirstZeroElseOne: return std::string("(") + first + " ? 0.0f : 1.0f)";
+  }
+  return "0.0f";
+}
+
+} // namespace
+
+bool isColumnReduce(const Step &s) {
+  return s.kind == Step::Reduce && !s.shape.empty() && !s.reduced.back();
+}
+
+void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, int k) {
+  LoopInfo info(s);
+  os << "// " << s.origin << "\nstatic void k" << k << "(" << kernelParams(p, info) << ") {\n";
+  if (s.kind == Step::Elementwise)
+    elementwise(os, p, s);
+  else if (isColumnReduce(s))
+    columns(os, p, s);
+  else
+    rows(os, p, s);
+  os << "}\n\n";
+}
+
+void emitCpuLaunch(std::ostream &os, const Program &, const Step &s, int k) {
+  os << "  k" << k << "(" << kernelArgs(LoopInfo(s)) << ");\n";
+}
+
+void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
+  ElemType ta = p.buffers[g.a].type, tc = p.buffers[g.c].type;
+  std::string A = bufferName(g.a), B = bufferName(g.b), C = bufferName(g.c);
+  std::string pad = "  ";
+  if (g.batch > 1) {
+    os << "  for (long long bi = 0; bi < " << g.batch << "; ++bi) {\n";
+    A += " + bi * " + num(g.strideA);
+    B += " + bi * " + num(g.strideB);
+    C += " + bi * " + num(g.strideC);
+    pad = "    ";
+  }
+  if (ta == ElemType::F32 && tc == ElemType::F32) {
+    int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
+    os << pad << "cblas_sgemm(CblasRowMajor, " << cblasOp(g.transA) << ", " << cblasOp(g.transB)
+       << ", " << g.m << ", " << g.n << ", " << g.k << ", " << floatLiteral(g.alpha) << ", "
+       << A << ", " << lda << ", " << B << ", " << ldb << ", " << betaText(g, "first") << ", "
+       << C << ", " << g.n << ");\n";
+  } else { // 16-bit storage: the library's float-accumulating product
+    os << pad << "otc_kernels::gemm_f32acc<" << (g.transA ? "true" : "false") << ", "
+       << (g.transB ? "true" : "false") << ", " << g.m << "LL, " << g.n << "LL, " << g.k
+       << "LL>(" << floatLiteral(g.alpha) << ", " << A << ", " << B << ", "
+       << betaText(g, "first") << ", " << C << ");\n";
+  }
+  if (g.batch > 1)
+    os << "  }\n";
+}
+
+} // namespace otc

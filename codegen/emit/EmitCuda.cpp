@@ -1,0 +1,219 @@
+// CUDA emitters. Elementwise steps are grid-stride loops; a row reduction
+// gives each row a warp (or, for long rows and few rows, a block) that
+// combines partial results with shuffles; a column reduction gives each
+// output a thread, so neighbouring threads read neighbouring elements.
+// Indices are 32-bit where every buffer the kernel touches allows it.
+#include "EmitCommon.h"
+#include "Targets.h"
+#include "../Lowering.h"
+
+#include <algorithm>
+
+namespace otc {
+namespace {
+
+constexpr int kThreads = 256;
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+const char *indexType(const Program &p, const LoopInfo &info) {
+  int64_t most = info.rows * info.cols;
+  for (int b : info.buffers)
+    most = std::max(most, p.buffers[b].count());
+  return most < (int64_t(1) << 31) - kThreads * 65536LL ? "int" : "long long";
+}
+
+bool blockPerRow(const LoopInfo &info) { return info.cols >= 1024 || info.rows < 64; }
+
+std::vector<int> storeRoots(const Step &s, const LoopInfo &info, bool inner) {
+  std::vector<int> roots;
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    if (info.innerStore[i] == inner)
+      roots.push_back(s.stores[i].node);
+  return roots;
+}
+
+void elementwise(std::ostream &os, const Program &p, const Step &s, const char *it) {
+  LoopInfo info(s);
+  NodePrinter np(p, s);
+  std::vector<int> all;
+  for (size_t d = 0; d < s.shape.size(); ++d)
+    all.push_back((int)d);
+  os << "  for (" << it << " i = blockIdx.x * (" << it << ")blockDim.x + threadIdx.x; i < "
+     << info.rows << "; i += (" << it << ")gridDim.x * blockDim.x) {\n"
+     << coords(s, all, "i", it, "    ");
+  std::vector<char> defined(s.nodes.size(), 0);
+  np.emit(os, storeRoots(s, info, false), defined, "    ");
+  for (const Store &st : s.stores)
+    os << "    " << np.store(st) << "\n";
+  os << "  }\n";
+}
+
+void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
+  LoopInfo info(s);
+  NodePrinter np(p, s);
+  bool block = blockPerRow(info);
+  std::string group = block ? "blockDim.x" : "32";
+  if (block)
+    os << "  __shared__ float red[32];\n  const int lane = threadIdx.x;\n"
+       << "  for (" << it << " row = blockIdx.x; row < " << info.rows << "; row += gridDim.x) {\n";
+  else
+    os << "  const int lane = threadIdx.x & 31;\n  for (" << it << " row = blockIdx.x * "
+       << kThreads / 32 << " + (threadIdx.x >> 5); row < " << info.rows << "; row += gridDim.x * "
+       << kThreads / 32 << ") {\n";
+  os << coords(s, info.kept, "row", it, "    ");
+  std::string colLoop = "    for (" + std::string(it) + " col = lane; col < " + num(info.cols) +
+                        "; col += " + group + ") {\n" +
+                        coords(s, info.reducedDims, "col", it, "      ");
+  std::vector<int> all;
+  for (const Store &st : s.stores)
+    all.push_back(st.node);
+  for (const Reduction &r : s.reductions)
+    all.push_back(r.node);
+  auto outerUpTo = [&info](int limit) {
+    return [&info, limit](int i) { return !info.inner[i] && info.phase[i] <= limit; };
+  };
+  std::vector<char> defined(s.nodes.size(), 0);
+  for (int pass = 0; pass < info.passes; ++pass) {
+    np.emit(os, all, defined, "    ", outerUpTo(pass));
+    std::vector<int> bodies;
+    for (size_t k = 0; k < s.reductions.size(); ++k)
+      if (info.pass[k] == pass) {
+        os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
+        bodies.push_back(s.reductions[k].node);
+      }
+    os << colLoop;
+    std::vector<char> scope = defined;
+    np.emit(os, bodies, scope, "      ");
+    for (size_t k = 0; k < s.reductions.size(); ++k)
+      if (info.pass[k] == pass)
+        os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
+    os << "    }\n";
+    for (size_t k = 0; k < s.reductions.size(); ++k) {
+      if (info.pass[k] != pass)
+        continue;
+      bool isMax = s.reductions[k].kind == Reduction::Max;
+      std::string a = "a" + num(k);
+      if (block)
+        os << "    " << a << " = otc_block_reduce(" << a << ", " << (isMax ? "true" : "false") << ", red);\n";
+      else
+        os << "    " << a << " = " << (isMax ? "otc_warp_max(" : "otc_warp_sum(") << a << ");\n";
+    }
+  }
+  np.emit(os, storeRoots(s, info, false), defined, "    ");
+  bool anyOuter = false;
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    anyOuter = anyOuter || !info.innerStore[i];
+  if (anyOuter) {
+    os << "    if (lane == 0) {\n";
+    for (size_t i = 0; i < s.stores.size(); ++i)
+      if (!info.innerStore[i])
+        os << "      " << np.store(s.stores[i]) << "\n";
+    os << "    }\n";
+  }
+  std::vector<int> innerRoots = storeRoots(s, info, true);
+  if (!innerRoots.empty()) {
+    np.emit(os, innerRoots, defined, "    ", outerUpTo(info.passes));
+    os << colLoop;
+    std::vector<char> scope = defined;
+    np.emit(os, innerRoots, scope, "      ");
+    for (size_t i = 0; i < s.stores.size(); ++i)
+      if (info.innerStore[i])
+        os << "      " << np.store(s.stores[i]) << "\n";
+    os << "    }\n";
+  }
+  os << "  }\n";
+}
+
+void columns(std::ostream &os, const Program &p, const Step &s, const char *it) {
+  LoopInfo info(s);
+  NodePrinter np(p, s);
+  os << "  for (" << it << " o = blockIdx.x * (" << it << ")blockDim.x + threadIdx.x; o < "
+     << info.rows << "; o += (" << it << ")gridDim.x * blockDim.x) {\n"
+     << coords(s, info.kept, "o", it, "    ");
+  std::vector<int> bodies;
+  for (size_t k = 0; k < s.reductions.size(); ++k) {
+    os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
+    bodies.push_back(s.reductions[k].node);
+  }
+  os << "    for (" << it << " col = 0; col < " << info.cols << "; ++col) {\n"
+     << coords(s, info.reducedDims, "col", it, "      ");
+  std::vector<char> scope(s.nodes.size(), 0);
+  np.emit(os, bodies, scope, "      ");
+  for (size_t k = 0; k < s.reductions.size(); ++k)
+    os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
+  os << "    }\n";
+  std::vector<char> epilogue(s.nodes.size(), 0);
+  np.emit(os, storeRoots(s, info, false), epilogue, "    ");
+  for (const Store &st : s.stores)
+    os << "    " << np.store(st) << "\n";
+  os << "  }\n";
+}
+
+int64_t gridOf(const Step &s) {
+  LoopInfo info(s);
+  int64_t blocks;
+  if (s.kind == Step::Elementwise || isColumnReduce(s))
+    blocks = (info.rows + kThreads - 1) / kThreads;
+  else if (blockPerRow(info))
+    blocks = info.rows;
+  else
+    blocks = (info.rows + kThreads / 32 - 1) / (kThreads / 32);
+  return std::max<int64_t>(1, std::min<int64_t>(blocks, 65535));
+}
+
+const char *cudaOp(bool t) { return t ? "CUBLAS_OP_T" : "CUBLAS_OP_N"; }
+
+const char *cudaType(ElemType t) {
+  switch (t) {
+  case ElemType::F16: return "CUDA_R_16F";
+  case ElemType::BF16: return "CUDA_R_16BF";
+  default: return "CUDA_R_32F";
+  }
+}
+
+} // namespace
+
+void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k) {
+  LoopInfo info(s);
+  const char *it = indexType(p, info);
+  os << "// " << s.origin << "\n__global__ void __launch_bounds__(" << kThreads << ") k" << k
+     << "(" << kernelParams(p, info) << ") {\n";
+  if (s.kind == Step::Elementwise)
+    elementwise(os, p, s, it);
+  else if (isColumnReduce(s))
+    columns(os, p, s, it);
+  else
+    rows(os, p, s, it);
+  os << "}\n\n";
+}
+
+void emitCudaLaunch(std::ostream &os, const Program &, const Step &s, int k) {
+  os << "  k" << k << "<<<" << gridOf(s) << ", " << kThreads << ", 0, stream>>>("
+     << kernelArgs(LoopInfo(s)) << ");\n  OTC_CUDA_CHECK(cudaGetLastError());\n";
+}
+
+// cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T.
+void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
+  int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
+  ElemType ta = p.buffers[g.a].type, tc = p.buffers[g.c].type;
+  std::string beta = g.beta == Gemm::Beta::Zero ? "0.0f"
+                     : g.beta == Gemm::Beta::One ? "1.0f" : "(first ? 0.0f : 1.0f)";
+  os << "  {\n    const float alpha = " << floatLiteral(g.alpha) << ", beta = " << beta << ";\n";
+  std::string A = bufferName(g.a), B = bufferName(g.b), C = bufferName(g.c);
+  if (ta == ElemType::F32 && tc == ElemType::F32)
+    os << "    OTC_CUBLAS_CHECK(cublasSgemmStridedBatched(handle, " << cudaOp(g.transB) << ", "
+       << cudaOp(g.transA) << ", " << g.n << ", " << g.m << ", " << g.k << ", &alpha, " << B
+       << ", " << ldb << ", " << g.strideB << ", " << A << ", " << lda << ", " << g.strideA
+       << ", &beta, " << C << ", " << g.n << ", " << g.strideC << ", " << g.batch << "));\n";
+  else // 16-bit operands on tensor cores, summed in float
+    os << "    OTC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, " << cudaOp(g.transB) << ", "
+       << cudaOp(g.transA) << ", " << g.n << ", " << g.m << ", " << g.k << ", &alpha, " << B
+       << ", " << cudaType(ta) << ", " << ldb << ", " << g.strideB << ", " << A << ", "
+       << cudaType(ta) << ", " << lda << ", " << g.strideA << ", &beta, " << C << ", "
+       << cudaType(tc) << ", " << g.n << ", " << g.strideC << ", " << g.batch
+       << ", CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));\n";
+  os << "  }\n";
+}
+
+} // namespace otc

@@ -1,0 +1,65 @@
+// Elementwise ops: each is one node (or a few) of the fused expression.
+// Broadcasting and transposition are dim maps, so they cost no kernel.
+#include "../Rules.h"
+
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+template <Node::Op Op>
+int binary(Operation *, NodeBuilder &b, ArrayRef<int> x) {
+  return b.binary(Op, x[0], x[1]);
+}
+template <Node::Op Op>
+int unary(Operation *, NodeBuilder &b, ArrayRef<int> x) {
+  return b.unary(Op, x[0]);
+}
+int same(Operation *, NodeBuilder &, ArrayRef<int> x) { return x[0]; }
+
+// Gradients of activations, from (upstream gradient, input or output).
+int reluGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) {
+  int zero = b.constant(0.0);
+  return b.select(b.binary(Node::Gt, x[1], zero), x[0], zero);
+}
+int tanhGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) { // g (1 - y^2)
+  int yy = b.binary(Node::Mul, x[1], x[1]);
+  return b.binary(Node::Mul, x[0], b.binary(Node::Sub, b.constant(1.0), yy));
+}
+int sigmoidGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) { // g y (1 - y)
+  int gy = b.binary(Node::Mul, x[0], x[1]);
+  return b.binary(Node::Mul, gy, b.binary(Node::Sub, b.constant(1.0), x[1]));
+}
+
+// Result dim i is input dim perm[i].
+DimMap transposeMap(Operation *op, unsigned, const DimMap &result) {
+  auto perm = cast<TransposeOp>(op).getPerm();
+  DimMap m(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    m[perm[i]] = result[i];
+  return m;
+}
+
+} // namespace
+
+void registerElementwiseRules(RuleRegistry &r) {
+  auto add = [&](StringRef name, ElementwiseRule rule) { r.elementwise[name] = rule; };
+  add(AddOp::getOperationName(), {nullptr, binary<Node::Add>});
+  add(SubOp::getOperationName(), {nullptr, binary<Node::Sub>});
+  add(MulOp::getOperationName(), {nullptr, binary<Node::Mul>});
+  add(DivOp::getOperationName(), {nullptr, binary<Node::Div>});
+  add(NegOp::getOperationName(), {nullptr, unary<Node::Neg>});
+  add(ReluOp::getOperationName(), {nullptr, unary<Node::Relu>});
+  add(TanhOp::getOperationName(), {nullptr, unary<Node::Tanh>});
+  add(SigmoidOp::getOperationName(), {nullptr, unary<Node::Sigmoid>});
+  add(ReluGradOp::getOperationName(), {nullptr, reluGrad});
+  add(TanhGradOp::getOperationName(), {nullptr, tanhGrad});
+  add(SigmoidGradOp::getOperationName(), {nullptr, sigmoidGrad});
+  add(IdentityOp::getOperationName(), {nullptr, same});
+  add(BroadcastToOp::getOperationName(), {nullptr, same});
+  add(TransposeOp::getOperationName(), {transposeMap, same});
+}
+
+} // namespace otc

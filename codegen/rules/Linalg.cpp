@@ -1,0 +1,95 @@
+// Matrix products: one Gemm step each. A weight gradient that feeds an
+// accumulate is written straight into the gradient buffer through beta.
+#include "../Rules.h"
+
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// Fills the operand and result buffers of `g` for `op` with result `out`.
+bool finish(Operation *op, Value a, Value b, Value out, otc::Gemm g, Lowering &l) {
+  g.a = l.buffer(a, op);
+  g.b = l.buffer(b, op);
+  if (g.a < 0 || g.b < 0)
+    return false;
+  const auto &bufs = l.program().buffers;
+  if (bufs[g.a].type != bufs[g.b].type || !isFloat(bufs[g.a].type))
+    return l.fail(op, "a matrix product needs float operands of one element type");
+  if (int acc = l.accumulatorOf(op); acc >= 0) {
+    g.c = acc;
+    g.beta = otc::Gemm::Beta::FirstZeroElseOne;
+  } else {
+    g.c = l.buffer(out, op);
+    if (g.c < 0)
+      return false;
+    l.noteGemmResult(out);
+  }
+  l.newStep(Step::Gemm, op).gemm = g;
+  return true;
+}
+
+bool lowerGemm(Operation *op, Lowering &l) {
+  auto gemm = cast<GemmOp>(op);
+  auto a = shapeOf(gemm.getA()), b = shapeOf(gemm.getB());
+  otc::Gemm g;
+  g.transA = gemm.getTransA();
+  g.transB = gemm.getTransB();
+  g.m = g.transA ? a[1] : a[0];
+  g.n = g.transB ? b[0] : b[1];
+  g.k = g.transA ? a[0] : a[1];
+  g.alpha = gemm.getAlpha().convertToDouble();
+  if (Value c = gemm.getC()) {
+    // beta * C, broadcast, written first; the product then adds into it.
+    Step &s = l.newStep(Step::Elementwise, op, {g.m, g.n});
+    NodeBuilder nb(s);
+    int cn = l.expr(nb, c, broadcastMap(shapeOf(c), {g.m, g.n}, {0, 1}));
+    if (cn < 0)
+      return false;
+    double beta = gemm.getBeta().convertToDouble();
+    if (beta != 1.0)
+      cn = nb.binary(Node::Mul, nb.constant(beta), cn);
+    l.store(nb, gemm.getResult(), cn, {0, 1});
+    g.beta = otc::Gemm::Beta::One;
+  }
+  return finish(op, gemm.getA(), gemm.getB(), gemm.getResult(), g, l);
+}
+
+bool lowerMatMul(Operation *op, Lowering &l) {
+  auto mm = cast<MatMulOp>(op);
+  auto a = shapeOf(mm.getLhs()), b = shapeOf(mm.getRhs());
+  otc::Gemm g;
+  g.m = a[a.size() - 2];
+  g.k = a.back();
+  g.n = b.back();
+  g.batch = cast<RankedTensorType>(mm.getLhs().getType()).getNumElements() / (g.m * g.k);
+  g.strideA = g.m * g.k;
+  g.strideB = g.k * g.n;
+  g.strideC = g.m * g.n;
+  if (b.size() == 2) { // one matrix shared by every leading index
+    g.m *= g.batch;
+    g.batch = 1;
+  }
+  return finish(op, mm.getLhs(), mm.getRhs(), mm.getResult(), g, l);
+}
+
+bool readsC(Operation *op, unsigned k) {
+  auto g = cast<GemmOp>(op);
+  Value v = op->getOperand(k);
+  return v == g.getC() && v != g.getA() && v != g.getB();
+}
+
+} // namespace
+
+void registerLinalgRules(RuleRegistry &r) {
+  r.steps[GemmOp::getOperationName()] = {lowerGemm, readsC, false};
+  r.steps[MatMulOp::getOperationName()] = {lowerMatMul, nullptr, false};
+}
+
+} // namespace otc

@@ -1,0 +1,30 @@
+// Kernel library: a matrix product of any storage types, summed in float.
+// The CPU path for 16-bit operands (cuBLAS's GemmEx does this on CUDA); f32
+// products go to BLAS instead. Row-major, as the kernel program's Gemm step.
+#ifndef OTC_KERNELS_GEMM_F32ACC_H
+#define OTC_KERNELS_GEMM_F32ACC_H
+
+#include "otc/runtime/kernel_support.h"
+
+namespace otc_kernels {
+
+template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
+          class TB, class TC>
+void gemm_f32acc(float alpha, const TA *A, const TB *B, float beta, TC *C) {
+  constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
+#pragma omp parallel for if (M * N * K > (1 << 18))
+  for (long long i = 0; i < M; ++i) {
+    for (long long j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (long long p = 0; p < K; ++p)
+        acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
+               otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
+      float prior = beta == 0.0f ? 0.0f : beta * otc_ld(C[i * N + j]);
+      otc_store(&C[i * N + j], alpha * acc + prior);
+    }
+  }
+}
+
+} // namespace otc_kernels
+
+#endif

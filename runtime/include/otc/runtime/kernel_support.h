@@ -1,0 +1,105 @@
+/* What generated kernels use on both targets: the 16-bit float storage types
+ * with their widening loads and rounding stores, and (on CUDA) warp and
+ * block reductions. Arithmetic is always in float. */
+#ifndef OTC_RUNTIME_KERNEL_SUPPORT_H
+#define OTC_RUNTIME_KERNEL_SUPPORT_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#define OTC_HD __host__ __device__ __forceinline__
+typedef __half otc_f16;
+typedef __nv_bfloat16 otc_bf16;
+OTC_HD float otc_ld(otc_f16 v) { return __half2float(v); }
+OTC_HD float otc_ld(otc_bf16 v) { return __bfloat162float(v); }
+OTC_HD void otc_store(otc_f16 *p, float v) { *p = __float2half_rn(v); }
+OTC_HD void otc_store(otc_bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
+#else
+#define OTC_HD static inline
+/* Distinct structs so that loads and stores overload on them. */
+typedef struct otc_f16 { uint16_t bits; } otc_f16;
+typedef struct otc_bf16 { uint16_t bits; } otc_bf16;
+
+OTC_HD float otc_bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* IEEE binary16 to float: exact. */
+OTC_HD float otc_ld(otc_f16 h) {
+  uint32_t sign = (uint32_t)(h.bits & 0x8000u) << 16;
+  uint32_t exp = (h.bits >> 10) & 0x1fu, man = h.bits & 0x3ffu;
+  if (exp == 0x1f)
+    return otc_bits_to_float(sign | 0x7f800000u | (man << 13));
+  if (exp != 0)
+    return otc_bits_to_float(sign | ((exp + 112u) << 23) | (man << 13));
+  float sub = (float)man * 5.9604644775390625e-8f; /* man * 2^-24, exact */
+  return sign ? -sub : sub;
+}
+
+/* float to binary16, rounding to nearest even; overflow gives infinity. */
+OTC_HD void otc_store(otc_f16 *p, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  uint16_t h;
+  if (a > 0x7f800000u)
+    h = 0x7e00; /* a quiet NaN */
+  else if (a >= 0x477ff000u) /* 65520 and above round to infinity */
+    h = 0x7c00;
+  else if (a >= 0x38800000u) /* 2^-14 and above: normal */
+    h = (uint16_t)((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
+  else /* subnormal: a multiple of 2^-24, exact after scaling */
+    h = (uint16_t)nearbyintf(otc_bits_to_float(a) * 16777216.0f);
+  p->bits = sign | h;
+}
+
+OTC_HD float otc_ld(otc_bf16 b) { return otc_bits_to_float((uint32_t)b.bits << 16); }
+
+/* float to bfloat16, rounding to nearest even. */
+OTC_HD void otc_store(otc_bf16 *p, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    p->bits = (uint16_t)((u >> 16) | 0x40u); /* stays a NaN */
+  else
+    p->bits = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+#endif
+
+OTC_HD float otc_ld(float v) { return v; }
+OTC_HD void otc_store(float *p, float v) { *p = v; }
+
+#ifdef __CUDACC__
+/* Sum and max over the 32 lanes of a warp; every lane gets the result. */
+__device__ __forceinline__ float otc_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float otc_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+/* Over a whole block (a multiple of 32 threads, at most 1024); every thread
+ * gets the result. `scratch` holds 32 floats of shared memory. */
+__device__ __forceinline__ float otc_block_reduce(float v, bool isMax, float *scratch) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  v = isMax ? otc_warp_max(v) : otc_warp_sum(v);
+  __syncthreads(); /* scratch may still be read by a previous reduction */
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : (isMax ? -INFINITY : 0.0f);
+  return isMax ? otc_warp_max(v) : otc_warp_sum(v);
+}
+#endif
+
+#endif /* OTC_RUNTIME_KERNEL_SUPPORT_H */
