@@ -9,7 +9,7 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.otc_obj_root, "test")
-config.excludes = ["Inputs", "fixtures", "unit", "CMakeLists.txt"]
+config.excludes = ["Inputs", "fixtures", "kernels", "unit", "CMakeLists.txt"]
 
 config.environment["PATH"] = os.pathsep.join(
     [os.path.join(config.otc_obj_root, "bin"), config.llvm_tools_dir,

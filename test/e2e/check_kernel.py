@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""Runs an `otc kernel` executable on random inputs and checks its results
+against a float64 reference within the storage type's rounding bound.
+
+usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or bf16)
+
+The inputs are rounded to TYPE first, so the reference sees exactly what
+the kernel sees. The kernel computes in float32 and rounds each stored
+result once, so for a result r with reference value v:
+    |r - v| <= u |v| + a
+where u is TYPE's unit roundoff (2^-11 for f16, 2^-8 for bf16) and a
+bounds the float32 arithmetic: n * 2^-24 * (sum of |terms|) for a sum of
+n terms, a few ulps of float32 for the elementwise chain. f16 adds 2^-25
+for results that land among its subnormals.
+"""
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+U = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+F32_EPS = 2.0 ** -24
+
+
+def round_to(x, t):
+    x = np.asarray(x, dtype=np.float32)
+    if t == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16  # nearest even
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def check(name, got, want, bound):
+    err = np.abs(got.astype(np.float64) - want)
+    worst = float(np.max(err - bound))
+    ok = worst <= 0
+    print(f"{'ok' if ok else 'FAIL'} {name}: max |err| {float(err.max()):.3g}, "
+          f"max err - bound {worst:.3g}")
+    return ok
+
+
+def main():
+    exe, kind, t = sys.argv[1], sys.argv[2], sys.argv[3]
+    u = U[t]
+    sub = 2.0 ** -25 if t == "f16" else 0.0
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        if kind == "chain":
+            args = [round_to(rng.normal(0, 2, (4, 33)), t), round_to(rng.normal(0, 2, (33,)), t)]
+        elif kind == "rows":
+            args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
+                    rng.integers(0, 37, 6).astype(np.int64)]
+        else:
+            args = [round_to(rng.normal(0, 1, (3, 5, 40)), t), round_to(rng.normal(0, 1, (3, 40, 7)), t)]
+        for i, a in enumerate(args):
+            np.save(d / f"arg{i}.npy", a)
+        subprocess.run([exe, str(d)], check=True)
+        res = [np.load(d / f"result{i}.npy") for i in range(2 if kind == "rows" else 1)]
+
+    a64 = [np.asarray(a, dtype=np.float64) for a in args]
+    ok = True
+    if kind == "chain":
+        x, y = a64
+        v = 1.0 / (1.0 + np.exp(-(np.tanh(x * y) + x)))
+        ok &= check("chain", res[0], v, u * np.abs(v) + 8 * F32_EPS + sub)
+    elif kind == "rows":
+        x, logits, labels = a64[0], a64[1], args[2]
+        s = x.sum(axis=1)
+        ok &= check("reduce_sum", res[0], s, u * np.abs(s) + 100 * F32_EPS * np.abs(x).sum(axis=1) + sub)
+        m = logits.max(axis=1, keepdims=True)
+        lse = np.log(np.exp(logits - m).sum(axis=1)) + m[:, 0]
+        loss = np.mean(lse - logits[np.arange(6), labels])
+        # exp/log in float32 carry a few ulps each over 37 terms per row.
+        f32 = 64 * F32_EPS * (np.abs(lse).max() + 1)
+        ok &= check("softmax_cross_entropy", res[1], loss, u * abs(loss) + f32 + sub)
+    else:
+        a, b = a64
+        c = a @ b
+        # Products of 16-bit floats are exact in float32; the sum of 40 rounds.
+        terms = np.abs(a) @ np.abs(b)
+        ok &= check("matmul", res[0], c, u * np.abs(c) + 40 * F32_EPS * terms + sub)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
