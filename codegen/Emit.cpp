@@ -36,6 +36,16 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
   os << "};\n";
 }
 
+const char *optimizerName(otc_optimizer o) {
+  switch (o) {
+  case OTC_SGD: return "OTC_SGD";
+  case OTC_MOMENTUM: return "OTC_MOMENTUM";
+  case OTC_ADAM: return "OTC_ADAM";
+  case OTC_ADAMW: return "OTC_ADAMW";
+  }
+  return "OTC_SGD";
+}
+
 /// Where buffer `b` lives, as a pointer expression over the step's argument.
 std::string placeOf(const Buffer &b) {
   std::string t = std::string("(") + storageType(b.type) + " *)";
@@ -62,7 +72,8 @@ std::string emitSource(const Program &program, Target target, bool training,
   if (cuda)
     os << "#include \"otc/runtime/cuda_check.h\"\n#include <cublas_v2.h>\n";
   else
-    os << "#include \"otc/kernels/gemm_f32acc.h\"\n#include <cblas.h>\n#include <omp.h>\n";
+    os << "#include \"otc/kernels/gemm_f32acc.h\"\n#include \"otc/kernels/optimizer.h\"\n"
+          "#include <cblas.h>\n#include <omp.h>\n";
   os << "\nnamespace {\n\n";
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const Step &s = program.steps[k];
@@ -120,7 +131,9 @@ std::string emitSource(const Program &program, Target target, bool training,
      << program.microBatch << ", " << program.inputs.size() << ", kInputs, "
      << program.params.size() << ", kParams, kGradIndex, " << program.numGrads << ", "
      << program.arenaBytes << ", " << int(optimizer)
-     << ", otc_generated_step, OTC_SET_THREADS};\n\n"
+     << ", otc_generated_step, OTC_SET_THREADS, "
+     << (cuda ? std::string("0") : "otc_kernels::optimizer_update<" + std::string(optimizerName(optimizer)) + ">")
+     << "};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

@@ -461,7 +461,8 @@ void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) 
     int to = t->second.buffer;
     if (t->second.accumulate) {
       int prior = b.load(to, prog->buffers[to].type, strides);
-      node = b.select(b.first(), node, b.binary(Node::Add, prior, node));
+      int sum = b.binary(Node::Add, prior, node);
+      node = b.select(b.first(), node, sum);
     }
     b.store(to, std::move(strides), node);
     return;

@@ -3,7 +3,7 @@
 #ifndef OTC_RUNTIME_BACKEND_H
 #define OTC_RUNTIME_BACKEND_H
 
-#include "OptimizerMath.h"
+#include "otc/kernels/optimizer.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +26,8 @@ public:
   /// Applies one optimizer step to `n` elements; `m` and `v` are its state.
   virtual void update(const OptimizerStep &s, float *param, const float *grad,
                       float *m, float *v, int64_t n) = 0;
+  /// The generated program's CPU update, used by backends that take one.
+  virtual void setUpdateKernel(decltype(otc_program::update)) {}
   /// Whether any of the `n` floats at `p` is NaN or infinite.
   virtual bool anyNonFinite(const float *p, int64_t n) = 0;
 };

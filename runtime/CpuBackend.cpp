@@ -28,10 +28,12 @@ public:
     std::memcpy(dst, src, bytes);
   }
   void *blas() override { return nullptr; }
+  void setUpdateKernel(decltype(otc_program::update) k) override { kernel = k; }
   void update(const OptimizerStep &s, float *param, const float *grad, float *m,
               float *v, int64_t n) override {
-    // Threads only where the tensor is large enough to pay for them.
-#pragma omp parallel for simd if (n >= (1 << 16))
+    // The generated code's loop: compiled, threaded and vectorised with it.
+    if (kernel)
+      return kernel(&s, param, grad, m, v, n);
     for (int64_t i = 0; i < n; ++i)
       updateElement(s, param[i], grad[i], m[i], v[i]);
   }
@@ -49,6 +51,7 @@ public:
 
 private:
   std::vector<void *> blocks;
+  decltype(otc_program::update) kernel = nullptr;
 };
 
 } // namespace

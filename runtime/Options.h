@@ -2,7 +2,7 @@
 #ifndef OTC_RUNTIME_OPTIONS_H
 #define OTC_RUNTIME_OPTIONS_H
 
-#include "OptimizerMath.h"
+#include "otc/kernels/optimizer.h"
 
 #include <cstdint>
 #include <string>

@@ -188,6 +188,7 @@ int run(int argc, char **argv) {
   if (opt.threads > 0 && prog.set_threads)
     prog.set_threads(int(opt.threads));
   std::unique_ptr<Backend> backend = makeBackend();
+  backend->setUpdateKernel(prog.update);
   std::map<std::string, int64_t> counts;
   for (int i = 0; i < prog.num_params; ++i)
     counts[prog.params[i].name] = elements(prog.params[i]);

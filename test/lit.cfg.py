@@ -21,5 +21,10 @@ config.substitutions.append(("%fixtures", os.path.join(config.otc_src_root, "tes
 config.substitutions.append(("%inputs", os.path.join(config.otc_src_root, "test", "lit", "Inputs")))
 config.substitutions.append(("%e2e", os.path.join(config.otc_src_root, "test", "e2e")))
 
+# A memory cap for one command; ASan reserves terabytes of address space for
+# its shadow, so under the sanitizers the cap is left out.
+config.substitutions.append(
+    ("%limit_memory", "" if config.sanitized else "ulimit -v 1048576 &&"))
+
 if config.have_cuda:
     config.available_features.add("nvcc")

@@ -66,11 +66,14 @@ bool lowerForward(Operation *op, Lowering &l) {
   if (r.x < 0 || r.y < 0)
     return false;
   // The labelled logit: a sum where only column y contributes (exact).
-  int picked = b.reduce(Reduction::Sum,
-                        b.select(b.binary(Node::Eq, r.col, r.y), r.x, b.constant(0.0)));
+  int zero = b.constant(0.0);
+  int isLabel = b.binary(Node::Eq, r.col, r.y);
+  int picked = b.reduce(Reduction::Sum, b.select(isLabel, r.x, zero));
   int loss = b.binary(Node::Sub, b.binary(Node::Add, b.unary(Node::Log, r.s), r.m), picked);
-  if (ignore)
-    loss = b.select(b.binary(Node::Ne, r.y, b.integer(*ignore)), loss, b.constant(0.0));
+  if (ignore) {
+    int counted = b.binary(Node::Ne, r.y, b.integer(*ignore));
+    loss = b.select(counted, loss, zero);
+  }
   b.store(rows, {1, 0}, loss);
 
   Step &mean = l.newStep(Step::RowReduce, op, {1, n}, {false, true});
@@ -95,8 +98,11 @@ bool lowerBackward(Operation *op, Lowering &l) {
     return false;
   int count = countNode(b, counted, n);
   int scale = b.binary(Node::Div, g, count);
-  if (ignore)
-    scale = b.select(b.binary(Node::Ne, r.y, b.integer(*ignore)), scale, b.constant(0.0));
+  if (ignore) {
+    int counted = b.binary(Node::Ne, r.y, b.integer(*ignore));
+    int zero = b.constant(0.0);
+    scale = b.select(counted, scale, zero);
+  }
   int onehot = b.unary(Node::ToF32, b.binary(Node::Eq, r.col, r.y));
   int p = b.binary(Node::Div, r.e, r.s);
   l.store(b, ce.getResult(), b.binary(Node::Mul, scale, b.binary(Node::Sub, p, onehot)), {0, 1});

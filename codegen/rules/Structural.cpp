@@ -22,7 +22,8 @@ bool lowerAccumulate(Operation *op, Lowering &l) {
   int g = l.expr(b, acc.getGrad(), map), prior = l.expr(b, acc.getAcc(), map);
   if (g < 0 || prior < 0)
     return false;
-  int sum = b.select(b.first(), g, b.binary(Node::Add, prior, g));
+  int added = b.binary(Node::Add, prior, g);
+  int sum = b.select(b.first(), g, added);
   l.store(b, acc.getResult(), sum, map);
   return true;
 }

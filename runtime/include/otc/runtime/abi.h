@@ -59,6 +59,9 @@ typedef struct otc_program {
   int optimizer; /* an otc_optimizer */
   void (*step)(const otc_step_args *);
   void (*set_threads)(int); /* CPU threads for kernels and BLAS; may be null */
+  /* The CPU optimizer update (otc::OptimizerStep at `step`); null on CUDA. */
+  void (*update)(const void *step, float *param, const float *grad, float *m,
+                 float *v, int64_t n);
 } otc_program;
 
 /* A plain function (otc kernel): arguments in, results out, no training. */

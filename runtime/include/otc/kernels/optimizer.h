@@ -1,17 +1,19 @@
-// One optimizer update of one element, shared by the CPU loop and the CUDA
-// kernel. The formulas and their order follow PyTorch's single-tensor SGD,
-// Adam and AdamW, so float32 results agree to rounding.
-#ifndef OTC_RUNTIME_OPTIMIZERMATH_H
-#define OTC_RUNTIME_OPTIMIZERMATH_H
+// Kernel library: the optimizer update. One element's update is shared by
+// the CPU loop and the CUDA kernel; the formulas and their order follow
+// PyTorch's single-tensor SGD, Adam and AdamW, so float32 results agree to
+// rounding. The CPU loop is instantiated in generated code for the one
+// optimizer it was compiled for, threaded with the generated kernels.
+#ifndef OTC_KERNELS_OPTIMIZER_H
+#define OTC_KERNELS_OPTIMIZER_H
 
 #include "otc/runtime/abi.h"
 
 #include <math.h>
 
 #ifdef __CUDACC__
-#define OTC_HD __host__ __device__
+#define OTC_UPDATE_HD __host__ __device__
 #else
-#define OTC_HD
+#define OTC_UPDATE_HD
 #endif
 
 namespace otc {
@@ -28,7 +30,7 @@ struct OptimizerStep {
   bool firstStep;
 };
 
-OTC_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
+OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
                                  float &m, float &v) {
   switch (s.kind) {
   case OTC_SGD:
@@ -57,5 +59,21 @@ OTC_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
 }
 
 } // namespace otc
+
+namespace otc_kernels {
+
+/// The update of `n` elements, with the optimizer fixed at compile time so
+/// the per-element switch folds away and the loop vectorises.
+template <otc_optimizer Kind>
+void optimizer_update(const void *step, float *param, const float *grad, float *m,
+                      float *v, int64_t n) {
+  otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
+  s.kind = Kind;
+#pragma omp parallel for simd if (n >= (1 << 16))
+  for (int64_t i = 0; i < n; ++i)
+    otc::updateElement(s, param[i], grad[i], m[i], v[i]);
+}
+
+} // namespace otc_kernels
 
 #endif
