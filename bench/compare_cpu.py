@@ -2,10 +2,13 @@
 """Step time of an otc-compiled CPU executable against PyTorch on the CPU.
 
 Same model (a 3-layer MLP exported by bench/torch_mlp.py), batch, optimizer
-and thread count, run one after the other on this machine. Prints a table and
-the ratio otc / PyTorch (below 1 means otc is faster).
+(its update is part of each measured step) and thread count, run one after
+the other on this machine. Prints, per optimizer, a table by thread count,
+then each side at its best thread count, with the ratio otc / PyTorch (below
+1 means otc is faster).
 
 usage: bench/compare_cpu.py [--threads 1 2] [--batch 64] [--steps 50]
+                            [--optimizer sgd adamw]
 """
 import argparse
 import json
@@ -25,11 +28,10 @@ def run(cmd, env=None):
 
 
 def otc_ms_per_step(exe, data, steps, warmup, batch, threads):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "log.jsonl"
         run([str(exe), "--data", str(data), "--steps", str(warmup + steps),
-             "--lr", "0.01", "--log", str(log)], env)
+             "--lr", "0.01", "--log", str(log), "--threads", str(threads)])
         rates = [json.loads(l)["samples_per_second"] for l in log.read_text().splitlines()]
     return statistics.median(1000.0 * batch / r for r in rates[warmup:])
 
@@ -40,28 +42,36 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--optimizer", choices=["sgd", "adamw"], default="sgd")
+    p.add_argument("--optimizer", choices=["sgd", "adamw"], nargs="+", default=["sgd", "adamw"])
     a = p.parse_args()
     if not OTC.exists():
         sys.exit(f"compare_cpu: {OTC} is missing; run scripts/build.sh first")
 
     work = Path(tempfile.mkdtemp(prefix="otc-bench-"))
-    model, data, exe = work / "mlp.onnx", work / "data", work / "train"
+    model, data = work / "mlp.onnx", work / "data"
     shape = ["--in", "784", "--hidden", "1024", "--out", "10", "--batch", str(a.batch)]
     run(["/usr/bin/python3", str(ROOT / "bench" / "torch_mlp.py"), *shape, "--steps", "1",
          "--warmup", "0", "--export", str(model), "--data", str(data)])
-    run([str(OTC), "compile", str(model), "-o", str(exe), "--target", "cpu",
-         "--optimizer", a.optimizer, "--micro-batch", str(a.batch),
-         "--loss", "cross-entropy:logits"])
-
-    print(f"MLP 784-1024-1024-10, batch {a.batch}, {a.optimizer}, median of {a.steps} steps")
-    print(f"{'threads':>7}  {'otc ms':>8}  {'torch ms':>8}  {'otc/torch':>9}")
-    for t in a.threads:
-        ours = otc_ms_per_step(exe, data, a.steps, a.warmup, a.batch, t)
-        theirs = json.loads(run(["/usr/bin/python3", str(ROOT / "bench" / "torch_mlp.py"), *shape,
-                                 "--steps", str(a.steps), "--warmup", str(a.warmup),
-                                 "--optimizer", a.optimizer, "--threads", str(t)]).stdout)["ms_per_step"]
-        print(f"{t:>7}  {ours:>8.3f}  {theirs:>8.3f}  {ours / theirs:>9.2f}")
+    for opt in a.optimizer:
+        exe = work / f"train-{opt}"
+        run([str(OTC), "compile", str(model), "-o", str(exe), "--target", "cpu",
+             "--optimizer", opt, "--micro-batch", str(a.batch),
+             "--loss", "cross-entropy:logits"])
+        print(f"MLP 784-1024-1024-10, batch {a.batch}, {opt}, median of {a.steps} steps")
+        print(f"{'threads':>7}  {'otc ms':>8}  {'torch ms':>8}  {'otc/torch':>9}")
+        rows = []
+        for t in a.threads:
+            ours = otc_ms_per_step(exe, data, a.steps, a.warmup, a.batch, t)
+            theirs = json.loads(run(["/usr/bin/python3", str(ROOT / "bench" / "torch_mlp.py"), *shape,
+                                     "--steps", str(a.steps), "--warmup", str(a.warmup),
+                                     "--optimizer", opt, "--threads", str(t)]).stdout)["ms_per_step"]
+            rows.append((t, ours, theirs))
+            print(f"{t:>7}  {ours:>8.3f}  {theirs:>8.3f}  {ours / theirs:>9.2f}")
+        best_ours = min(rows, key=lambda r: r[1])
+        best_theirs = min(rows, key=lambda r: r[2])
+        print(f"{'best':>7}  {best_ours[1]:>8.3f}  {best_theirs[2]:>8.3f}  "
+              f"{best_ours[1] / best_theirs[2]:>9.2f}   (otc at {best_ours[0]} threads, "
+              f"PyTorch at {best_theirs[0]})\n")
 
 
 if __name__ == "__main__":

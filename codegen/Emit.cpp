@@ -99,7 +99,12 @@ std::string emitSource(const Program &program, Target target, bool training,
     if (s.kind == Step::Gemm) {
       os << "  // s" << k << ": " << s.origin << "\n";
       cuda ? emitCudaGemm(os, program, s.gemm) : emitCpuGemm(os, program, s.gemm);
-    } else if (s.kind != Step::LibraryCall) {
+    } else if (s.kind == Step::LibraryCall) {
+      os << "  // s" << k << ": " << s.origin << "\n";
+      emitLibraryCall(os, s.call, cuda);
+      if (cuda)
+        os << "  OTC_CUDA_CHECK(cudaGetLastError());\n";
+    } else {
       cuda ? emitCudaLaunch(os, program, s, (int)k) : emitCpuLaunch(os, program, s, (int)k);
     }
   }

@@ -1,4 +1,5 @@
 #include "EmitCommon.h"
+#include "Targets.h"
 #include "../Lowering.h"
 
 #include <algorithm>
@@ -191,6 +192,22 @@ std::string kernelArgs(const LoopInfo &info) {
   if (info.usesFirst)
     s += (s.empty() ? "" : ", ") + std::string("first");
   return s;
+}
+
+void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
+  os << "  otc_kernels::" << call.kernel;
+  if (!call.constants.empty()) {
+    os << "<";
+    for (size_t i = 0; i < call.constants.size(); ++i)
+      os << (i ? ", " : "") << intLiteral(call.constants[i]);
+    os << ">";
+  }
+  os << "(";
+  for (size_t i = 0; i < call.buffers.size(); ++i)
+    os << (i ? ", " : "") << bufferName(call.buffers[i]);
+  if (cuda)
+    os << (call.buffers.empty() ? "" : ", ") << "stream";
+  os << ");\n";
 }
 
 const char *reductionInit(Reduction::Kind k) {

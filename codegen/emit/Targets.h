@@ -18,6 +18,10 @@ void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k);
 void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, int k);
 void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g);
 
+/// A kernel-library call: `otc_kernels::NAME<constants...>(buffers...)`,
+/// with the CUDA stream last on that target.
+void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda);
+
 /// A Reduce whose innermost dim is kept: outputs side by side, so the CPU
 /// tiles them and CUDA gives each thread one.
 bool isColumnReduce(const Step &s);

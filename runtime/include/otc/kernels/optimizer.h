@@ -30,22 +30,19 @@ struct OptimizerStep {
   bool firstStep;
 };
 
-OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
-                                 float &m, float &v) {
-  switch (s.kind) {
-  case OTC_SGD:
-  case OTC_MOMENTUM: {
+/// One element's update for the optimizer `Kind`, known at compile time.
+template <otc_optimizer Kind>
+OTC_UPDATE_HD inline void updateElementOf(const OptimizerStep &s, float &p, float g,
+                                          float &m, float &v) {
+  if constexpr (Kind == OTC_SGD || Kind == OTC_MOMENTUM) {
     float d = s.weightDecay != 0.0f ? g + s.weightDecay * p : g;
-    if (s.kind == OTC_MOMENTUM) {
+    if constexpr (Kind == OTC_MOMENTUM) {
       m = s.firstStep ? d : m * s.momentum + d;
       d = m;
     }
     p = p + (-s.lr) * d;
-    break;
-  }
-  case OTC_ADAM:
-  case OTC_ADAMW: {
-    if (s.kind == OTC_ADAMW)
+  } else {
+    if constexpr (Kind == OTC_ADAMW)
       p = p * s.decayFactor;
     else if (s.weightDecay != 0.0f)
       g = g + s.weightDecay * p;
@@ -53,8 +50,16 @@ OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float 
     v = v * s.beta2 + s.oneMinusBeta2 * g * g;
     float denom = sqrtf(v) / s.biasCorr2Sqrt + s.eps;
     p = p + (-s.stepSize) * (m / denom);
-    break;
   }
+}
+
+OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float g,
+                                        float &m, float &v) {
+  switch (s.kind) {
+  case OTC_SGD: return updateElementOf<OTC_SGD>(s, p, g, m, v);
+  case OTC_MOMENTUM: return updateElementOf<OTC_MOMENTUM>(s, p, g, m, v);
+  case OTC_ADAM: return updateElementOf<OTC_ADAM>(s, p, g, m, v);
+  case OTC_ADAMW: return updateElementOf<OTC_ADAMW>(s, p, g, m, v);
   }
 }
 
@@ -63,15 +68,15 @@ OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float 
 namespace otc_kernels {
 
 /// The update of `n` elements, with the optimizer fixed at compile time so
-/// the per-element switch folds away and the loop vectorises.
+/// that the loop has no branch on it and vectorises.
 template <otc_optimizer Kind>
-void optimizer_update(const void *step, float *param, const float *grad, float *m,
-                      float *v, int64_t n) {
-  otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
-  s.kind = Kind;
+void optimizer_update(const void *step, float *__restrict__ param,
+                      const float *__restrict__ grad, float *__restrict__ m,
+                      float *__restrict__ v, int64_t n) {
+  const otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
 #pragma omp parallel for simd if (n >= (1 << 16))
   for (int64_t i = 0; i < n; ++i)
-    otc::updateElement(s, param[i], grad[i], m[i], v[i]);
+    otc::updateElementOf<Kind>(s, param[i], grad[i], m[i], v[i]);
 }
 
 } // namespace otc_kernels
