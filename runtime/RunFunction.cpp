@@ -9,6 +9,7 @@
 #include "otc/runtime/abi.h"
 #include "otc/runtime/kernel_support.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,12 +62,21 @@ std::string npyBytes(const otc_tensor_desc &d, const std::vector<char> &values) 
 int run(int argc, char **argv) {
   const otc_function &fn = *otc_get_function();
   if (argc < 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: %s DIR [--threads N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR [--threads N] [--repeat N]\n", argv[0]);
     return 2;
   }
   std::string dir = argv[1];
-  if (argc == 4 && std::string(argv[2]) == "--threads" && fn.set_threads)
-    fn.set_threads(std::atoi(argv[3]));
+  long repeat = 0; // extra timed runs, for benchmarks
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    long v = std::strtol(argv[i + 1], nullptr, 10);
+    if (flag == "--threads" && v > 0 && fn.set_threads)
+      fn.set_threads(int(v));
+    else if (flag == "--repeat" && v > 0)
+      repeat = v;
+    else
+      die("unknown or bad flag '" + flag + "'");
+  }
   std::unique_ptr<Backend> backend = makeBackend();
   std::vector<void *> args, results;
   for (int i = 0; i < fn.num_args; ++i) {
@@ -98,6 +108,18 @@ int run(int argc, char **argv) {
   otc_function_args fa{(char *)backend->alloc(fn.arena_bytes), args.data(), results.data(),
                        backend->blas()};
   fn.run(&fa);
+  if (repeat > 0) {
+    char sync; // a device-to-host copy waits for the device to finish
+    if (fn.num_results)
+      backend->toHost(&sync, results[0], 1);
+    auto start = std::chrono::steady_clock::now();
+    for (long r = 0; r < repeat; ++r)
+      fn.run(&fa);
+    if (fn.num_results)
+      backend->toHost(&sync, results[0], 1);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("{\"runs\": %ld, \"ms_per_run\": %.6f}\n", repeat, ms / double(repeat));
+  }
   for (int i = 0; i < fn.num_results; ++i) {
     const otc_tensor_desc &d = fn.results[i];
     int64_t n = elements(d);

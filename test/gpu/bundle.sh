@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the CUDA training executables for done-means points 1 and 2 into a
-# self-contained folder (executables, fixtures, checker, non-CUDA shared
-# libraries) that runs on a GPU machine without MLIR: see README.md.
+# Builds the CUDA training executables (the e2e checks), the f16/bf16 kernels
+# and the bandwidth micro-benchmarks into a self-contained folder
+# (executables, fixtures, checkers, non-CUDA shared libraries) that runs on a
+# GPU machine without MLIR: see README.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/gpu-bundle}
@@ -15,7 +16,17 @@ done
 # The non-finite gradient check's CUDA kernel (test/e2e/train_hostile.test on the CPU).
 "$otc" compile "$root/test/lit/Inputs/hostile/grad_overflow.onnx" -o "$out/train_grad_overflow" \
   --target cuda --micro-batch 4
-cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" "$out/"
+# f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
+# bandwidth micro-benchmarks (bench/gpu_kernels.py).
+for k in chain rows gemm; do
+  for t in f16 bf16; do
+    "$otc" kernel "$root/test/e2e/kernels/${k}_$t.mlir" -o "$out/kernel_${k}_$t" --target cuda
+  done
+done
+"$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
+"$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
+cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
+  "$root/test/e2e/check_kernel.py" "$root/bench/gpu_kernels.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
 echo "bundle ready: $out (run: bash $out/run_bundle.sh)"

@@ -32,6 +32,16 @@ if ! "$dir/train_grad_overflow" --data "$tmp/x" --steps 2 --accum-steps 2 --save
 else
   fail=$((fail + 1)); echo "FAIL non-finite gradient stops the run"; cat "$tmp/grad.err"
 fi
+# f16 and bf16 storage on the GPU, against float64 within the rounding bound.
+for k in chain rows gemm; do
+  for t in f16 bf16; do
+    if "$py" "$dir/check_kernel.py" "$dir/kernel_${k}_$t" $k $t; then
+      pass=$((pass + 1)); echo "PASS $k $t"
+    else fail=$((fail + 1)); echo "FAIL $k $t"; fi
+  done
+done
+# Bandwidth against the device's copy (done-means point 6); record it in bench/RESULTS.md.
+"$py" "$dir/gpu_kernels.py" "$dir" || echo "gpu_kernels.py failed"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

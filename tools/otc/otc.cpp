@@ -113,6 +113,7 @@ int compileKernel(MLIRContext &ctx, const Args &args, otc::CodegenOptions codege
   if (std::distance(funcs.begin(), funcs.end()) != 1)
     fail("'" + args.model + "' must hold exactly one func.func");
   codegen.training = false;
+  codegen.microBatch = 0;
   otc::CodegenOutput out;
   std::string error;
   if (!otc::emitCode(*funcs.begin(), codegen, out, error))
