@@ -23,6 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 OTC = ROOT / "build" / "bin" / "otc"
 
 
+def torch_env(threads):
+    # torch.set_num_threads does not reach Debian's OpenBLAS (pthreads), whose
+    # GEMMs would otherwise use every core in a "1 thread" run.
+    return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+
+
 def run(cmd, env=None):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
 
@@ -64,7 +70,8 @@ def main():
             ours = otc_ms_per_step(exe, data, a.steps, a.warmup, a.batch, t)
             theirs = json.loads(run(["/usr/bin/python3", str(ROOT / "bench" / "torch_mlp.py"), *shape,
                                      "--steps", str(a.steps), "--warmup", str(a.warmup),
-                                     "--optimizer", opt, "--threads", str(t)]).stdout)["ms_per_step"]
+                                     "--optimizer", opt, "--threads", str(t)],
+                                    torch_env(t)).stdout)["ms_per_step"]
             rows.append((t, ours, theirs))
             print(f"{t:>7}  {ours:>8.3f}  {theirs:>8.3f}  {ours / theirs:>9.2f}")
         best_ours = min(rows, key=lambda r: r[1])

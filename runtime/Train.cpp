@@ -298,6 +298,15 @@ int run(int argc, char **argv) {
 } // namespace otc
 
 int main(int argc, char **argv) {
+  // OpenMP (the generated kernels) and OpenBLAS (the GEMMs) each keep a
+  // thread pool; threads that spin while waiting starve the other pool's
+  // (3x slower steps at 2 threads on 2 cores). libgomp reads its wait policy
+  // from the environment only, when it loads, so set it and start again,
+  // same process id, unless the user chose a policy.
+  if (otc_get_program()->set_threads && !std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    execv("/proc/self/exe", argv); // on failure, go on with spinning threads
+  }
   try {
     return otc::run(argc, argv);
   } catch (const otc::Fatal &f) {

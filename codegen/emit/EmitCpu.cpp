@@ -8,7 +8,7 @@
 namespace otc {
 namespace {
 
-constexpr int64_t kParallelWork = 1 << 15; // below this, threads cost more
+constexpr int64_t kParallelWork = 1 << 20; // below this, threads cost more
 constexpr int64_t kTile = 64;              // outputs per column-reduce tile
 
 std::string num(int64_t v) { return std::to_string(v); }

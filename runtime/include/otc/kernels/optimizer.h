@@ -74,7 +74,7 @@ void optimizer_update(const void *step, float *__restrict__ param,
                       const float *__restrict__ grad, float *__restrict__ m,
                       float *__restrict__ v, int64_t n) {
   const otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
-#pragma omp parallel for simd if (n >= (1 << 16))
+#pragma omp parallel for simd if (n >= (1 << 20))
   for (int64_t i = 0; i < n; ++i)
     otc::updateElementOf<Kind>(s, param[i], grad[i], m[i], v[i]);
 }
