@@ -25,8 +25,10 @@ OTC = ROOT / "build" / "bin" / "otc"
 
 def torch_env(threads):
     # torch.set_num_threads does not reach Debian's OpenBLAS (pthreads), whose
-    # GEMMs would otherwise use every core in a "1 thread" run.
-    return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    # GEMMs would otherwise use every core in a "1 thread" run. A passive
+    # OpenMP wait policy keeps its two thread pools from starving each other,
+    # as otc's executables set for themselves.
+    return dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_WAIT_POLICY="PASSIVE")
 
 
 def run(cmd, env=None):
