@@ -113,6 +113,11 @@ std::string NodePrinter::expr(int i) const {
   bool f = n.type == ElemType::F32;
   switch (n.op) {
   case Node::Load: {
+    if (loadOverride) {
+      std::string lane = loadOverride(i);
+      if (!lane.empty())
+        return lane;
+    }
     std::string ref = bufferName(n.buffer) + "[" + index(n.strides) + "]";
     ElemType t = program.buffers[n.buffer].type;
     return t == ElemType::F16 || t == ElemType::BF16 ? "otc_ld(" + ref + ")" : ref;

@@ -36,6 +36,9 @@ public:
   NodePrinter(const Program &p, const Step &s) : program(p), step(s) {}
   /// How reduction k's result is spelled (default `a<k>`).
   std::function<std::string(int)> reducedName = [](int k) { return "a" + std::to_string(k); };
+  /// When set and non-empty for a load node, what it reads instead (a lane
+  /// of a vector load).
+  std::function<std::string(int)> loadOverride;
 
   /// Emits, in SSA order, the nodes that `roots` need and `defined` lacks,
   /// only those `want` accepts when given; marks them defined.

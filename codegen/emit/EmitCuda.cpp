@@ -33,7 +33,62 @@ std::vector<int> storeRoots(const Step &s, const LoopInfo &info, bool inner) {
   return roots;
 }
 
+/// Whether an elementwise step can move four floats per load and store:
+/// one (collapsed) dim that is a multiple of 4, every float32 access walking
+/// it contiguously or not at all. Buffers start 256-byte aligned (the arena
+/// and cudaMalloc), so element 4k is 16-byte aligned.
+bool vectorizable(const Program &p, const Step &s) {
+  if (s.shape.size() != 1 || s.shape[0] % 4 != 0)
+    return false;
+  for (const Node &n : s.nodes)
+    if (n.op == Node::Coord ||
+        (n.op == Node::Load && n.strides[0] == 1 && p.buffers[n.buffer].type != ElemType::F32))
+      return false;
+  for (const Store &st : s.stores)
+    if (st.strides[0] != 1 || p.buffers[st.buffer].type != ElemType::F32)
+      return false;
+  return true;
+}
+
+// Four elements per iteration: float4 loads, the DAG once per lane, float4
+// stores.
+void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const char *it) {
+  NodePrinter np(p, s);
+  static const char *lanes[] = {"x", "y", "z", "w"};
+  os << "  for (" << it << " q = blockIdx.x * (" << it << ")blockDim.x + threadIdx.x; q < "
+     << s.shape[0] / 4 << "; q += (" << it << ")gridDim.x * blockDim.x) {\n";
+  std::vector<int> vecLoads;
+  for (size_t i = 0; i < s.nodes.size(); ++i)
+    if (s.nodes[i].op == Node::Load && s.nodes[i].strides[0] == 1) {
+      os << "    const float4 l" << i << " = reinterpret_cast<const float4 *>("
+         << bufferName(s.nodes[i].buffer) << ")[q];\n";
+      vecLoads.push_back((int)i);
+    }
+  for (size_t k = 0; k < s.stores.size(); ++k)
+    os << "    float4 s" << k << ";\n";
+  std::vector<int> roots;
+  for (const Store &st : s.stores)
+    roots.push_back(st.node);
+  for (int lane = 0; lane < 4; ++lane) {
+    np.loadOverride = [&, lane](int i) {
+      return std::find(vecLoads.begin(), vecLoads.end(), i) != vecLoads.end()
+                 ? "l" + std::to_string(i) + "." + lanes[lane] : std::string();
+    };
+    os << "    {\n      const " << it << " c0 = q * 4 + " << lane << ";\n      (void)c0;\n";
+    std::vector<char> defined(s.nodes.size(), 0);
+    np.emit(os, roots, defined, "      ");
+    for (size_t k = 0; k < s.stores.size(); ++k)
+      os << "      s" << k << "." << lanes[lane] << " = " << var(s.stores[k].node) << ";\n";
+    os << "    }\n";
+  }
+  for (size_t k = 0; k < s.stores.size(); ++k)
+    os << "    reinterpret_cast<float4 *>(" << bufferName(s.stores[k].buffer) << ")[q] = s" << k << ";\n";
+  os << "  }\n";
+}
+
 void elementwise(std::ostream &os, const Program &p, const Step &s, const char *it) {
+  if (vectorizable(p, s))
+    return vectorElementwise(os, p, s, it);
   LoopInfo info(s);
   NodePrinter np(p, s);
   std::vector<int> all;
@@ -150,10 +205,12 @@ void columns(std::ostream &os, const Program &p, const Step &s, const char *it) 
   os << "  }\n";
 }
 
-int64_t gridOf(const Step &s) {
+int64_t gridOf(const Program &p, const Step &s) {
   LoopInfo info(s);
   int64_t blocks;
-  if (s.kind == Step::Elementwise || isColumnReduce(s))
+  if (s.kind == Step::Elementwise && vectorizable(p, s))
+    blocks = (info.rows / 4 + kThreads - 1) / kThreads;
+  else if (s.kind == Step::Elementwise || isColumnReduce(s))
     blocks = (info.rows + kThreads - 1) / kThreads;
   else if (blockPerRow(info))
     blocks = info.rows;
@@ -188,8 +245,8 @@ void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k) {
   os << "}\n\n";
 }
 
-void emitCudaLaunch(std::ostream &os, const Program &, const Step &s, int k) {
-  os << "  k" << k << "<<<" << gridOf(s) << ", " << kThreads << ", 0, stream>>>("
+void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, int k) {
+  os << "  k" << k << "<<<" << gridOf(p, s) << ", " << kThreads << ", 0, stream>>>("
      << kernelArgs(LoopInfo(s)) << ");\n  OTC_CUDA_CHECK(cudaGetLastError());\n";
 }
 
