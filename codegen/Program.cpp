@@ -104,8 +104,10 @@ const char *placeName(Buffer::Place p) {
 const char *opName(Node::Op op) {
   static const char *names[] = {
       "load", "const", "seed", "first", "coord", "reduced", "add", "sub", "mul",
-      "div", "max", "neg", "exp", "log", "tanh", "sigmoid", "relu", "gt", "eq",
-      "ne", "select", "to_f32"};
+      "div", "max", "neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt",
+      "abs", "erf", "sign", "gt", "eq", "ne", "select", "to_f32"};
+  static_assert(sizeof(names) / sizeof(names[0]) == Node::ToF32 + 1,
+                "one name per node kind");
   return names[op];
 }
 

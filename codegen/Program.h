@@ -46,6 +46,7 @@ struct Node {
     Reduced, // the result of reduction `ivalue` of this step
     // Arithmetic on F32 (or I64 where the operands are I64).
     Add, Sub, Mul, Div, Max, Neg, Exp, Log, Tanh, Sigmoid, Relu,
+    Sqrt, Abs, Erf, Sign,
     // Comparisons give I1; Select picks operand 1 or 2 by operand 0.
     Gt, Eq, Ne, Select,
     ToF32, // converts I64 or I1 to F32

@@ -102,3 +102,55 @@ LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ValueRange dy,
   grads.push_back(SigmoidGradOp::create(b, getLoc(), dy[0], getResult()));
   return success();
 }
+
+// The math functions' rules compose primitives, reusing the forward result
+// where it is the derivative's natural input.
+LogicalResult ExpOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  grads.push_back(MulOp::create(b, getLoc(), dy[0], getResult())); // dy * e^x
+  return success();
+}
+
+LogicalResult LogOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  grads.push_back(DivOp::create(b, getLoc(), dy[0], getInput())); // dy / x
+  return success();
+}
+
+LogicalResult SqrtOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                     SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value two = scalarConstant(b, loc, tensorType(getResult()).getElementType(), 2.0);
+  Value twoY = MulOp::create(b, loc, getResult(), two);
+  grads.push_back(DivOp::create(b, loc, dy[0], twoY)); // dy / (2 sqrt(x))
+  return success();
+}
+
+LogicalResult ReciprocalOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                           SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value yy = MulOp::create(b, loc, getResult(), getResult());
+  grads.push_back(NegOp::create(b, loc, MulOp::create(b, loc, dy[0], yy))); // -dy / x^2
+  return success();
+}
+
+LogicalResult AbsOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value sign = SignOp::create(b, loc, getInput()); // 0 at 0, as PyTorch
+  grads.push_back(MulOp::create(b, loc, dy[0], sign));
+  return success();
+}
+
+// d erf(x)/dx = 2/sqrt(pi) * exp(-x^2).
+LogicalResult ErfOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value xx = MulOp::create(b, loc, getInput(), getInput());
+  Value gauss = ExpOp::create(b, loc, NegOp::create(b, loc, xx));
+  Value k = scalarConstant(b, loc, tensorType(getInput()).getElementType(),
+                           1.1283791670955126); // 2 / sqrt(pi)
+  Value scaled = MulOp::create(b, loc, gauss, k);
+  grads.push_back(MulOp::create(b, loc, dy[0], scaled));
+  return success();
+}

@@ -143,6 +143,10 @@ std::string NodePrinter::expr(int i) const {
   case Node::Tanh: return "tanhf(" + a(0) + ")";
   case Node::Sigmoid: return "1.0f / (1.0f + expf(-" + a(0) + "))";
   case Node::Relu: return a(0) + (f ? " > 0.0f ? " : " > 0 ? ") + a(0) + (f ? " : 0.0f" : " : 0LL");
+  case Node::Sqrt: return "sqrtf(" + a(0) + ")";
+  case Node::Abs: return "fabsf(" + a(0) + ")";
+  case Node::Erf: return "erff(" + a(0) + ")";
+  case Node::Sign: return "(float)((" + a(0) + " > 0.0f) - (" + a(0) + " < 0.0f))";
   case Node::Gt: return a(0) + " > " + a(1);
   case Node::Eq: return a(0) + " == " + a(1);
   case Node::Ne: return a(0) + " != " + a(1);

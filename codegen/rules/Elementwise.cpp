@@ -18,6 +18,10 @@ int unary(Operation *, NodeBuilder &b, ArrayRef<int> x) {
   return b.unary(Op, x[0]);
 }
 int same(Operation *, NodeBuilder &, ArrayRef<int> x) { return x[0]; }
+int reciprocal(Operation *, NodeBuilder &b, ArrayRef<int> x) {
+  int one = b.constant(1.0);
+  return b.binary(Node::Div, one, x[0]);
+}
 
 // Gradients of activations, from (upstream gradient, input or output).
 int reluGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) {
@@ -57,6 +61,13 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(ReluGradOp::getOperationName(), {nullptr, reluGrad});
   add(TanhGradOp::getOperationName(), {nullptr, tanhGrad});
   add(SigmoidGradOp::getOperationName(), {nullptr, sigmoidGrad});
+  add(ExpOp::getOperationName(), {nullptr, unary<Node::Exp>});
+  add(LogOp::getOperationName(), {nullptr, unary<Node::Log>});
+  add(SqrtOp::getOperationName(), {nullptr, unary<Node::Sqrt>});
+  add(ReciprocalOp::getOperationName(), {nullptr, reciprocal});
+  add(AbsOp::getOperationName(), {nullptr, unary<Node::Abs>});
+  add(ErfOp::getOperationName(), {nullptr, unary<Node::Erf>});
+  add(SignOp::getOperationName(), {nullptr, unary<Node::Sign>});
   add(IdentityOp::getOperationName(), {nullptr, same});
   add(BroadcastToOp::getOperationName(), {nullptr, same});
   add(TransposeOp::getOperationName(), {transposeMap, same});

@@ -3,6 +3,7 @@
 against a float64 reference within the storage type's rounding bound.
 
 usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or bf16)
+       check_kernel.py EXE unary f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each stored
@@ -12,6 +13,10 @@ where u is TYPE's unit roundoff (2^-11 for f16, 2^-8 for bf16) and a
 bounds the float32 arithmetic: n * 2^-24 * (sum of |terms|) for a sum of
 n terms, a few ulps of float32 for the elementwise chain. f16 adds 2^-25
 for results that land among its subnormals.
+
+`unary` checks exp, log, sqrt, reciprocal, abs and erf in float32 against
+float64 within 4 ulps (2^-22 |v|): sqrtf and division are correctly rounded,
+and glibc and CUDA document expf, logf and erff within 2 ulps.
 """
 import subprocess
 import sys
@@ -20,12 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-U = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+U = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8, "f32": 2.0 ** -24}
 F32_EPS = 2.0 ** -24
 
 
 def round_to(x, t):
     x = np.asarray(x, dtype=np.float32)
+    if t == "f32":
+        return x
     if t == "f16":
         return x.astype(np.float16).astype(np.float32)
     bits = x.view(np.uint32).astype(np.uint64)
@@ -49,7 +56,11 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "chain":
+        if kind == "unary":
+            mag = rng.uniform(0.3, 3.0, (2, 64))
+            args = [mag[0].astype(np.float32),
+                    (mag[1] * rng.choice([-1.0, 1.0], 64)).astype(np.float32)]
+        elif kind == "chain":
             args = [round_to(rng.normal(0, 2, (4, 33)), t), round_to(rng.normal(0, 2, (33,)), t)]
         elif kind == "rows":
             args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
@@ -59,11 +70,19 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        res = [np.load(d / f"result{i}.npy") for i in range(2 if kind == "rows" else 1)]
+        count = {"rows": 2, "unary": 6}.get(kind, 1)
+        res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
     ok = True
-    if kind == "chain":
+    if kind == "unary":
+        p, s = a64
+        from math import erf
+        want = [np.exp(s), np.log(p), np.sqrt(p), 1.0 / s, np.abs(s),
+                np.array([erf(v) for v in s])]
+        for name, got, v in zip(["exp", "log", "sqrt", "reciprocal", "abs", "erf"], res, want):
+            ok &= check(name, got, v, 4 * u * np.abs(v) + 1e-30)
+    elif kind == "chain":
         x, y = a64
         v = 1.0 / (1.0 + np.exp(-(np.tanh(x * y) + x)))
         ok &= check("chain", res[0], v, u * np.abs(v) + 8 * F32_EPS + sub)

@@ -122,6 +122,13 @@ std::vector<Case> cases() {
       binary("div_broadcast", "div", kB3, "tensor<3xf64>"),
       unary("neg", "neg"), unary("relu", "relu"), unary("tanh", "tanh"),
       unary("sigmoid", "sigmoid"), unary("identity", "identity"),
+      unary("exp", "exp"), unary("reciprocal", "reciprocal"), unary("abs", "abs"),
+      unary("erf", "erf"),
+      // log and sqrt of a^2, which the inputs keep at 0.09 or more.
+      {"log", kA23, "  %s = otc.mul %a, %a : " + t23 + ", " + t23 + " -> " + t23 +
+       "\n  %y = otc.log %s : " + t23, t23, {2, 3}},
+      {"sqrt", kA23, "  %s = otc.mul %a, %a : " + t23 + ", " + t23 + " -> " + t23 +
+       "\n  %y = otc.sqrt %s : " + t23, t23, {2, 3}},
       {"gemm_transB_bias", "%x: tensor<2x4xf64> {otc.param = \"x\", otc.trainable}, "
        "%w: tensor<3x4xf64> {otc.param = \"w\", otc.trainable}, " + kB3,
        "  %y = otc.gemm %x, %w, %b {trans_b = true, alpha = 0.5, beta = 2.0} : "

@@ -84,6 +84,21 @@ def Otc_NegOp : Otc_UnaryOp<"neg", "Elementwise negation">;
 def Otc_ReluOp : Otc_UnaryOp<"relu", "Elementwise max(x, 0)">;
 def Otc_TanhOp : Otc_UnaryOp<"tanh", "Elementwise hyperbolic tangent">;
 def Otc_SigmoidOp : Otc_UnaryOp<"sigmoid", "Elementwise logistic function">;
+def Otc_ExpOp : Otc_UnaryOp<"exp", "Elementwise e^x">;
+def Otc_LogOp : Otc_UnaryOp<"log", "Elementwise natural logarithm">;
+def Otc_SqrtOp : Otc_UnaryOp<"sqrt", "Elementwise square root">;
+def Otc_ReciprocalOp : Otc_UnaryOp<"reciprocal", "Elementwise 1 / x">;
+def Otc_AbsOp : Otc_UnaryOp<"abs", "Elementwise |x|">;
+def Otc_ErfOp : Otc_UnaryOp<"erf", "Elementwise error function">;
+
+// Only gradients use it (that of abs), so it has no gradient of its own.
+def Otc_SignOp : Otc_Op<"sign", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise -1, 0 or 1 by the sign of x";
+  let arguments = (ins Otc_FloatTensor:$input);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 def Otc_IdentityOp : Otc_UnaryOp<"identity", "Returns its operand"> {
   let hasFolder = 1;
 }
