@@ -103,7 +103,7 @@ struct Step {
   std::string origin; // the op it came from
 
   /// Elementwise, Reduce, RowReduce: the iteration space, and which of its
-  /// dims are reduced (RowReduce: only the last).
+  /// dims are reduced (RowReduce: one, usually the innermost).
   std::vector<int64_t> shape;
   std::vector<bool> reduced;
   std::vector<Node> nodes;

@@ -10,6 +10,7 @@ const RuleRegistry &RuleRegistry::get() {
     registerLinalgRules(r);
     registerReductionRules(r);
     registerLossRules(r);
+    registerNormalizationRules(r);
     registerStructuralRules(r);
     return r;
   }();

@@ -42,6 +42,7 @@ void registerElementwiseRules(RuleRegistry &r);
 void registerLinalgRules(RuleRegistry &r);
 void registerReductionRules(RuleRegistry &r);
 void registerLossRules(RuleRegistry &r);
+void registerNormalizationRules(RuleRegistry &r);
 void registerStructuralRules(RuleRegistry &r);
 
 /// Numpy broadcasting: the operand dims aligned to the result's trailing

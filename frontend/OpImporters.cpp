@@ -320,6 +320,33 @@ LogicalResult importReduce(Imp &imp) {
                      imp.builder().getBoolAttr(imp.intAttr("keepdims", 1) != 0)));
 }
 
+/// Softmax and LogSoftmax. From opset 13 along `axis` (default -1); before,
+/// over the input flattened to 2-D at `axis` (default 1), which is a reshape
+/// around the same op along the last dim.
+template <typename Op, bool before13>
+LogicalResult importSoftmax(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  auto axis = normaliseAxes(imp, {imp.intAttr("axis", before13 ? 1 : -1)}, rank);
+  if (failed(axis))
+    return failure();
+  int64_t a = (*axis)[0];
+  OpBuilder &b = imp.builder();
+  if (!before13 || a == rank - 1) {
+    imp.define(0, Op::create(b, imp.loc(), *x, b.getI64IntegerAttr(a)).getResult());
+    return success();
+  }
+  int64_t outer = product(type.getShape().take_front(a));
+  auto flat = withShape(*x, {outer, type.getNumElements() / outer});
+  Value v = ReshapeOp::create(b, imp.loc(), flat, *x);
+  Value y = Op::create(b, imp.loc(), v, b.getI64IntegerAttr(1));
+  imp.define(0, ReshapeOp::create(b, imp.loc(), type, y).getResult());
+  return success();
+}
+
 LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
   const auto *reduction = imp.attr("reduction");
   if (reduction && reduction->s() != "mean")
@@ -545,6 +572,8 @@ const OpImporter kImporters[] = {
     {"Gemm", 7, importGemm},
     {"Identity", 1, importIdentity},
     {"Log", 6, importUnary<LogOp>},
+    {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp, true>},
+    {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp, false>},
     {"MatMul", 1, importTwoInputs<MatMulOp>},
     {"Mul", 7, importBinary<MulOp, MulF>},
     {"Neg", 6, importUnary<NegOp>},
@@ -558,6 +587,8 @@ const OpImporter kImporters[] = {
     {"Reshape", 5, importReshape},
     {"Shape", 1, importShape},
     {"Sigmoid", 6, importUnary<SigmoidOp>},
+    {"Softmax", 1, importSoftmax<SoftmaxOp, true>},
+    {"Softmax", 13, importSoftmax<SoftmaxOp, false>},
     {"SoftmaxCrossEntropyLoss", 12, importSoftmaxCrossEntropyLoss},
     {"Sqrt", 6, importUnary<SqrtOp>},
     {"Squeeze", 1, importSqueezeLike<true, false>},

@@ -4,6 +4,7 @@ against a float64 reference within the storage type's rounding bound.
 
 usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or bf16)
        check_kernel.py EXE unary f32
+       check_kernel.py EXE softmax f32|f16
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each stored
@@ -17,6 +18,12 @@ for results that land among its subnormals.
 `unary` checks exp, log, sqrt, reciprocal, abs and erf in float32 against
 float64 within 4 ulps (2^-22 |v|): sqrtf and division are correctly rounded,
 and glibc and CUDA document expf, logf and erff within 2 ulps.
+
+`softmax` checks softmax along the last axis and log-softmax along a middle
+one. In float32, exp(x - m) carries |x - m| 2^-24 relative error from the
+rounded subtraction plus 2 ulps, the sum of n terms n 2^-24, the division
+or the log a few ulps more: softmax within (max|x - m| + n + 8) 2^-24 |v|,
+log-softmax within that times (1 + |v|) absolutely; plus u |v| for storage.
 """
 import subprocess
 import sys
@@ -56,7 +63,9 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "unary":
+        if kind == "softmax":
+            args = [round_to(rng.normal(0, 2, (6, 37)), t), round_to(rng.normal(0, 2, (3, 5, 7)), t)]
+        elif kind == "unary":
             mag = rng.uniform(0.3, 3.0, (2, 64))
             args = [mag[0].astype(np.float32),
                     (mag[1] * rng.choice([-1.0, 1.0], 64)).astype(np.float32)]
@@ -70,12 +79,23 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6}.get(kind, 1)
+        count = {"rows": 2, "unary": 6, "softmax": 2}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
     ok = True
-    if kind == "unary":
+    if kind == "softmax":
+        x, z = a64
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        sm = e / e.sum(axis=1, keepdims=True)
+        zm = z - z.max(axis=1, keepdims=True)
+        ls = zm - np.log(np.exp(zm).sum(axis=1, keepdims=True))
+        f32 = 2.0 ** -24
+        ok &= check("softmax", res[0], sm,
+                    u * sm + (np.abs(x - x.max(axis=1, keepdims=True)).max() + 37 + 8) * f32 * sm + sub)
+        ok &= check("log_softmax", res[1], ls,
+                    u * np.abs(ls) + (np.abs(zm).max() + 5 + 8) * f32 * (1 + np.abs(ls)) + sub)
+    elif kind == "unary":
         p, s = a64
         from math import erf
         want = [np.exp(s), np.log(p), np.sqrt(p), 1.0 / s, np.abs(s),

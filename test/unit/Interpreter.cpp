@@ -146,6 +146,26 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](NegOp) { return unary([](double a) { return -a; }); })
         .Case([&](ReluOp) { return unary([](double a) { return a > 0 ? a : 0; }); })
         .Case([&](TanhOp) { return unary([](double a) { return std::tanh(a); }); })
+        .Case<SoftmaxOp, LogSoftmaxOp>([&](auto op) {
+          const Tensor &a = get(op.getInput());
+          bool log = isa<LogSoftmaxOp>(op.getOperation());
+          int64_t axis = op.getAxis(), n = shape[axis], inner = 1;
+          for (size_t d = axis + 1; d < shape.size(); ++d)
+            inner *= shape[d];
+          Tensor r{shape, a.data};
+          for (int64_t o = 0; o < count(shape) / (n * inner); ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+              auto at = [&](int64_t k) -> double & { return r.data[(o * n + k) * inner + i]; };
+              double m = -INFINITY, s = 0;
+              for (int64_t k = 0; k < n; ++k)
+                m = std::max(m, at(k));
+              for (int64_t k = 0; k < n; ++k)
+                s += std::exp(at(k) - m);
+              for (int64_t k = 0; k < n; ++k)
+                at(k) = log ? at(k) - m - std::log(s) : std::exp(at(k) - m) / s;
+            }
+          return r;
+        })
         .Case([&](ExpOp) { return unary([](double a) { return std::exp(a); }); })
         .Case([&](LogOp) { return unary([](double a) { return std::log(a); }); })
         .Case([&](SqrtOp) { return unary([](double a) { return std::sqrt(a); }); })

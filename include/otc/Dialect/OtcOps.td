@@ -214,6 +214,26 @@ def Otc_ReduceSumOp : Otc_ReduceOp<"reduce_sum", "Sum">;
 def Otc_ReduceMeanOp : Otc_ReduceOp<"reduce_mean", "Mean">;
 
 //===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+class Otc_SoftmaxLikeOp<string mnemonic, string what>
+    : Otc_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = what # " along `axis`";
+  let description = [{
+    Code generation makes it one RowReduce step: the max and the sum of
+    exponentials over the axis, then the result over the same row.
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Otc_SoftmaxOp : Otc_SoftmaxLikeOp<"softmax", "exp(x - max) / sum(exp(x - max))">;
+def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 

@@ -95,3 +95,11 @@ func.func @accumulate_types(%acc: tensor<3xf32>, %g: tensor<4xf32>, %first: i1) 
   %y = "otc.accumulate"(%acc, %g, %first) : (tensor<3xf32>, tensor<4xf32>, i1) -> tensor<3xf32>
   return %y : tensor<3xf32>
 }
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{axis 2 is outside [0, 2)}}
+  %y = otc.softmax %x {axis = 2 : i64} : tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
