@@ -488,12 +488,23 @@ bool Lowering::finishResults() {
     collapseDims(s);
     return true;
   };
+  // Whether a step already wrote `v` straight into `buffer` (a value with
+  // other uses, or returned twice, went to the arena or another result).
+  auto wroteInto = [&](Value v, int buffer) {
+    auto t = targets.find(v);
+    return t != targets.end() && t->second.buffer == buffer &&
+           (stored.count(v) || gemmWrote.count(v));
+  };
   if (training)
-    return stored.count(loss) || copy(loss, {lossBuffer, true});
+    return wroteInto(loss, lossBuffer) || copy(loss, {lossBuffer, true});
+  // Decide every copy before making any: a copy retargets its value.
+  std::vector<unsigned> copies;
   for (auto [r, v] : llvm::enumerate(ret.getOperands()))
-    if (!(targets.count(v) && stored.count(v)) && !gemmWrote.count(v))
-      if (!copy(v, {resultBuffers[r], false}))
-        return false;
+    if (!wroteInto(v, resultBuffers[r]))
+      copies.push_back(r);
+  for (unsigned r : copies)
+    if (!copy(ret.getOperand(r), {resultBuffers[r], false}))
+      return false;
   return true;
 }
 

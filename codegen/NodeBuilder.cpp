@@ -1,11 +1,13 @@
 #include "NodeBuilder.h"
 
-#include <cassert>
+#include <cstring>
 
 namespace otc {
 
 int NodeBuilder::add(Node n) {
-  Key key{n.op, int(n.type), n.args, n.buffer, n.strides, n.value, n.ivalue};
+  uint64_t bits;
+  std::memcpy(&bits, &n.value, sizeof bits);
+  Key key{n.op, int(n.type), n.args, n.buffer, n.strides, bits, n.ivalue};
   auto [it, fresh] = memo.emplace(key, (int)step.nodes.size());
   if (fresh)
     step.nodes.push_back(std::move(n));

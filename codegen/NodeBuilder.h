@@ -34,8 +34,9 @@ public:
 private:
   int add(Node n);
   Step &step;
+  // Constants by their bits: NaN must not equal every number, nor -0.0 0.0.
   using Key = std::tuple<int, int, std::vector<int>, int, std::vector<int64_t>,
-                         double, int64_t>;
+                         uint64_t, int64_t>;
   std::map<Key, int> memo;
 };
 

@@ -67,6 +67,8 @@ int run(int argc, char **argv) {
   }
   std::string dir = argv[1];
   long repeat = 0; // extra timed runs, for benchmarks
+  if ((argc - 2) % 2)
+    die(std::string("'") + argv[argc - 1] + "' needs a value");
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     long v = std::strtol(argv[i + 1], nullptr, 10);

@@ -142,7 +142,8 @@ std::string NodePrinter::expr(int i) const {
   case Node::Log: return "logf(" + a(0) + ")";
   case Node::Tanh: return "tanhf(" + a(0) + ")";
   case Node::Sigmoid: return "1.0f / (1.0f + expf(-" + a(0) + "))";
-  case Node::Relu: return a(0) + (f ? " > 0.0f ? " : " > 0 ? ") + a(0) + (f ? " : 0.0f" : " : 0LL");
+  case Node::Relu: // NaN stays NaN, as in PyTorch
+    return a(0) + (f ? " < 0.0f ? 0.0f : " : " < 0 ? 0LL : ") + a(0);
   case Node::Sqrt: return "sqrtf(" + a(0) + ")";
   case Node::Abs: return "fabsf(" + a(0) + ")";
   case Node::Erf: return "erff(" + a(0) + ")";
