@@ -14,6 +14,18 @@ static LogicalResult verifyAxis(Op op) {
 }
 
 LogicalResult SoftmaxOp::verify() { return verifyAxis(*this); }
+LogicalResult NormalizeOp::verify() {
+  if (!(getEpsilon().convertToDouble() >= 0))
+    return emitOpError("epsilon must not be negative");
+  return verifyAxis(*this);
+}
+
+LogicalResult NormalizeOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                          SmallVectorImpl<Value> &grads) {
+  grads.push_back(NormalizeGradOp::create(b, getLoc(), dy[0], getInput(), getAxisAttr(),
+                                          getEpsilonAttr()));
+  return success();
+}
 LogicalResult LogSoftmaxOp::verify() { return verifyAxis(*this); }
 
 /// sum(v) over `axis`, keeping the dim so that it broadcasts back.

@@ -347,6 +347,39 @@ LogicalResult importSoftmax(Imp &imp) {
   return success();
 }
 
+/// LayerNormalization (opset 17): normalize over the dims from `axis` on,
+/// then scale and bias as elementwise ops, whose gradients come from the
+/// primitives.
+LogicalResult importLayerNormalization(Imp &imp) {
+  for (int i = 1; i < imp.node().output_size(); ++i)
+    if (!imp.node().output(i).empty())
+      return imp.fail("the Mean and InvStdDev outputs are not supported");
+  if (imp.intAttr("stash_type", 1) != 1)
+    return imp.fail("stash_type " + std::to_string(imp.intAttr("stash_type", 1)) +
+                    " is not supported (statistics are computed in float32)");
+  auto x = imp.input(0);
+  auto scale = imp.input(1);
+  if (failed(x) || failed(scale))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  auto axis = normaliseAxes(imp, {imp.intAttr("axis", -1)}, rank);
+  if (failed(axis))
+    return failure();
+  double eps = imp.floatAttr("epsilon", 1e-5);
+  if (!(eps >= 0) || !std::isfinite(eps))
+    return imp.fail("epsilon must be a finite number, at least 0");
+  OpBuilder &b = imp.builder();
+  Value n = NormalizeOp::create(b, imp.loc(), *x, b.getI64IntegerAttr((*axis)[0]),
+                                b.getF64FloatAttr(eps));
+  auto y = imp.create<MulOp>(n, *scale);
+  if (failed(y) || imp.numInputs() < 3)
+    return imp.defineResult(y);
+  auto bias = imp.input(2);
+  if (failed(bias))
+    return failure();
+  return imp.defineResult(imp.create<AddOp>(*y, *bias));
+}
+
 LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
   const auto *reduction = imp.attr("reduction");
   if (reduction && reduction->s() != "mean")
@@ -571,6 +604,7 @@ const OpImporter kImporters[] = {
     {"Gather", 1, importGather},
     {"Gemm", 7, importGemm},
     {"Identity", 1, importIdentity},
+    {"LayerNormalization", 17, importLayerNormalization},
     {"Log", 6, importUnary<LogOp>},
     {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp, true>},
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp, false>},

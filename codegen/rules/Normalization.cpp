@@ -1,5 +1,7 @@
 // Softmax and log-softmax: one RowReduce step over the axis. Each row's max,
 // then the sum of exp(x - max), then the row again for the result.
+// Normalize (layer norm) and its gradient: one RowReduce step each, over the
+// trailing dims.
 #include "../Rules.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -30,11 +32,65 @@ bool lowerSoftmax(Operation *op, Lowering &l) {
   return true;
 }
 
+/// The row statistics of normalize: the centred value and 1/sqrt(var + eps)
+/// (two passes: the mean, then the variance of the centred values).
+struct RowStats {
+  int centred, rstd, n;
+};
+RowStats rowStats(NodeBuilder &b, int x, int64_t count, double epsilon) {
+  int inv = b.constant(1.0 / double(count));
+  int mean = b.binary(Node::Mul, b.reduce(Reduction::Sum, x), inv);
+  int centred = b.binary(Node::Sub, x, mean);
+  int sq = b.binary(Node::Mul, centred, centred);
+  int var = b.binary(Node::Mul, b.reduce(Reduction::Sum, sq), inv);
+  int shifted = b.binary(Node::Add, var, b.constant(epsilon));
+  int one = b.constant(1.0);
+  int rstd = b.binary(Node::Div, one, b.unary(Node::Sqrt, shifted));
+  return {centred, rstd, inv};
+}
+
+template <class OpTy>
+bool lowerNormalize(Operation *op, Lowering &l) {
+  auto nm = cast<OpTy>(op);
+  auto shape = cast<RankedTensorType>(nm.getType()).getShape().vec();
+  std::vector<bool> reduced(shape.size(), false);
+  int64_t count = 1;
+  for (size_t d = nm.getAxis(); d < shape.size(); ++d) {
+    reduced[d] = true;
+    count *= shape[d];
+  }
+  bool grad = std::is_same_v<OpTy, NormalizeGradOp>;
+  Step &s = l.newStep(Step::RowReduce, op, shape, reduced);
+  NodeBuilder b(s);
+  DimMap map = identityMap(shape.size());
+  int x = l.expr(b, op->getOperand(grad ? 1 : 0), map);
+  if (x < 0)
+    return false;
+  RowStats st = rowStats(b, x, count, nm.getEpsilon().convertToDouble());
+  int y = b.binary(Node::Mul, st.centred, st.rstd);
+  if (grad) { // rstd * (g - mean(g) - y * mean(g * y))
+    int g = l.expr(b, op->getOperand(0), map);
+    if (g < 0)
+      return false;
+    int meanG = b.binary(Node::Mul, b.reduce(Reduction::Sum, g), st.n);
+    int gy = b.binary(Node::Mul, g, y);
+    int meanGY = b.binary(Node::Mul, b.reduce(Reduction::Sum, gy), st.n);
+    int centredG = b.binary(Node::Sub, g, meanG);
+    int correction = b.binary(Node::Mul, y, meanGY);
+    y = b.binary(Node::Mul, st.rstd, b.binary(Node::Sub, centredG, correction));
+  }
+  l.store(b, op->getResult(0), y, map);
+  return true;
+}
+
 bool readsInput(Operation *, unsigned k) { return k == 0; }
+bool readsAll(Operation *, unsigned) { return true; }
 
 } // namespace
 
 void registerNormalizationRules(RuleRegistry &r) {
+  r.steps[NormalizeOp::getOperationName()] = {lowerNormalize<NormalizeOp>, readsInput};
+  r.steps[NormalizeGradOp::getOperationName()] = {lowerNormalize<NormalizeGradOp>, readsAll};
   r.steps[SoftmaxOp::getOperationName()] = {lowerSoftmax<SoftmaxOp, false>, readsInput};
   r.steps[LogSoftmaxOp::getOperationName()] = {lowerSoftmax<LogSoftmaxOp, true>, readsInput};
 }

@@ -5,6 +5,7 @@ against a float64 reference within the storage type's rounding bound.
 usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or bf16)
        check_kernel.py EXE unary f32
        check_kernel.py EXE softmax f32|f16
+       check_kernel.py EXE normalize f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each stored
@@ -24,6 +25,12 @@ one. In float32, exp(x - m) carries |x - m| 2^-24 relative error from the
 rounded subtraction plus 2 ulps, the sum of n terms n 2^-24, the division
 or the log a few ulps more: softmax within (max|x - m| + n + 8) 2^-24 |v|,
 log-softmax within that times (1 + |v|) absolutely; plus u |v| for storage.
+
+`normalize` checks layer normalization's normalize and its gradient over
+rows of n = 60. Each statistic is a float32 sum of n terms, off by at most
+n 2^-24 of the sum of |terms|, which reaches y through rstd: y within
+2 n 2^-24 (rstd max|x| + |y|), and the gradient within
+4 n 2^-24 rstd max|g| (1 + |y|).
 """
 import subprocess
 import sys
@@ -63,7 +70,9 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "softmax":
+        if kind == "normalize":
+            args = [round_to(rng.normal(0.5, 2, (4, 6, 10)), t), round_to(rng.normal(0, 1, (4, 6, 10)), t)]
+        elif kind == "softmax":
             args = [round_to(rng.normal(0, 2, (6, 37)), t), round_to(rng.normal(0, 2, (3, 5, 7)), t)]
         elif kind == "unary":
             mag = rng.uniform(0.3, 3.0, (2, 64))
@@ -79,12 +88,24 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6, "softmax": 2}.get(kind, 1)
+        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
     ok = True
-    if kind == "softmax":
+    if kind == "normalize":
+        x, g = (a.reshape(4, 60) for a in a64)
+        n = 60
+        d = x - x.mean(axis=1, keepdims=True)
+        rstd = 1 / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5)
+        y = d * rstd
+        dx = rstd * (g - g.mean(axis=1, keepdims=True) - y * (g * y).mean(axis=1, keepdims=True))
+        f32 = 2.0 ** -24
+        ok &= check("normalize", res[0].reshape(4, 60), y,
+                    2 * n * f32 * (rstd * np.abs(x).max() + np.abs(y)))
+        ok &= check("normalize_grad", res[1].reshape(4, 60), dx,
+                    4 * n * f32 * rstd * np.abs(g).max() * (1 + np.abs(y)))
+    elif kind == "softmax":
         x, z = a64
         e = np.exp(x - x.max(axis=1, keepdims=True))
         sm = e / e.sum(axis=1, keepdims=True)

@@ -146,6 +146,41 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](NegOp) { return unary([](double a) { return -a; }); })
         .Case([&](ReluOp) { return unary([](double a) { return a > 0 ? a : 0; }); })
         .Case([&](TanhOp) { return unary([](double a) { return std::tanh(a); }); })
+        .Case<NormalizeOp, NormalizeGradOp>([&](auto op) {
+          // Rows are the dims before `axis`; each row holds n elements.
+          bool grad = isa<NormalizeGradOp>(op.getOperation());
+          const Tensor &x = get(grad ? op->getOperand(1) : op->getOperand(0));
+          int64_t n = 1;
+          for (size_t d = op.getAxis(); d < shape.size(); ++d)
+            n *= shape[d];
+          double eps = op.getEpsilon().convertToDouble();
+          Tensor r{shape, x.data};
+          for (int64_t row = 0; row < count(shape) / n; ++row) {
+            const double *xr = &x.data[row * n];
+            double mean = 0, var = 0;
+            for (int64_t k = 0; k < n; ++k)
+              mean += xr[k] / n;
+            for (int64_t k = 0; k < n; ++k)
+              var += (xr[k] - mean) * (xr[k] - mean) / n;
+            double rstd = 1 / std::sqrt(var + eps);
+            std::vector<double> y(n);
+            for (int64_t k = 0; k < n; ++k)
+              y[k] = (xr[k] - mean) * rstd;
+            if (!grad) {
+              std::copy(y.begin(), y.end(), r.data.begin() + row * n);
+              continue;
+            }
+            const double *g = &get(op->getOperand(0)).data[row * n];
+            double sg = 0, sgy = 0;
+            for (int64_t k = 0; k < n; ++k) {
+              sg += g[k] / n;
+              sgy += g[k] * y[k] / n;
+            }
+            for (int64_t k = 0; k < n; ++k)
+              r.data[row * n + k] = rstd * (g[k] - sg - y[k] * sgy);
+          }
+          return r;
+        })
         .Case<SoftmaxOp, LogSoftmaxOp>([&](auto op) {
           const Tensor &a = get(op.getInput());
           bool log = isa<LogSoftmaxOp>(op.getOperation());

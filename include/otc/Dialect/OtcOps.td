@@ -230,6 +230,32 @@ class Otc_SoftmaxLikeOp<string mnemonic, string what>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Otc_NormalizeOp : Otc_DiffOp<"normalize", [SameOperandsAndResultType]> {
+  let summary = "(x - mean) / sqrt(var + epsilon) over the dims from `axis` on";
+  let description = [{
+    Layer normalization without its scale and bias, which stay elementwise
+    ops so that their gradients come from the primitives. The variance is
+    the population variance, as in ONNX LayerNormalization and PyTorch.
+    Code generation makes it one RowReduce step (mean, variance, result).
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, I64Attr:$axis, F64Attr:$epsilon);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gradient of normalize: rstd * (g - mean(g) - y * mean(g * y))";
+  let description = [{
+    One fused RowReduce step: it recomputes the row's mean and rstd from the
+    input (cheaper than keeping them), then the two sums over g.
+  }];
+  let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$input, I64Attr:$axis,
+                   F64Attr:$epsilon);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
+}
+
 def Otc_SoftmaxOp : Otc_SoftmaxLikeOp<"softmax", "exp(x - max) / sum(exp(x - max))">;
 def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""A linear layer followed by LayerNormalization (opset 17) with scale and
+bias, and its data; and the weights after SGD computed in float64 with
+central finite-difference gradients of a numpy forward, so that the
+reference shares nothing with otc's gradient rules.
+
+usage: make_layernorm.py OUT.onnx DATA_DIR STEPS LR EXPECTED.npz
+       (micro-batch 2, one micro-batch per step, mean-squared loss)
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+rng = np.random.default_rng(4)
+params = {"w": rng.normal(0, 0.5, (6, 4)).astype(np.float32),
+          "gamma": rng.normal(1, 0.2, (6,)).astype(np.float32),
+          "beta": rng.normal(0, 0.2, (6,)).astype(np.float32)}
+nodes = [helper.make_node("Gemm", ["x", "w"], ["h"], transB=1),
+         helper.make_node("LayerNormalization", ["h", "gamma", "beta"], ["y"], epsilon=1e-5)]
+graph = helper.make_graph(
+    nodes, "layernorm",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])],
+    [numpy_helper.from_array(v, k) for k, v in params.items()])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+onnx.save(model, out)
+
+data.mkdir(parents=True, exist_ok=True)
+x = rng.normal(size=(8, 4)).astype(np.float32)
+t = rng.normal(size=(8, 6)).astype(np.float32)
+np.save(data / "x.npy", x)
+np.save(data / "targets.npy", t)
+
+
+def loss(p, xb, tb):
+    h = xb @ p["w"].T
+    d = h - h.mean(axis=1, keepdims=True)
+    y = d / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5) * p["gamma"] + p["beta"]
+    return ((y - tb) ** 2).mean()
+
+
+p = {k: v.astype(np.float64) for k, v in params.items()}
+for s in range(steps):
+    xb, tb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), t[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64)
+    grads = {}
+    for k, v in p.items():
+        g = np.zeros_like(v)
+        for i in np.ndindex(v.shape):
+            plus = {**p, k: v.copy()}
+            minus = {**p, k: v.copy()}
+            plus[k][i] += 1e-6
+            minus[k][i] -= 1e-6
+            g[i] = (loss(plus, xb, tb) - loss(minus, xb, tb)) / 2e-6
+        grads[k] = g
+    for k in p:
+        p[k] = p[k] - lr * grads[k]
+np.savez(expected, **p)
