@@ -91,3 +91,43 @@ LogicalResult BroadcastToOp::buildGradients(OpBuilder &b, ValueRange dy,
   grads.push_back(sumToShape(b, getLoc(), dy[0], tensorType(getInput())));
   return success();
 }
+
+/// The shape gather gives `data` (of rank r) and `indices` along `axis`.
+static SmallVector<int64_t> gatheredShape(ArrayRef<int64_t> data, ArrayRef<int64_t> indices,
+                                          int64_t axis) {
+  SmallVector<int64_t> shape(data.take_front(axis));
+  shape.append(indices.begin(), indices.end());
+  shape.append(data.begin() + axis + 1, data.end());
+  return shape;
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  auto data = tensorType(a.getData());
+  int64_t axis = a.getAxis();
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "gather axis ", axis, " is outside [0, ", data.getRank(), ")");
+  auto shape = gatheredShape(data.getShape(), tensorType(a.getIndices()).getShape(), axis);
+  types.push_back(RankedTensorType::get(shape, data.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                       SmallVectorImpl<Value> &grads) {
+  grads.push_back(GatherGradOp::create(b, getLoc(), getData().getType(), dy[0], getIndices(),
+                                       getAxisAttr()));
+  grads.push_back(nullptr); // indices are integers
+  return success();
+}
+
+LogicalResult GatherGradOp::verify() {
+  auto out = tensorType(getResult());
+  if (getAxis() < 0 || getAxis() >= out.getRank())
+    return emitOpError("axis ") << getAxis() << " is outside [0, " << out.getRank() << ")";
+  auto want = gatheredShape(out.getShape(), tensorType(getIndices()).getShape(), getAxis());
+  if (tensorType(getGrad()).getShape() != ArrayRef<int64_t>(want) ||
+      tensorType(getGrad()).getElementType() != out.getElementType())
+    return emitOpError("grad type ") << getGrad().getType() << " does not match gathering "
+                                     << out << " at " << getIndices().getType();
+  return success();
+}

@@ -447,9 +447,28 @@ LogicalResult needConstants(Imp &imp, size_t minInputs) {
   return success();
 }
 
+LogicalResult foldGather(Imp &imp);
+
+/// Gather: folded on the host when data and indices are constants (shape
+/// arithmetic), else an otc.gather (an embedding lookup).
 LogicalResult importGather(Imp &imp) {
-  if (failed(needConstants(imp, 2)))
+  if (imp.constantInput(0) && imp.constantInput(1))
+    return foldGather(imp);
+  auto data = imp.input(0);
+  auto indices = imp.input(1);
+  if (failed(data) || failed(indices))
     return failure();
+  if (!cast<RankedTensorType>(indices->getType()).getElementType().isInteger(64))
+    return imp.fail("indices must be int64");
+  int64_t rank = cast<RankedTensorType>(data->getType()).getRank();
+  auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+  if (failed(axis))
+    return failure();
+  return imp.defineResult(
+      imp.create<GatherOp>(*data, *indices, imp.builder().getI64IntegerAttr((*axis)[0])));
+}
+
+LogicalResult foldGather(Imp &imp) {
   const HostTensor &data = *imp.constantInput(0), &idx = *imp.constantInput(1);
   int64_t rank = data.shape.size();
   int64_t axis = imp.intAttr("axis", 0);

@@ -124,6 +124,15 @@ std::vector<Case> cases() {
       unary("sigmoid", "sigmoid"), unary("identity", "identity"),
       unary("exp", "exp"), unary("reciprocal", "reciprocal"), unary("abs", "abs"),
       unary("erf", "erf"),
+      // Repeated and negative indices: the gradient sums into one row.
+      {"gather_rows", "%a: tensor<5x3xf64> {otc.param = \"a\", otc.trainable}, "
+       "%labels: tensor<4xi64> {otc.input = \"labels\"}",
+       "  %y = otc.gather %a, %labels {axis = 0 : i64} : tensor<5x3xf64>, tensor<4xi64> -> tensor<4x3xf64>",
+       "tensor<4x3xf64>", {4, 3}, {0, 3, 3, -1}},
+      {"gather_columns", "%a: tensor<2x5xf64> {otc.param = \"a\", otc.trainable}, "
+       "%labels: tensor<3xi64> {otc.input = \"labels\"}",
+       "  %y = otc.gather %a, %labels {axis = 1 : i64} : tensor<2x5xf64>, tensor<3xi64> -> tensor<2x3xf64>",
+       "tensor<2x3xf64>", {2, 3}, {4, 0, 4}},
       {"normalize_rows", kA23, "  %y = otc.normalize %a {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23, t23, {2, 3}},
       {"normalize_whole", kA23, "  %y = otc.normalize %a {axis = 0 : i64, epsilon = 0.1 : f64} : " + t23, t23, {2, 3}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},

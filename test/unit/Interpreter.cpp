@@ -146,6 +146,31 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](NegOp) { return unary([](double a) { return -a; }); })
         .Case([&](ReluOp) { return unary([](double a) { return a > 0 ? a : 0; }); })
         .Case([&](TanhOp) { return unary([](double a) { return std::tanh(a); }); })
+        .Case<GatherOp, GatherGradOp>([&](auto op) {
+          // data [outer, n, inner] and indices [m]: out [outer, m, inner].
+          bool grad = isa<GatherGradOp>(op.getOperation());
+          const Tensor &idx = get(op->getOperand(1));
+          const std::vector<int64_t> &big = grad ? shape : get(op->getOperand(0)).shape;
+          int64_t axis = op.getAxis(), n = big[axis], m = count(idx.shape), outer = 1, inner = 1;
+          for (int64_t d = 0; d < axis; ++d)
+            outer *= big[d];
+          for (size_t d = axis + 1; d < big.size(); ++d)
+            inner *= big[d];
+          const Tensor &src = get(op->getOperand(0));
+          Tensor r{shape, std::vector<double>(count(shape), 0.0)};
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t j = 0; j < m; ++j) {
+              int64_t k = int64_t(idx.data[j]);
+              k += k < 0 ? n : 0;
+              for (int64_t i = 0; i < inner; ++i) {
+                if (grad)
+                  r.data[(o * n + k) * inner + i] += src.data[(o * m + j) * inner + i];
+                else
+                  r.data[(o * m + j) * inner + i] = src.data[(o * n + k) * inner + i];
+              }
+            }
+          return r;
+        })
         .Case<NormalizeOp, NormalizeGradOp>([&](auto op) {
           // Rows are the dims before `axis`; each row holds n elements.
           bool grad = isa<NormalizeGradOp>(op.getOperation());

@@ -188,6 +188,36 @@ def Otc_ReshapeOp : Otc_DiffOp<"reshape"> {
   let hasFolder = 1;
 }
 
+def Otc_GatherOp : Otc_DiffOp<"gather", [InferTypeOpAdaptor]> {
+  let summary = "Slices of `data` along `axis` at `indices`, as ONNX Gather";
+  let description = [{
+    The result's shape is data's dims before `axis`, then the indices'
+    dims, then data's dims after `axis`. An index may be negative (counted
+    from the end). One out of [-n, n) reads 0: the runtime refuses such
+    indices in its data files, so only computed ones can get there.
+  }];
+  let arguments = (ins Otc_FloatTensor:$data, Otc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Otc_GatherGradOp : Otc_Op<"gather_grad", [Pure]> {
+  let summary = "Gradient of gather: `grad` slices summed into a zero tensor at `indices`";
+  let description = [{
+    A deterministic scatter-add: each element of the result sums its
+    contributions in the order of the indices, on every run and target.
+    Code generation makes it a call to the kernel library.
+  }];
+  let arguments = (ins Otc_FloatTensor:$grad, Otc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+}
+
 def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to"> {
   let summary = "Broadcasts the input to the result shape, numpy style";
   let arguments = (ins Otc_FloatTensor:$input);
