@@ -225,7 +225,13 @@ bool Lowering::bindArguments() {
       if (type != ElemType::F32 && type != ElemType::I64)
         return fail(func, "input '" + name.str() + "' must be float32 or int64");
       TensorDesc desc{name.str(), type, shapeOf(arg).vec()};
-      for (Operation *user : arg.getUsers())
+      for (Operation *user : arg.getUsers()) {
+        // Indices of a gather: within [-n, n) of the gathered dim.
+        if (auto g = dyn_cast<GatherOp>(user); g && g.getIndices() == arg) {
+          int64_t n = shapeOf(g.getData())[g.getAxis()];
+          desc.numClasses = desc.numClasses ? std::min(desc.numClasses, n) : n;
+          desc.negativeIndices = !desc.hasIgnoreIndex;
+        }
         if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
           if (sce.getLabels() != arg)
             continue;
@@ -233,7 +239,9 @@ bool Lowering::bindArguments() {
           desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
           if (desc.hasIgnoreIndex)
             desc.ignoreIndex = sce.getIgnoreIndexAttr().getInt();
+          desc.negativeIndices = false;
         }
+      }
       buffers[arg] = addBuffer(type, desc.shape, Buffer::Place::Input,
                                prog->inputs.size(), name.str());
       prog->inputs.push_back(desc);
@@ -271,7 +279,8 @@ bool Lowering::bindArguments() {
       prog->results.push_back({"result" + std::to_string(r), type, shapeOf(v).vec()});
       int b = addBuffer(type, shapeOf(v).vec(), Buffer::Place::Result, r,
                         "result" + std::to_string(r));
-      bool gemm = isa_and_nonnull<GemmOp, MatMulOp>(v.getDefiningOp()) && v.hasOneUse();
+      bool gemm = isa_and_nonnull<GemmOp, MatMulOp, GatherGradOp>(v.getDefiningOp()) &&
+                  v.hasOneUse();
       if (storable(v) || gemm)
         targets[v] = {b, false};
       resultBuffers.push_back(b);
@@ -310,7 +319,8 @@ bool Lowering::bindArguments() {
     Operation *p = g.getDefiningOp();
     if (!p || !g.hasOneUse() || inlined.contains(g))
       continue;
-    bool plainGemm = isa<MatMulOp>(p) || (isa<GemmOp>(p) && !cast<GemmOp>(p).getC());
+    bool plainGemm = isa<MatMulOp, GatherGradOp>(p) ||
+                     (isa<GemmOp>(p) && !cast<GemmOp>(p).getC());
     if (plainGemm)
       gemmAccumulator[p] = accBuffer;
     else if (storable(g))

@@ -7,7 +7,7 @@ namespace otc {
 int NodeBuilder::add(Node n) {
   uint64_t bits;
   std::memcpy(&bits, &n.value, sizeof bits);
-  Key key{n.op, int(n.type), n.args, n.buffer, n.strides, bits, n.ivalue};
+  Key key{n.op, int(n.type), n.args, n.buffer, n.strides, bits, n.ivalue, n.extent};
   auto [it, fresh] = memo.emplace(key, (int)step.nodes.size());
   if (fresh)
     step.nodes.push_back(std::move(n));
@@ -18,6 +18,17 @@ int NodeBuilder::load(int buffer, ElemType storage, std::vector<int64_t> strides
   Node n{Node::Load, isFloat(storage) ? ElemType::F32 : storage};
   n.buffer = buffer;
   n.strides = std::move(strides);
+  return add(std::move(n));
+}
+
+int NodeBuilder::gather(int buffer, ElemType storage, std::vector<int64_t> strides, int index,
+                        int64_t stride, int64_t extent) {
+  Node n{Node::Gather, isFloat(storage) ? ElemType::F32 : storage};
+  n.buffer = buffer;
+  n.strides = std::move(strides);
+  n.args = {index};
+  n.ivalue = stride;
+  n.extent = extent;
   return add(std::move(n));
 }
 

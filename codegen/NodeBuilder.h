@@ -15,6 +15,9 @@ public:
   explicit NodeBuilder(Step &step) : step(step) {}
 
   int load(int buffer, ElemType storage, std::vector<int64_t> strides);
+  /// A load whose index along one dim of `buffer` is the I64 node `index`.
+  int gather(int buffer, ElemType storage, std::vector<int64_t> strides, int index,
+             int64_t stride, int64_t extent);
   int constant(double v);
   int integer(int64_t v, ElemType t = ElemType::I64);
   int seed();
@@ -36,7 +39,7 @@ private:
   Step &step;
   // Constants by their bits: NaN must not equal every number, nor -0.0 0.0.
   using Key = std::tuple<int, int, std::vector<int>, int, std::vector<int64_t>,
-                         uint64_t, int64_t>;
+                         uint64_t, int64_t, int64_t>;
   std::map<Key, int> memo;
 };
 

@@ -46,7 +46,7 @@ void collapseDims(Step &step) {
       return s[d] == s[d + 1] * step.shape[d + 1];
     };
     for (const Node &n : step.nodes)
-      if ((n.op == Node::Load && !contiguous(n.strides)) ||
+      if (((n.op == Node::Load || n.op == Node::Gather) && !contiguous(n.strides)) ||
           (n.op == Node::Coord && (n.ivalue == (int64_t)d || n.ivalue == (int64_t)d + 1)))
         return false;
     for (const Store &s : step.stores)
@@ -63,7 +63,7 @@ void collapseDims(Step &step) {
       s.erase(s.begin() + d + 1);
     };
     for (Node &n : step.nodes) {
-      if (n.op == Node::Load)
+      if (n.op == Node::Load || n.op == Node::Gather)
         fix(n.strides);
       if (n.op == Node::Coord && n.ivalue > (int64_t)d + 1)
         --n.ivalue;
@@ -105,7 +105,7 @@ const char *opName(Node::Op op) {
   static const char *names[] = {
       "load", "const", "seed", "first", "coord", "reduced", "add", "sub", "mul",
       "div", "max", "neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt",
-      "abs", "erf", "sign", "gt", "eq", "ne", "select", "to_f32"};
+      "abs", "erf", "sign", "gather", "gt", "eq", "ne", "select", "to_f32"};
   static_assert(sizeof(names) / sizeof(names[0]) == Node::ToF32 + 1,
                 "one name per node kind");
   return names[op];
@@ -121,8 +121,10 @@ void printNodes(std::ostream &os, const Step &s) {
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const Node &n = s.nodes[i];
     os << "    n" << i << " = " << opName(n.op);
-    if (n.op == Node::Load)
+    if (n.op == Node::Load || n.op == Node::Gather)
       os << " b" << n.buffer << dims(n.strides);
+    if (n.op == Node::Gather)
+      os << " +" << n.ivalue << "*wrap(n" << n.args[0] << ", " << n.extent << ")";
     else if (n.op == Node::Const)
       os << " " << (n.type == ElemType::F32 ? std::to_string(n.value)
                                              : std::to_string(n.ivalue));
@@ -178,6 +180,8 @@ std::string printProgram(const Program &p) {
       os << " " << s.call.kernel << dims(s.call.constants);
       for (int b : s.call.buffers)
         os << " b" << b;
+      for (const LibraryCall::Scalar &a : s.call.scalars)
+        os << " " << (a.kind == LibraryCall::Scalar::First ? "first" : std::to_string(a.value));
       os << "\n";
       continue;
     }

@@ -47,6 +47,9 @@ struct Node {
     // Arithmetic on F32 (or I64 where the operands are I64).
     Add, Sub, Mul, Div, Max, Neg, Exp, Log, Tanh, Sigmoid, Relu,
     Sqrt, Abs, Erf, Sign,
+    // buffer[strides . coords + wrap(args[0], extent) * ivalue], or 0 when
+    // the index (I64) lies outside [-extent, extent).
+    Gather,
     // Comparisons give I1; Select picks operand 1 or 2 by operand 0.
     Gt, Eq, Ne, Select,
     ToF32, // converts I64 or I1 to F32
@@ -57,7 +60,8 @@ struct Node {
   int buffer = -1;          // Load
   std::vector<int64_t> strides; // Load: element stride per iteration dim
   double value = 0;         // Const F32
-  int64_t ivalue = 0;       // Const I64/I1, Reduced, Coord: the dim
+  int64_t ivalue = 0;       // Const I64/I1, Reduced, Coord: the dim; Gather: stride
+  int64_t extent = 0;       // Gather: the size of the gathered dim
 };
 
 /// A reduction of a step: `node` combined over the reduced dims.
@@ -95,6 +99,13 @@ struct LibraryCall {
   std::string kernel;
   std::vector<int64_t> constants;
   std::vector<int> buffers;
+  /// Run-time arguments after the buffers: integers, or the window's
+  /// first-micro-batch flag (for kernels that accumulate into gradients).
+  struct Scalar {
+    enum Kind : uint8_t { Int, First } kind;
+    int64_t value = 0;
+  };
+  std::vector<Scalar> scalars;
 };
 
 struct Step {
@@ -119,9 +130,10 @@ struct TensorDesc {
   std::string name;
   ElemType type = ElemType::F32;
   std::vector<int64_t> shape;
-  int64_t numClasses = 0; // > 0 for the labels of a cross-entropy
+  int64_t numClasses = 0; // > 0 for cross-entropy labels or gather indices
   bool hasIgnoreIndex = false;
   int64_t ignoreIndex = 0;
+  bool negativeIndices = false; // gather indices: [-n, n) rather than [0, n)
 };
 
 struct Program {

@@ -11,6 +11,7 @@ const RuleRegistry &RuleRegistry::get() {
     registerReductionRules(r);
     registerLossRules(r);
     registerNormalizationRules(r);
+    registerDataMovementRules(r);
     registerStructuralRules(r);
     return r;
   }();

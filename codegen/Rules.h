@@ -43,6 +43,7 @@ void registerLinalgRules(RuleRegistry &r);
 void registerReductionRules(RuleRegistry &r);
 void registerLossRules(RuleRegistry &r);
 void registerNormalizationRules(RuleRegistry &r);
+void registerDataMovementRules(RuleRegistry &r);
 void registerStructuralRules(RuleRegistry &r);
 
 /// Numpy broadcasting: the operand dims aligned to the result's trailing

@@ -83,13 +83,18 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
               " in sample " + std::to_string(k / perSample) + "; training needs finite data");
     }
     if (d.num_classes > 0) {
+      // Every element: gather indices may be [N, T] (token sequences).
       const int64_t *labels = reinterpret_cast<const int64_t *>(a.data.data());
-      for (int64_t k = 0; k < a.shape[0]; ++k) {
+      int64_t n = int64_t(a.data.size() / sizeof(int64_t));
+      int64_t perSample = a.shape[0] ? n / a.shape[0] : 1;
+      int64_t low = d.negative_indices ? -d.num_classes : 0;
+      for (int64_t k = 0; k < n; ++k) {
         int64_t y = labels[k];
-        if ((y < 0 || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
-          die("'" + path + "' holds label " + std::to_string(y) + " at sample " +
-              std::to_string(k) + ", outside the " + std::to_string(d.num_classes) +
-              " classes [0, " + std::to_string(d.num_classes) + ")");
+        if ((y < low || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
+          die("'" + path + "' holds " + (d.negative_indices ? "index " : "label ") +
+              std::to_string(y) + " at sample " + std::to_string(k / perSample) + ", outside " +
+              (d.negative_indices ? "" : "the " + std::to_string(d.num_classes) + " classes ") +
+              "[" + std::to_string(low) + ", " + std::to_string(d.num_classes) + ")");
       }
     }
     ds.samples = a.shape[0];

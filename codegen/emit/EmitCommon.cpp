@@ -40,7 +40,7 @@ LoopInfo::LoopInfo(const Step &s) : step(s) {
   std::set<int> bufs;
   for (size_t i = 0; i < n; ++i) {
     const Node &node = s.nodes[i];
-    if (node.op == Node::Load) {
+    if (node.op == Node::Load || node.op == Node::Gather) {
       bufs.insert(node.buffer);
       for (int d : reducedDims)
         inner[i] = inner[i] || node.strides[d] != 0;
@@ -144,6 +144,15 @@ std::string NodePrinter::expr(int i) const {
   case Node::Sigmoid: return "1.0f / (1.0f + expf(-" + a(0) + "))";
   case Node::Relu: // NaN stays NaN, as in PyTorch
     return a(0) + (f ? " < 0.0f ? 0.0f : " : " < 0 ? 0LL : ") + a(0);
+  case Node::Gather: {
+    std::string k = "otc_wrap_index(" + a(0) + ", " + intLiteral(n.extent) + ")";
+    std::string ref = bufferName(n.buffer) + "[" + index(n.strides) + " + " + k + " * " +
+                      intLiteral(n.ivalue) + "]";
+    ElemType t = program.buffers[n.buffer].type;
+    if (t == ElemType::F16 || t == ElemType::BF16)
+      ref = "otc_ld(" + ref + ")";
+    return "(" + k + " < 0 ? " + (f ? "0.0f" : "0LL") + " : " + ref + ")";
+  }
   case Node::Sqrt: return "sqrtf(" + a(0) + ")";
   case Node::Abs: return "fabsf(" + a(0) + ")";
   case Node::Erf: return "erff(" + a(0) + ")";
@@ -213,10 +222,15 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
     os << ">";
   }
   os << "(";
-  for (size_t i = 0; i < call.buffers.size(); ++i)
-    os << (i ? ", " : "") << bufferName(call.buffers[i]);
+  std::vector<std::string> args;
+  for (int b : call.buffers)
+    args.push_back(bufferName(b));
+  for (const LibraryCall::Scalar &s : call.scalars)
+    args.push_back(s.kind == LibraryCall::Scalar::First ? "first" : intLiteral(s.value));
   if (cuda)
-    os << (call.buffers.empty() ? "" : ", ") << "stream";
+    args.push_back("stream");
+  for (size_t i = 0; i < args.size(); ++i)
+    os << (i ? ", " : "") << args[i];
   os << ");\n";
 }
 

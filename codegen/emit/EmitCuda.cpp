@@ -41,7 +41,7 @@ bool vectorizable(const Program &p, const Step &s) {
   if (s.shape.size() != 1 || s.shape[0] % 4 != 0)
     return false;
   for (const Node &n : s.nodes)
-    if (n.op == Node::Coord ||
+    if (n.op == Node::Coord || n.op == Node::Gather ||
         (n.op == Node::Load && n.strides[0] == 1 && p.buffers[n.buffer].type != ElemType::F32))
       return false;
   for (const Store &st : s.stores)

@@ -6,6 +6,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE unary f32
        check_kernel.py EXE softmax f32|f16
        check_kernel.py EXE normalize f32
+       check_kernel.py EXE gather f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each stored
@@ -31,6 +32,10 @@ rows of n = 60. Each statistic is a float32 sum of n terms, off by at most
 n 2^-24 of the sum of |terms|, which reaches y through rstd: y within
 2 n 2^-24 (rstd max|x| + |y|), and the gradient within
 4 n 2^-24 rstd max|g| (1 + |y|).
+
+`gather` checks an embedding lookup and its scatter-add gradient exactly:
+the lookup copies, and the gradient sums each row's contributions in index
+order, as numpy's add.at does.
 """
 import subprocess
 import sys
@@ -70,7 +75,11 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "normalize":
+        if kind == "gather":
+            ids = np.array([[0, 3, 3, -1], [7, 2, -6, 4]], dtype=np.int64)
+            args = [rng.normal(size=(5, 3)).astype(np.float32), ids,
+                    rng.normal(size=(2, 4, 3)).astype(np.float32)]
+        elif kind == "normalize":
             args = [round_to(rng.normal(0.5, 2, (4, 6, 10)), t), round_to(rng.normal(0, 1, (4, 6, 10)), t)]
         elif kind == "softmax":
             args = [round_to(rng.normal(0, 2, (6, 37)), t), round_to(rng.normal(0, 2, (3, 5, 7)), t)]
@@ -88,12 +97,21 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2}.get(kind, 1)
+        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2, "gather": 2}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
     ok = True
-    if kind == "normalize":
+    if kind == "gather":
+        table, ids, dy = args
+        valid = (ids >= -5) & (ids < 5)
+        wrapped = np.where(ids < 0, ids + 5, ids)
+        emb = np.where(valid[..., None], table[np.where(valid, wrapped, 0)], 0).astype(np.float32)
+        grad = np.zeros((5, 3), np.float32)
+        np.add.at(grad, wrapped[valid], dy[valid])
+        ok &= check("gather", res[0], emb, 0)
+        ok &= check("gather_grad", res[1], grad, 0)
+    elif kind == "normalize":
         x, g = (a.reshape(4, 60) for a in a64)
         n = 60
         d = x - x.mean(axis=1, keepdims=True)

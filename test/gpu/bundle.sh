@@ -23,6 +23,9 @@ for k in chain rows gemm; do
     "$otc" kernel "$root/test/e2e/kernels/${k}_$t.mlir" -o "$out/kernel_${k}_$t" --target cuda
   done
 done
+for k in unary softmax normalize gather; do
+  "$otc" kernel "$root/test/e2e/kernels/${k}_f32.mlir" -o "$out/kernel_${k}_f32" --target cuda
+done
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \

@@ -40,6 +40,11 @@ for k in chain rows gemm; do
     else fail=$((fail + 1)); echo "FAIL $k $t"; fi
   done
 done
+for k in unary softmax normalize gather; do
+  if "$py" "$dir/check_kernel.py" "$dir/kernel_${k}_f32" $k f32; then
+    pass=$((pass + 1)); echo "PASS $k f32"
+  else fail=$((fail + 1)); echo "FAIL $k f32"; fi
+done
 # Bandwidth against the device's copy (done-means point 6); record it in bench/RESULTS.md.
 "$py" "$dir/gpu_kernels.py" "$dir" || echo "gpu_kernels.py failed"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true

@@ -26,11 +26,13 @@ typedef struct otc_tensor_desc {
   int dtype;
   int rank;
   int64_t shape[OTC_MAX_RANK];
-  /* Class labels of a cross-entropy: each value must lie in
-   * [0, num_classes) or equal ignore_index (when has_ignore_index). */
-  int64_t num_classes; /* 0: not labels */
+  /* Class labels of a cross-entropy, or gather indices: each value must
+   * lie in [0, num_classes) (or [-num_classes, num_classes) when
+   * negative_indices), or equal ignore_index (when has_ignore_index). */
+  int64_t num_classes; /* 0: not labels or indices */
   int64_t ignore_index;
   int has_ignore_index;
+  int negative_indices;
 } otc_tensor_desc;
 
 /* Pointers are device pointers on the CUDA target. */

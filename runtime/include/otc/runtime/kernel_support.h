@@ -74,6 +74,14 @@ OTC_HD void otc_store(otc_bf16 *p, float f) {
 #endif
 
 OTC_HD float otc_ld(float v) { return v; }
+
+/* An ONNX index into a dim of n: negative counts from the end; -1 when it
+ * lies outside [-n, n), which a gather reads as 0. */
+OTC_HD long long otc_wrap_index(long long i, long long n) {
+  if (i < 0)
+    i += n;
+  return i >= 0 && i < n ? i : -1;
+}
 OTC_HD void otc_store(float *p, float v) { *p = v; }
 
 #ifdef __CUDACC__

@@ -1,0 +1,88 @@
+// Gather: an elementwise step whose load along the gathered dim takes its
+// index from the indices (a Gather node). Its gradient is a LibraryCall of
+// the kernel library's deterministic scatter-add, which accumulates straight
+// into the gradient buffer on later micro-batches, as a GEMM does.
+#include "../Rules.h"
+
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
+bool lowerGather(Operation *op, Lowering &l) {
+  auto g = cast<GatherOp>(op);
+  auto data = shapeOf(g.getData()), out = shapeOf(g.getResult());
+  int64_t axis = g.getAxis(), m = shapeOf(g.getIndices()).size();
+  int buf = l.buffer(g.getData(), op);
+  if (buf < 0)
+    return false;
+  Step &s = l.newStep(Step::Elementwise, op, out.vec());
+  NodeBuilder b(s);
+  DimMap indexMap;
+  for (int64_t j = 0; j < m; ++j)
+    indexMap.push_back(int(axis + j));
+  int index = l.expr(b, g.getIndices(), indexMap);
+  if (index < 0)
+    return false;
+  // Data's other dims come from the result's dims around the index dims.
+  std::vector<int64_t> ds = stridesOf(data), strides(out.size(), 0);
+  for (int64_t d = 0; d < axis; ++d)
+    strides[d] = ds[d];
+  for (size_t d = axis + 1; d < data.size(); ++d)
+    strides[d - 1 + m] = ds[d];
+  int v = b.gather(buf, l.program().buffers[buf].type, strides, index, ds[axis], data[axis]);
+  l.store(b, g.getResult(), v, identityMap(out.size()));
+  return true;
+}
+
+bool lowerGatherGrad(Operation *op, Lowering &l) {
+  auto g = cast<GatherGradOp>(op);
+  auto out = shapeOf(g.getResult());
+  int64_t axis = g.getAxis();
+  int dy = l.buffer(g.getGrad(), op), idx = l.buffer(g.getIndices(), op);
+  if (dy < 0 || idx < 0)
+    return false;
+  if (l.program().buffers[dy].type != ElemType::F32)
+    return l.fail(op, "the gather gradient is implemented for float32 only");
+  LibraryCall call;
+  call.kernel = "gather_backward";
+  call.constants = {product(out.take_front(axis)), out[axis],
+                    product(shapeOf(g.getIndices())), product(out.drop_front(axis + 1))};
+  int target = l.accumulatorOf(op);
+  if (target >= 0) {
+    call.scalars.push_back({LibraryCall::Scalar::First, 0});
+  } else {
+    target = l.buffer(g.getResult(), op);
+    if (target < 0)
+      return false;
+    call.scalars.push_back({LibraryCall::Scalar::Int, 1});
+    l.noteGemmResult(g.getResult());
+  }
+  call.buffers = {dy, idx, target};
+  l.newStep(Step::LibraryCall, op).call = call;
+  return true;
+}
+
+bool readsIndices(Operation *, unsigned k) { return k == 1; }
+
+} // namespace
+
+void registerDataMovementRules(RuleRegistry &r) {
+  r.steps[GatherOp::getOperationName()] = {lowerGather, readsIndices};
+  r.steps[GatherGradOp::getOperationName()] = {lowerGatherGrad, nullptr, false};
+}
+
+} // namespace otc

@@ -1,0 +1,69 @@
+// Kernel library: the gradient of gather, a deterministic scatter-add.
+//   out[o, k, i] = (zero ? 0 : out[o, k, i]) + sum, in the order of j,
+//                  over the j with wrap(idx[j]) == k of dy[o, j, i]
+// for data viewed as [Outer, K, Inner] and dy as [Outer, J, Inner]. Each
+// output element is summed by one thread in index order, so every run and
+// both targets give the same bits (no atomics). `zero` is 1, or the
+// window's first-micro-batch flag when `out` is a gradient buffer.
+#ifndef OTC_KERNELS_GATHER_H
+#define OTC_KERNELS_GATHER_H
+
+#include "otc/runtime/kernel_support.h"
+
+namespace otc_kernels {
+
+#ifdef __CUDACC__
+// A thread per (o, i) column; neighbouring threads touch neighbouring i.
+template <long long Outer, long long K, long long J, long long Inner>
+__global__ void gather_backward_kernel(const float *dy, const long long *idx, float *out,
+                                       int zero) {
+  for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < Outer * Inner;
+       t += (long long)gridDim.x * blockDim.x) {
+    long long o = t / Inner, i = t % Inner;
+    if (zero)
+      for (long long k = 0; k < K; ++k)
+        out[(o * K + k) * Inner + i] = 0.0f;
+    for (long long j = 0; j < J; ++j) {
+      long long k = otc_wrap_index(idx[j], K);
+      if (k >= 0)
+        out[(o * K + k) * Inner + i] += dy[(o * J + j) * Inner + i];
+    }
+  }
+}
+
+template <long long Outer, long long K, long long J, long long Inner>
+void gather_backward(const float *dy, const long long *idx, float *out, int zero,
+                     cudaStream_t stream) {
+  long long blocks = (Outer * Inner + 255) / 256;
+  gather_backward_kernel<Outer, K, J, Inner>
+      <<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, stream>>>(dy, idx, out, zero);
+}
+#else
+// Blocks of 256 contiguous i per thread; within one, j runs in order.
+template <long long Outer, long long K, long long J, long long Inner>
+void gather_backward(const float *dy, const long long *idx, float *out, int zero) {
+  constexpr long long B = 256, blocks = (Inner + B - 1) / B;
+#pragma omp parallel for if (Outer * J * Inner >= (1 << 20))
+  for (long long blk = 0; blk < Outer * blocks; ++blk) {
+    long long o = blk / blocks, i0 = (blk % blocks) * B, i1 = i0 + B < Inner ? i0 + B : Inner;
+    if (zero)
+      for (long long k = 0; k < K; ++k)
+        for (long long i = i0; i < i1; ++i)
+          out[(o * K + k) * Inner + i] = 0.0f;
+    for (long long j = 0; j < J; ++j) {
+      long long k = otc_wrap_index(idx[j], K);
+      if (k < 0)
+        continue;
+      float *dst = out + (o * K + k) * Inner;
+      const float *src = dy + (o * J + j) * Inner;
+#pragma omp simd
+      for (long long i = i0; i < i1; ++i)
+        dst[i] += src[i];
+    }
+  }
+}
+#endif
+
+} // namespace otc_kernels
+
+#endif
