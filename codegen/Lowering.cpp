@@ -222,8 +222,8 @@ bool Lowering::bindArguments() {
       buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Argument, i,
                                "arg" + std::to_string(i));
     } else if (auto name = named(attr::kInput)) {
-      if (type != ElemType::F32 && type != ElemType::I64)
-        return fail(func, "input '" + name.str() + "' must be float32 or int64");
+      if (type != ElemType::F32 && type != ElemType::I64 && type != ElemType::I1)
+        return fail(func, "input '" + name.str() + "' must be float32, int64 or bool");
       TensorDesc desc{name.str(), type, shapeOf(arg).vec()};
       for (Operation *user : arg.getUsers()) {
         // Indices of a gather: within [-n, n) of the gathered dim.

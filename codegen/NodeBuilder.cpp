@@ -61,7 +61,9 @@ int NodeBuilder::reduce(Reduction::Kind kind, int node) {
 }
 
 int NodeBuilder::unary(Node::Op op, int a) {
-  Node n{op, op == Node::ToF32 ? ElemType::F32 : step.nodes[a].type};
+  ElemType t = op == Node::ToF32 ? ElemType::F32
+               : op == Node::ToI64 ? ElemType::I64 : step.nodes[a].type;
+  Node n{op, t};
   n.args = {a};
   return add(std::move(n));
 }
@@ -75,7 +77,8 @@ int NodeBuilder::binary(Node::Op op, int a, int b) {
     return b;
   if ((op == Node::Mul || op == Node::Div) && isOne(b))
     return a;
-  bool compare = op == Node::Gt || op == Node::Eq || op == Node::Ne;
+  bool compare = op == Node::Gt || op == Node::Eq || op == Node::Ne || op == Node::Lt ||
+                 op == Node::Le || op == Node::Ge;
   Node n{op, compare ? ElemType::I1 : step.nodes[a].type};
   n.args = {a, b};
   return add(std::move(n));

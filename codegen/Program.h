@@ -51,8 +51,10 @@ struct Node {
     // the index (I64) lies outside [-extent, extent).
     Gather,
     // Comparisons give I1; Select picks operand 1 or 2 by operand 0.
-    Gt, Eq, Ne, Select,
-    ToF32, // converts I64 or I1 to F32
+    Gt, Eq, Ne, Lt, Le, Ge, Not, And, Or, Select,
+    ToF32,  // converts I64 or I1 to F32
+    ToI64,  // converts F32 (toward zero, NaN to 0, saturating) or I1 to I64
+    RoundF16, RoundBF16, // F32 rounded to the 16-bit type, still F32
   };
   Op op;
   ElemType type;            // F32, I64 or I1

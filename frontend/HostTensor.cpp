@@ -85,6 +85,14 @@ bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
     else
       out.values.assign(t.int64_data().begin(), t.int64_data().end());
     break;
+  case onnx::TensorProto::BOOL: // one byte each in raw_data, else int32_data
+    if (t.has_raw_data())
+      fromRaw<uint8_t>(raw, out.values);
+    else
+      out.values.assign(t.int32_data().begin(), t.int32_data().end());
+    for (double &v : out.values)
+      v = double(v != 0);
+    break;
   case onnx::TensorProto::INT32:
     out.elemType = onnx::TensorProto::INT64; // widened: only shapes use it
     if (t.has_raw_data())
@@ -115,6 +123,12 @@ mlir::Type elementTypeFor(mlir::Builder &b, int onnxType) {
     return b.getF64Type();
   case onnx::TensorProto::INT64:
     return b.getI64Type();
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
   default:
     return nullptr;
   }
@@ -128,6 +142,12 @@ mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t) {
   }
   if (t.elemType == onnx::TensorProto::DOUBLE)
     return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<double>(t.values));
+  if (t.elemType == onnx::TensorProto::BOOL) {
+    llvm::SmallVector<bool> v;
+    for (double x : t.values)
+      v.push_back(x != 0);
+    return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<bool>(v));
+  }
   std::vector<int64_t> v = t.asInts();
   return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int64_t>(v));
 }

@@ -130,9 +130,10 @@ LogicalResult importTwoInputs(Imp &imp) {
 
 enum class FoldResult { NotConstant, Folded, Failed };
 
-/// Folds a binary op on two host constants with numpy broadcasting.
+/// Folds a binary op on two host constants with numpy broadcasting. The
+/// result has the lhs's type, or `resultType` (a comparison's BOOL).
 template <typename F>
-FoldResult foldBinary(Imp &imp, F f) {
+FoldResult foldBinary(Imp &imp, F f, int resultType = -1) {
   const HostTensor *l = imp.constantInput(0), *r = imp.constantInput(1);
   if (!l || !r)
     return FoldResult::NotConstant;
@@ -155,12 +156,14 @@ FoldResult foldBinary(Imp &imp, F f) {
     return FoldResult::Failed;
   if (n == 0) { // nothing to compute; strides of zero-sized shapes may overflow
     HostTensor t{l->isFloat, l->elemType, out, {}};
+    if (resultType >= 0)
+      t = HostTensor{false, resultType, out, {}};
     return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
   }
   std::vector<int64_t> lst = stridesOf(ls), rst = stridesOf(rs), ost = stridesOf(out);
   HostTensor t;
-  t.isFloat = l->isFloat;
-  t.elemType = l->elemType;
+  t.isFloat = resultType < 0 && l->isFloat;
+  t.elemType = resultType < 0 ? l->elemType : resultType;
   t.shape = out;
   t.values.resize(n);
   for (int64_t i = 0; i < (int64_t)t.values.size(); ++i) {
@@ -205,6 +208,78 @@ LogicalResult importIdentity(Imp &imp) {
     return failure();
   imp.define(0, *x);
   return success();
+}
+
+// Comparisons and logic: folded on the host when constant (shape
+// subgraphs use them), else otc.compare / not / and / or.
+struct CompareF {
+  StringRef p;
+  double operator()(double a, double b) const {
+    bool r = p == "eq" ? a == b : p == "lt" ? a < b : p == "le" ? a <= b
+           : p == "gt" ? a > b : a >= b;
+    return double(r);
+  }
+};
+struct AndF { double operator()(double a, double b) const { return double(a != 0 && b != 0); } };
+struct OrF { double operator()(double a, double b) const { return double(a != 0 || b != 0); } };
+
+template <const char *Predicate>
+LogicalResult importCompare(Imp &imp) {
+  switch (foldBinary(imp, CompareF{Predicate}, onnx::TensorProto::BOOL)) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: break;
+  }
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return imp.defineResult(imp.create<CompareOp>(*a, *b, imp.builder().getStringAttr(Predicate)));
+}
+
+template <typename Op, typename F>
+LogicalResult importLogic(Imp &imp) {
+  switch (foldBinary(imp, F(), onnx::TensorProto::BOOL)) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: return importTwoInputs<Op>(imp);
+  }
+  return failure();
+}
+
+LogicalResult importNot(Imp &imp) {
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    for (double &v : t.values)
+      v = double(v == 0);
+    return imp.define(0, std::move(t));
+  }
+  return importUnary<NotOp>(imp);
+}
+
+/// Where: on the host when all three are constants of one shape or
+/// scalars (shape subgraphs); else otc.where, whose branches are floats.
+LogicalResult importWhere(Imp &imp) {
+  const HostTensor *c = imp.constantInput(0), *a = imp.constantInput(1), *b = imp.constantInput(2);
+  if (c && a && b) {
+    int64_t n = std::max({c->numElements(), a->numElements(), b->numElements()});
+    auto ok = [n](const HostTensor *t) { return t->numElements() == n || t->numElements() == 1; };
+    if (!ok(c) || !ok(a) || !ok(b))
+      return imp.fail("a constant Where needs operands of one size or scalars");
+    const HostTensor *shaped = c->numElements() == n ? c : a->numElements() == n ? a : b;
+    HostTensor t = *a;
+    t.shape = shaped->shape;
+    t.values.resize(n);
+    auto at = [](const HostTensor *x, int64_t i) { return x->values[x->values.size() == 1 ? 0 : i]; };
+    for (int64_t i = 0; i < n; ++i)
+      t.values[i] = at(c, i) != 0 ? at(a, i) : at(b, i);
+    return imp.define(0, std::move(t));
+  }
+  auto cond = imp.input(0), x = imp.input(1), y = imp.input(2);
+  if (failed(cond) || failed(x) || failed(y))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return imp.fail("Where of integer tensors is supported on constants only");
+  return imp.defineResult(imp.create<WhereOp>(*cond, *x, *y));
 }
 
 LogicalResult importPow(Imp &imp) {
@@ -590,7 +665,10 @@ LogicalResult importCast(Imp &imp) {
     HostTensor t = *c;
     t.isFloat = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
     t.elemType = to == onnx::TensorProto::INT32 ? int(onnx::TensorProto::INT64) : int(to);
-    if (!t.isFloat)
+    if (to == onnx::TensorProto::BOOL)
+      for (double &v : t.values)
+        v = double(v != 0);
+    else if (!t.isFloat)
       for (double &v : t.values)
         v = std::trunc(v);
     return imp.define(0, std::move(t));
@@ -598,11 +676,22 @@ LogicalResult importCast(Imp &imp) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  if (getElementTypeOrSelf(x->getType()) != elementTypeFor(imp.builder(), to))
-    return imp.fail("casts between element types are not supported at run time");
-  imp.define(0, *x);
+  int target = to == onnx::TensorProto::INT32 ? int(onnx::TensorProto::INT64) : int(to);
+  Type elem = elementTypeFor(imp.builder(), target);
+  if (!elem)
+    return imp.fail("casts to " + onnx::TensorProto::DataType_Name(
+                                      static_cast<onnx::TensorProto::DataType>(to)) +
+                    " are not supported");
+  if (getElementTypeOrSelf(x->getType()) == elem) {
+    imp.define(0, *x);
+    return success();
+  }
+  auto type = RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(), elem);
+  imp.define(0, CastOp::create(imp.builder(), imp.loc(), type, *x).getResult());
   return success();
 }
+
+constexpr char kEq[] = "eq", kLt[] = "lt", kLe[] = "le", kGt[] = "gt", kGe[] = "ge";
 
 struct AddF { double operator()(double a, double b) const { return a + b; } };
 struct SubF { double operator()(double a, double b) const { return a - b; } };
@@ -613,23 +702,31 @@ struct DivF { double operator()(double a, double b) const { return a / b; } };
 const OpImporter kImporters[] = {
     {"Abs", 6, importUnary<AbsOp>},
     {"Add", 7, importBinary<AddOp, AddF>},
+    {"And", 7, importLogic<AndOp, AndF>},
     {"Cast", 6, importCast},
     {"Concat", 4, importConcat},
     {"Constant", 1, importConstant},
     {"Div", 7, importBinary<DivOp, DivF>},
+    {"Equal", 7, importCompare<kEq>},
     {"Erf", 9, importUnary<ErfOp>},
     {"Exp", 6, importUnary<ExpOp>},
     {"Flatten", 1, importFlatten},
     {"Gather", 1, importGather},
     {"Gemm", 7, importGemm},
+    {"Greater", 7, importCompare<kGt>},
+    {"GreaterOrEqual", 12, importCompare<kGe>},
     {"Identity", 1, importIdentity},
     {"LayerNormalization", 17, importLayerNormalization},
+    {"Less", 7, importCompare<kLt>},
+    {"LessOrEqual", 12, importCompare<kLe>},
     {"Log", 6, importUnary<LogOp>},
     {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp, true>},
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp, false>},
     {"MatMul", 1, importTwoInputs<MatMulOp>},
     {"Mul", 7, importBinary<MulOp, MulF>},
     {"Neg", 6, importUnary<NegOp>},
+    {"Not", 1, importNot},
+    {"Or", 7, importLogic<OrOp, OrF>},
     {"Pow", 7, importPow},
     {"Reciprocal", 6, importUnary<ReciprocalOp>},
     {"ReduceMean", 1, importReduce<ReduceMeanOp, false>},
@@ -651,6 +748,7 @@ const OpImporter kImporters[] = {
     {"Transpose", 1, importTranspose},
     {"Unsqueeze", 1, importSqueezeLike<false, false>},
     {"Unsqueeze", 13, importSqueezeLike<false, true>},
+    {"Where", 9, importWhere},
 };
 
 } // namespace

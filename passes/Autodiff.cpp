@@ -92,7 +92,11 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
     }
   }
 
-  // Every trainable argument gets a gradient result, zero if no path exists.
+  // Every trainable argument the loss reaches through differentiable ops gets
+  // a gradient result. One it does not (a mask read only through
+  // comparisons, or an unused tensor) stops being trainable: as with
+  // PyTorch's grad of None, the optimizer then leaves it alone, weight decay
+  // included.
   b.setInsertionPoint(ret);
   SmallVector<Value> results(ret.getOperands());
   SmallVector<Type> newTypes;
@@ -103,9 +107,8 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
       continue;
     Value g = grads.lookup(arg);
     if (!g) {
-      auto t = tensorType(arg);
-      g = ConstantOp::create(b, func.getLoc(),
-                             DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), 0.0).getValue()));
+      func.removeArgAttr(arg.getArgNumber(), attr::kTrainable);
+      continue;
     }
     results.push_back(g);
     newTypes.push_back(g.getType());

@@ -59,10 +59,11 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     std::string error;
     if (!readNpy(path, a, error))
       die(error + " (the data for input '" + d.name + "')");
-    const char *want = d.dtype == OTC_F32 ? "<f4" : "<i8";
+    const char *want = d.dtype == OTC_F32 ? "<f4" : d.dtype == OTC_BOOL ? "|b1" : "<i8";
     if (a.dtype != want)
       die("'" + path + "' has dtype " + a.dtype + ", but input '" + d.name +
-          "' needs " + want + (d.dtype == OTC_F32 ? " (float32)" : " (int64)"));
+          "' needs " + want +
+          (d.dtype == OTC_F32 ? " (float32)" : d.dtype == OTC_BOOL ? " (bool)" : " (int64)"));
     bool ok = (int)a.shape.size() == d.rank;
     for (int k = 1; ok && k < d.rank; ++k)
       ok = a.shape[k] == d.shape[k];

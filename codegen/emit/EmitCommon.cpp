@@ -160,8 +160,17 @@ std::string NodePrinter::expr(int i) const {
   case Node::Gt: return a(0) + " > " + a(1);
   case Node::Eq: return a(0) + " == " + a(1);
   case Node::Ne: return a(0) + " != " + a(1);
+  case Node::Lt: return a(0) + " < " + a(1);
+  case Node::Le: return a(0) + " <= " + a(1);
+  case Node::Ge: return a(0) + " >= " + a(1);
+  case Node::Not: return "!" + a(0);
+  case Node::And: return a(0) + " && " + a(1);
+  case Node::Or: return a(0) + " || " + a(1);
   case Node::Select: return a(0) + " ? " + a(1) + " : " + a(2);
   case Node::ToF32: return "(float)" + a(0);
+  case Node::ToI64: return "otc_to_i64(" + a(0) + ")";
+  case Node::RoundF16: return "otc_round_f16(" + a(0) + ")";
+  case Node::RoundBF16: return "otc_round_bf16(" + a(0) + ")";
   }
   return "0";
 }

@@ -37,6 +37,36 @@ int sigmoidGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) { // g y (1 - y)
   return b.binary(Node::Mul, gy, b.binary(Node::Sub, b.constant(1.0), x[1]));
 }
 
+int compare(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
+  StringRef p = cast<CompareOp>(op).getPredicate();
+  Node::Op kind = p == "eq" ? Node::Eq : p == "ne" ? Node::Ne : p == "lt" ? Node::Lt
+                : p == "le" ? Node::Le : p == "gt" ? Node::Gt : Node::Ge;
+  return b.binary(kind, x[0], x[1]);
+}
+int where(Operation *, NodeBuilder &b, ArrayRef<int> x) { return b.select(x[0], x[1], x[2]); }
+
+// Casts convert the arithmetic value; one to a 16-bit float rounds here, so
+// a fused consumer sees what a stored result would hold.
+int castTo(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
+  ElemType to;
+  elemTypeOf(cast<CastOp>(op).getType(), to);
+  int v = x[0];
+  ElemType from = b.getStep().nodes[v].type; // F32, I64 or I1
+  if (to == ElemType::I1) {
+    int zero = from == ElemType::F32 ? b.constant(0.0) : b.integer(0, from);
+    return from == ElemType::I1 ? v : b.binary(Node::Ne, v, zero);
+  }
+  if (to == ElemType::I64)
+    return from == ElemType::I64 ? v : b.unary(Node::ToI64, v);
+  if (from != ElemType::F32)
+    v = b.unary(Node::ToF32, v);
+  if (to == ElemType::F16)
+    return b.unary(Node::RoundF16, v);
+  if (to == ElemType::BF16)
+    return b.unary(Node::RoundBF16, v);
+  return v;
+}
+
 // Result dim i is input dim perm[i].
 DimMap transposeMap(Operation *op, unsigned, const DimMap &result) {
   auto perm = cast<TransposeOp>(op).getPerm();
@@ -68,6 +98,12 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(AbsOp::getOperationName(), {nullptr, unary<Node::Abs>});
   add(ErfOp::getOperationName(), {nullptr, unary<Node::Erf>});
   add(SignOp::getOperationName(), {nullptr, unary<Node::Sign>});
+  add(CompareOp::getOperationName(), {nullptr, compare});
+  add(NotOp::getOperationName(), {nullptr, unary<Node::Not>});
+  add(AndOp::getOperationName(), {nullptr, binary<Node::And>});
+  add(OrOp::getOperationName(), {nullptr, binary<Node::Or>});
+  add(WhereOp::getOperationName(), {nullptr, where});
+  add(CastOp::getOperationName(), {nullptr, castTo});
   add(IdentityOp::getOperationName(), {nullptr, same});
   add(BroadcastToOp::getOperationName(), {nullptr, same});
   add(TransposeOp::getOperationName(), {transposeMap, same});

@@ -7,6 +7,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE softmax f32|f16
        check_kernel.py EXE normalize f32
        check_kernel.py EXE gather f32
+       check_kernel.py EXE logic f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each stored
@@ -36,6 +37,11 @@ n 2^-24 of the sum of |terms|, which reaches y through rstd: y within
 `gather` checks an embedding lookup and its scatter-add gradient exactly:
 the lookup copies, and the gradient sums each row's contributions in index
 order, as numpy's add.at does.
+
+`logic` checks comparisons, not/and/or, where and casts exactly: float to
+int64 truncates toward zero with NaN to 0 and saturation (otc's definition;
+ONNX leaves it undefined), a cast to f16 rounds to nearest even even when
+its consumer is fused, and bool to float is 0 or 1.
 """
 import subprocess
 import sys
@@ -75,7 +81,12 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "gather":
+        if kind == "logic":
+            x = rng.normal(0, 3, 16).astype(np.float32)
+            x[0], x[1], x[2] = np.nan, 1e20, 1.0 + 2.0 ** -11  # f16 rounds it to 1
+            args = [x, rng.normal(0, 3, 16).astype(np.float32),
+                    rng.integers(-2, 3, 16).astype(np.int64)]
+        elif kind == "gather":
             ids = np.array([[0, 3, 3, -1], [7, 2, -6, 4]], dtype=np.int64)
             args = [rng.normal(size=(5, 3)).astype(np.float32), ids,
                     rng.normal(size=(2, 4, 3)).astype(np.float32)]
@@ -97,12 +108,29 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2, "gather": 2}.get(kind, 1)
+        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2, "gather": 2,
+                 "logic": 6}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
     ok = True
-    if kind == "gather":
+    if kind == "logic":
+        x, y, i = args
+        lt = x < y
+        eq = i == 0
+        a = lt & ~eq
+        o = a | eq
+        with np.errstate(invalid="ignore", over="ignore"):
+            xi = np.where(np.isnan(x), 0, np.clip(np.trunc(x.astype(np.float64)),
+                                                   -2.0 ** 63, 2.0 ** 63 - 1024)).astype(np.int64)
+            xi[x >= 2.0 ** 63] = 2 ** 63 - 1
+            hb = x.astype(np.float16).astype(np.float32)
+        want = [a, o, np.where(o, x, y), xi, hb, i.astype(np.float32) + lt.astype(np.float32)]
+        for name, got, w in zip(["and", "or", "where", "cast_i64", "cast_f16", "cast_sum"], res, want):
+            same = np.array_equal(got, w, equal_nan=True) and got.dtype == w.dtype
+            print(f"{'ok' if same else 'FAIL'} {name}: {got[:4]} want {w[:4]}")
+            ok &= same
+    elif kind == "gather":
         table, ids, dy = args
         valid = (ids >= -5) & (ids < 5)
         wrapped = np.where(ids < 0, ids + 5, ids)

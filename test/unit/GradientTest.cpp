@@ -133,6 +133,13 @@ std::vector<Case> cases() {
        "%labels: tensor<3xi64> {otc.input = \"labels\"}",
        "  %y = otc.gather %a, %labels {axis = 1 : i64} : tensor<2x5xf64>, tensor<3xi64> -> tensor<2x3xf64>",
        "tensor<2x3xf64>", {2, 3}, {4, 0, 4}},
+      // Where with a condition computed from the parameter itself (away
+      // from the boundary), and a broadcast right-hand side.
+      {"where_compare", kA23 + ", " + kB3,
+       "  %z = otc.constant dense<0.0> : tensor<f64>\n"
+       "  %c = otc.compare \"gt\", %a, %z : " + t23 + ", tensor<f64> -> tensor<2x3xi1>\n"
+       "  %y = otc.where %c, %a, %b : tensor<2x3xi1>, " + t23 + ", tensor<3xf64> -> " + t23,
+       t23, {2, 3}},
       {"normalize_rows", kA23, "  %y = otc.normalize %a {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23, t23, {2, 3}},
       {"normalize_whole", kA23, "  %y = otc.normalize %a {axis = 0 : i64, epsilon = 0.1 : f64} : " + t23, t23, {2, 3}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},

@@ -132,9 +132,37 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](ConstantOp c) {
           auto d = cast<DenseElementsAttr>(c.getValue());
           Tensor t{shape, {}};
-          for (APFloat v : d.getValues<APFloat>())
-            t.data.push_back(v.convertToDouble());
+          if (isa<FloatType>(d.getElementType()))
+            for (APFloat v : d.getValues<APFloat>())
+              t.data.push_back(v.convertToDouble());
+          else // integers and booleans
+            for (APInt v : d.getValues<APInt>())
+              t.data.push_back(d.getElementType().isInteger(1) ? double(v.getBoolValue())
+                                                               : double(v.getSExtValue()));
           return t;
+        })
+        .Case([&](CompareOp c) {
+          StringRef p = c.getPredicate();
+          return binary([p](double a, double b) {
+            bool r = p == "eq" ? a == b : p == "ne" ? a != b : p == "lt" ? a < b
+                   : p == "le" ? a <= b : p == "gt" ? a > b : a >= b;
+            return double(r);
+          });
+        })
+        .Case([&](NotOp) { return unary([](double a) { return double(a == 0); }); })
+        .Case([&](AndOp) { return binary([](double a, double b) { return double(a != 0 && b != 0); }); })
+        .Case([&](OrOp) { return binary([](double a, double b) { return double(a != 0 || b != 0); }); })
+        .Case([&](WhereOp w) {
+          const Tensor &c = get(w.getCondition()), &a = get(w.getLhs()), &b = get(w.getRhs());
+          return map(shape, [&](int64_t i) {
+            return at(c, shape, i) != 0 ? at(a, shape, i) : at(b, shape, i);
+          });
+        })
+        .Case([&](CastOp c) {
+          Type to = cast<RankedTensorType>(c.getType()).getElementType();
+          return unary([to](double a) {
+            return to.isInteger(1) ? double(a != 0) : isa<FloatType>(to) ? a : std::trunc(a);
+          });
         })
         .Case([&](AddOp) { return binary([](double a, double b) { return a + b; }); })
         .Case([&](SubOp) { return binary([](double a, double b) { return a - b; }); })

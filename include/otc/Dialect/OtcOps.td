@@ -24,7 +24,8 @@ def Otc_Dialect : Dialect {
 
 def Otc_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Otc_IndexTensor : StaticShapeTensorOf<[I64]>;
-def Otc_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64]>;
+def Otc_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64, I1]>;
+def Otc_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Otc_FloatScalar : 0DTensorOf<[F16, BF16, F32, F64]>;
 
 class Otc_Op<string mnemonic, list<Trait> traits = []>
@@ -120,6 +121,70 @@ def Otc_TanhGradOp : Otc_ActivationGradOp<"tanh_grad",
     "grad * (1 - y * y), y being the tanh output">;
 def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
     "grad * y * (1 - y), y being the sigmoid output">;
+
+//===----------------------------------------------------------------------===//
+// Comparisons, logic, selection and casts
+//===----------------------------------------------------------------------===//
+
+def Otc_CompareOp : Otc_Op<"compare", [Pure, InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "Elementwise comparison with numpy broadcasting, giving booleans";
+  let description = [{
+    `predicate` is one of eq, ne, lt, le, gt, ge. Comparisons have no
+    gradient: a value reached only through them is not trained.
+  }];
+  let arguments = (ins Otc_AnyTensor:$lhs, Otc_AnyTensor:$rhs, StrAttr:$predicate);
+  let results = (outs Otc_BoolTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Otc_NotOp : Otc_Op<"not", [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise logical not";
+  let arguments = (ins Otc_BoolTensor:$input);
+  let results = (outs Otc_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class Otc_LogicOp<string mnemonic, string what>
+    : Otc_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Elementwise logical " # what # " with numpy broadcasting";
+  let arguments = (ins Otc_BoolTensor:$lhs, Otc_BoolTensor:$rhs);
+  let results = (outs Otc_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Otc_AndOp : Otc_LogicOp<"and", "and">;
+def Otc_OrOp : Otc_LogicOp<"or", "or">;
+
+def Otc_WhereOp : Otc_DiffOp<"where", [InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "lhs where the condition holds, else rhs; all three broadcast";
+  let arguments = (ins Otc_BoolTensor:$condition, Otc_FloatTensor:$lhs,
+                   Otc_FloatTensor:$rhs);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+}
+
+def Otc_CastOp : Otc_DiffOp<"cast"> {
+  let summary = "Converts each element to the result's element type";
+  let description = [{
+    Float to integer truncates toward zero; anything to bool is `x != 0`;
+    bool to a number is 0 or 1. Only a cast between float types passes a
+    gradient.
+  }];
+  let arguments = (ins Otc_AnyTensor:$input);
+  let results = (outs Otc_AnyTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
 
 //===----------------------------------------------------------------------===//
 // Matrix products

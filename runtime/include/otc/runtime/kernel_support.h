@@ -75,6 +75,33 @@ OTC_HD void otc_store(otc_bf16 *p, float f) {
 
 OTC_HD float otc_ld(float v) { return v; }
 
+/* A float rounded to a 16-bit type and back: a cast whose result is used
+ * inside a fused expression rounds as a stored one would. */
+OTC_HD float otc_round_f16(float v) {
+  otc_f16 h;
+  otc_store(&h, v);
+  return otc_ld(h);
+}
+OTC_HD float otc_round_bf16(float v) {
+  otc_bf16 h;
+  otc_store(&h, v);
+  return otc_ld(h);
+}
+
+/* A float cast to int64: toward zero, NaN to 0, saturating (a plain C cast
+ * of NaN or of an out-of-range value is undefined). */
+OTC_HD long long otc_to_i64(float v) {
+  if (!(v == v))
+    return 0;
+  if (v >= 9.2233720368547758e18f)
+    return 9223372036854775807LL;
+  if (v <= -9.2233720368547758e18f)
+    return -9223372036854775807LL - 1;
+  return (long long)v;
+}
+OTC_HD long long otc_to_i64(long long v) { return v; }
+OTC_HD long long otc_to_i64(bool v) { return v ? 1 : 0; }
+
 /* An ONNX index into a dim of n: negative counts from the end; -1 when it
  * lies outside [-n, n), which a gather reads as 0. */
 OTC_HD long long otc_wrap_index(long long i, long long n) {

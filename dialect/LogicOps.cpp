@@ -1,0 +1,80 @@
+// Comparisons, logic, where and cast: shapes, verification, gradients.
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+using namespace otc;
+
+/// The broadcast shape of `values`, with `elem` as the element type.
+static LogicalResult inferBroadcastOf(std::optional<Location> loc, ValueRange values, Type elem,
+                                      SmallVectorImpl<Type> &types) {
+  SmallVector<int64_t> shape;
+  for (Value v : values) {
+    auto next = broadcastShapes(shape, tensorType(v).getShape());
+    if (!next)
+      return emitOptionalError(loc, "operand of shape ", v.getType(),
+                               " does not broadcast with the others");
+    shape = *next;
+  }
+  types.push_back(RankedTensorType::get(shape, elem));
+  return success();
+}
+
+static Type boolType(MLIRContext *ctx) { return IntegerType::get(ctx, 1); }
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                          Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferBroadcastOf(loc, {a.getLhs(), a.getRhs()}, boolType(ctx), types);
+}
+
+LogicalResult CompareOp::verify() {
+  StringRef p = getPredicate();
+  if (p != "eq" && p != "ne" && p != "lt" && p != "le" && p != "gt" && p != "ge")
+    return emitOpError("predicate '") << p << "' is not one of eq, ne, lt, le, gt, ge";
+  return success();
+}
+
+#define OTC_LOGIC_INFER(Op)                                                      \
+  LogicalResult Op::inferReturnTypes(MLIRContext *ctx, std::optional<Location> l, \
+                                     Op::Adaptor a, SmallVectorImpl<Type> &types) { \
+    return inferBroadcastOf(l, {a.getLhs(), a.getRhs()}, boolType(ctx), types);  \
+  }
+OTC_LOGIC_INFER(AndOp)
+OTC_LOGIC_INFER(OrOp)
+#undef OTC_LOGIC_INFER
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferBroadcastOf(loc, {a.getCondition(), a.getLhs(), a.getRhs()},
+                          tensorType(a.getLhs()).getElementType(), types);
+}
+
+// The gradient goes to the side the condition chose, summed back to each
+// operand's shape; the condition has none.
+LogicalResult WhereOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                      SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value zero = scalarConstant(b, loc, tensorType(getResult()).getElementType(), 0.0);
+  Value dl = WhereOp::create(b, loc, getCondition(), dy[0], zero);
+  Value dr = WhereOp::create(b, loc, getCondition(), zero, dy[0]);
+  grads.push_back(nullptr);
+  grads.push_back(sumToShape(b, loc, dl, tensorType(getLhs())));
+  grads.push_back(sumToShape(b, loc, dr, tensorType(getRhs())));
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (tensorType(getInput()).getShape() != tensorType(getResult()).getShape())
+    return emitOpError("cast changes the shape from ") << getInput().getType() << " to "
+                                                     << getResult().getType();
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                     SmallVectorImpl<Value> &grads) {
+  bool floats = isa<FloatType>(tensorType(getInput()).getElementType()) &&
+                isa<FloatType>(tensorType(getResult()).getElementType());
+  grads.push_back(floats ? CastOp::create(b, getLoc(), getInput().getType(), dy[0]).getResult()
+                         : Value());
+  return success();
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""A masked classifier: logits = Where(Equal(mask, 0), -1e4, x W^T), with
+`mask` a float initializer (a registered buffer) read only through the
+comparison; plus data, and the reference after SGD with weight decay:
+  EXPECTED_W.npz    W from float64 finite-difference gradients of a numpy
+                    forward (PyTorch's SGD: g + wd * W);
+  EXPECTED_MASK.npz the mask, unchanged: it has no gradient, so no decay.
+
+usage: make_masked.py OUT.onnx DATA_DIR STEPS LR WD EXPECTED_W.npz EXPECTED_MASK.npz
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out, data = sys.argv[1], Path(sys.argv[2])
+steps, lr, wd = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+rng = np.random.default_rng(8)
+w0 = rng.normal(0, 0.5, (3, 4)).astype(np.float32)
+mask = np.array([1.0, 0.0, 1.0], np.float32)
+c = lambda name, v: helper.make_node("Constant", [], [name], value=helper.make_tensor(name, TensorProto.FLOAT, [], [v]))
+nodes = [helper.make_node("Gemm", ["x", "w"], ["h"], transB=1),
+         c("zero", 0.0), c("big", -1e4),
+         helper.make_node("Equal", ["mask", "zero"], ["off"]),
+         helper.make_node("Where", ["off", "big", "h"], ["logits"])]
+graph = helper.make_graph(
+    nodes, "masked",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 3])],
+    [numpy_helper.from_array(w0, "w"), numpy_helper.from_array(mask, "mask")])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 7
+onnx.checker.check_model(model)
+onnx.save(model, out)
+
+data.mkdir(parents=True, exist_ok=True)
+x = rng.normal(size=(8, 4)).astype(np.float32)
+labels = rng.choice([0, 2], 8).astype(np.int64)  # the classes the mask keeps
+np.save(data / "x.npy", x)
+np.save(data / "labels.npy", labels)
+
+
+def loss(w, xb, yb):
+    z = np.where(mask == 0, -1e4, xb @ w.T)
+    z = z - z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    return -logp[np.arange(len(yb)), yb].mean()
+
+
+w = w0.astype(np.float64)
+for s in range(steps):
+    xb, yb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), labels[(s % 4) * 2:(s % 4) * 2 + 2]
+    g = np.zeros_like(w)
+    for i in np.ndindex(w.shape):
+        plus, minus = w.copy(), w.copy()
+        plus[i] += 1e-6
+        minus[i] -= 1e-6
+        g[i] = (loss(plus, xb, yb) - loss(minus, xb, yb)) / 2e-6
+    w = w - lr * (g + wd * w)
+np.savez(sys.argv[6], w=w)
+np.savez(sys.argv[7], mask=mask)
