@@ -68,6 +68,13 @@ int NodeBuilder::unary(Node::Op op, int a) {
   return add(std::move(n));
 }
 
+int NodeBuilder::pow(int a, double exponent) {
+  Node n{Node::Pow, ElemType::F32};
+  n.args = {a};
+  n.value = exponent;
+  return add(std::move(n));
+}
+
 int NodeBuilder::binary(Node::Op op, int a, int b) {
   auto isOne = [&](int i) {
     const Node &n = step.nodes[i];

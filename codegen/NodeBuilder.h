@@ -26,6 +26,7 @@ public:
   /// Adds a reduction of `node` and returns the node holding its result.
   int reduce(Reduction::Kind kind, int node);
   int unary(Node::Op op, int a);
+  int pow(int a, double exponent);
   int binary(Node::Op op, int a, int b);
   int select(int cond, int a, int b);
   void store(int buffer, std::vector<int64_t> strides, int node);

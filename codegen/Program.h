@@ -46,7 +46,7 @@ struct Node {
     Reduced, // the result of reduction `ivalue` of this step
     // Arithmetic on F32 (or I64 where the operands are I64).
     Add, Sub, Mul, Div, Max, Neg, Exp, Log, Tanh, Sigmoid, Relu,
-    Sqrt, Abs, Erf, Sign,
+    Sqrt, Abs, Erf, Sign, Pow, // Pow: args[0] to the constant `value`
     // buffer[strides . coords + wrap(args[0], extent) * ivalue], or 0 when
     // the index (I64) lies outside [-extent, extent).
     Gather,

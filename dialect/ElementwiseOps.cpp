@@ -142,6 +142,18 @@ LogicalResult AbsOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
+// d x^c / dx = c x^(c-1); for c = 1 that is 1 (pow(x, 0) is 1 at x = 0 too).
+LogicalResult PowOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                    SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  double c = getExponent().convertToDouble();
+  Type elem = tensorType(getInput()).getElementType();
+  Value lower = PowOp::create(b, loc, getInput(), b.getF64FloatAttr(c - 1));
+  Value scaled = MulOp::create(b, loc, lower, scalarConstant(b, loc, elem, c));
+  grads.push_back(MulOp::create(b, loc, dy[0], scaled));
+  return success();
+}
+
 // d erf(x)/dx = 2/sqrt(pi) * exp(-x^2).
 LogicalResult ErfOp::buildGradients(OpBuilder &b, ValueRange dy,
                                     SmallVectorImpl<Value> &grads) {

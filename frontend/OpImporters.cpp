@@ -3,6 +3,7 @@
 #include "GraphImporter.h"
 
 #include "ModelChecks.h"
+#include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/runtime/limits.h"
 
@@ -284,17 +285,122 @@ LogicalResult importWhere(Imp &imp) {
 
 LogicalResult importPow(Imp &imp) {
   const HostTensor *e = imp.constantInput(1);
-  if (!e || e->numElements() != 1 || (e->values[0] != 2.0 && e->values[0] != 1.0))
-    return imp.fail("only a constant exponent of 1 or 2 is supported");
+  if (!e || e->numElements() != 1)
+    return imp.fail("the exponent must be a compile-time scalar");
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  if (e->values[0] == 1.0)
+  double c = e->values[0];
+  if (c == 1.0)
     imp.define(0, *x);
-  else
+  else if (c == 2.0) // a square stays a product: simpler IR, an exact gradient
     imp.define(0, MulOp::create(imp.builder(), imp.loc(), *x, *x).getResult());
+  else
+    imp.define(0, PowOp::create(imp.builder(), imp.loc(), *x, imp.builder().getF64FloatAttr(c))
+                      .getResult());
   return success();
 }
+
+// Activations composed from primitives (tinygrad style): their gradients
+// come from compare and where, and fusion makes each one kernel.
+
+/// A float scalar constant of `like`'s element type.
+Value scalarLike(Imp &imp, Value like, double v) {
+  return scalarConstant(imp.builder(), imp.loc(),
+                        cast<RankedTensorType>(like.getType()).getElementType(), v);
+}
+
+/// max(a, b) as where(a >= b, a, b), and min with <=: the gradient goes to
+/// a on ties (PyTorch's clamp does the same at its bounds).
+Value pick(Imp &imp, Value a, Value b, const char *predicate) {
+  OpBuilder &bld = imp.builder();
+  Value c = CompareOp::create(bld, imp.loc(), a, b, bld.getStringAttr(predicate));
+  return WhereOp::create(bld, imp.loc(), c, a, b);
+}
+
+/// Max and Min (variadic): on the host when all inputs are constant.
+template <bool IsMax>
+LogicalResult importMaxMin(Imp &imp) {
+  bool constant = true;
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    constant = constant && imp.constantInput(i);
+  if (constant && imp.numInputs() == 2) {
+    auto f = [](double a, double b) { return IsMax ? std::max(a, b) : std::min(a, b); };
+    if (foldBinary(imp, f) == FoldResult::Folded)
+      return success();
+    return failure();
+  }
+  auto acc = imp.input(0);
+  if (failed(acc))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(acc->getType()).getElementType()))
+    return imp.fail("Max and Min of integer tensors are supported on constants only");
+  Value v = *acc;
+  for (size_t i = 1; i < imp.numInputs(); ++i) {
+    auto next = imp.input(i);
+    if (failed(next))
+      return failure();
+    v = pick(imp, v, *next, IsMax ? "ge" : "le");
+  }
+  imp.define(0, v);
+  return success();
+}
+
+/// Clip: bounds from inputs (opset 11) or attributes (before).
+template <bool FromInputs>
+LogicalResult importClip(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  Value v = *x;
+  for (int k = 0; k < 2; ++k) {
+    std::optional<double> bound;
+    if (FromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
+      const HostTensor *t = imp.constantInput(k + 1);
+      if (!t || t->numElements() != 1)
+        return imp.fail("Clip bounds must be compile-time scalars");
+      bound = t->values[0];
+    } else if (!FromInputs && imp.attr(k ? "max" : "min")) {
+      bound = imp.floatAttr(k ? "max" : "min", 0);
+    }
+    if (bound)
+      v = pick(imp, v, scalarLike(imp, v, *bound), k ? "le" : "ge");
+  }
+  imp.define(0, v);
+  return success();
+}
+
+/// Sum (variadic): adds left to right, with numpy broadcasting.
+LogicalResult importSum(Imp &imp) {
+  auto acc = imp.input(0);
+  if (failed(acc))
+    return failure();
+  Value v = *acc;
+  for (size_t i = 1; i < imp.numInputs(); ++i) {
+    auto next = imp.input(i);
+    if (failed(next))
+      return failure();
+    auto sum = imp.create<AddOp>(v, *next);
+    if (failed(sum))
+      return failure();
+    v = *sum;
+  }
+  imp.define(0, v);
+  return success();
+}
+
+LogicalResult importLeakyRelu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = imp.builder();
+  Value positive = CompareOp::create(b, imp.loc(), *x, scalarLike(imp, *x, 0.0),
+                                     b.getStringAttr("gt"));
+  Value scaled = MulOp::create(b, imp.loc(), *x, scalarLike(imp, *x, imp.floatAttr("alpha", 0.01)));
+  imp.define(0, WhereOp::create(b, imp.loc(), positive, *x, scaled).getResult());
+  return success();
+}
+
 
 LogicalResult importTranspose(Imp &imp) {
   auto x = imp.input(0);
@@ -704,6 +810,8 @@ const OpImporter kImporters[] = {
     {"Add", 7, importBinary<AddOp, AddF>},
     {"And", 7, importLogic<AndOp, AndF>},
     {"Cast", 6, importCast},
+    {"Clip", 6, importClip<false>},
+    {"Clip", 11, importClip<true>},
     {"Concat", 4, importConcat},
     {"Constant", 1, importConstant},
     {"Div", 7, importBinary<DivOp, DivF>},
@@ -717,12 +825,15 @@ const OpImporter kImporters[] = {
     {"GreaterOrEqual", 12, importCompare<kGe>},
     {"Identity", 1, importIdentity},
     {"LayerNormalization", 17, importLayerNormalization},
+    {"LeakyRelu", 6, importLeakyRelu},
     {"Less", 7, importCompare<kLt>},
     {"LessOrEqual", 12, importCompare<kLe>},
     {"Log", 6, importUnary<LogOp>},
     {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp, true>},
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp, false>},
     {"MatMul", 1, importTwoInputs<MatMulOp>},
+    {"Max", 8, importMaxMin<true>},
+    {"Min", 8, importMaxMin<false>},
     {"Mul", 7, importBinary<MulOp, MulF>},
     {"Neg", 6, importUnary<NegOp>},
     {"Not", 1, importNot},
@@ -744,6 +855,7 @@ const OpImporter kImporters[] = {
     {"Squeeze", 1, importSqueezeLike<true, false>},
     {"Squeeze", 13, importSqueezeLike<true, true>},
     {"Sub", 7, importBinary<SubOp, SubF>},
+    {"Sum", 8, importSum},
     {"Tanh", 6, importUnary<TanhOp>},
     {"Transpose", 1, importTranspose},
     {"Unsqueeze", 1, importSqueezeLike<false, false>},

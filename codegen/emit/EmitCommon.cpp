@@ -154,6 +154,14 @@ std::string NodePrinter::expr(int i) const {
     return "(" + k + " < 0 ? " + (f ? "0.0f" : "0LL") + " : " + ref + ")";
   }
   case Node::Sqrt: return "sqrtf(" + a(0) + ")";
+  case Node::Pow: // small integer exponents as products: exact and fast
+    if (n.value == 2.0)
+      return a(0) + " * " + a(0);
+    if (n.value == 1.0)
+      return a(0);
+    if (n.value == 0.0)
+      return "1.0f";
+    return "powf(" + a(0) + ", " + floatLiteral(n.value) + ")";
   case Node::Abs: return "fabsf(" + a(0) + ")";
   case Node::Erf: return "erff(" + a(0) + ")";
   case Node::Sign: return "(float)((" + a(0) + " > 0.0f) - (" + a(0) + " < 0.0f))";

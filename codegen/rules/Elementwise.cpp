@@ -37,6 +37,10 @@ int sigmoidGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) { // g y (1 - y)
   return b.binary(Node::Mul, gy, b.binary(Node::Sub, b.constant(1.0), x[1]));
 }
 
+int pow(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
+  return b.pow(x[0], cast<PowOp>(op).getExponent().convertToDouble());
+}
+
 int compare(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
   StringRef p = cast<CompareOp>(op).getPredicate();
   Node::Op kind = p == "eq" ? Node::Eq : p == "ne" ? Node::Ne : p == "lt" ? Node::Lt
@@ -98,6 +102,7 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(AbsOp::getOperationName(), {nullptr, unary<Node::Abs>});
   add(ErfOp::getOperationName(), {nullptr, unary<Node::Erf>});
   add(SignOp::getOperationName(), {nullptr, unary<Node::Sign>});
+  add(PowOp::getOperationName(), {nullptr, pow});
   add(CompareOp::getOperationName(), {nullptr, compare});
   add(NotOp::getOperationName(), {nullptr, unary<Node::Not>});
   add(AndOp::getOperationName(), {nullptr, binary<Node::And>});

@@ -255,6 +255,10 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           return r;
         })
         .Case([&](ExpOp) { return unary([](double a) { return std::exp(a); }); })
+        .Case([&](PowOp p) {
+          double c = p.getExponent().convertToDouble();
+          return unary([c](double a) { return std::pow(a, c); });
+        })
         .Case([&](LogOp) { return unary([](double a) { return std::log(a); }); })
         .Case([&](SqrtOp) { return unary([](double a) { return std::sqrt(a); }); })
         .Case([&](ReciprocalOp) { return unary([](double a) { return 1.0 / a; }); })

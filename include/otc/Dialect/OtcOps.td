@@ -90,6 +90,17 @@ def Otc_LogOp : Otc_UnaryOp<"log", "Elementwise natural logarithm">;
 def Otc_SqrtOp : Otc_UnaryOp<"sqrt", "Elementwise square root">;
 def Otc_ReciprocalOp : Otc_UnaryOp<"reciprocal", "Elementwise 1 / x">;
 def Otc_AbsOp : Otc_UnaryOp<"abs", "Elementwise |x|">;
+
+def Otc_PowOp : Otc_DiffOp<"pow", [SameOperandsAndResultType]> {
+  let summary = "Elementwise x to a constant `exponent`";
+  let description = [{
+    As C's pow: a negative x with an integral exponent has its sign, and
+    with a fractional one gives NaN.
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, F64Attr:$exponent);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
 def Otc_ErfOp : Otc_UnaryOp<"erf", "Elementwise error function">;
 
 // Only gradients use it (that of abs), so it has no gradient of its own.
