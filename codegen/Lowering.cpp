@@ -279,7 +279,8 @@ bool Lowering::bindArguments() {
       prog->results.push_back({"result" + std::to_string(r), type, shapeOf(v).vec()});
       int b = addBuffer(type, shapeOf(v).vec(), Buffer::Place::Result, r,
                         "result" + std::to_string(r));
-      bool gemm = isa_and_nonnull<GemmOp, MatMulOp, GatherGradOp>(v.getDefiningOp()) &&
+      bool gemm = isa_and_nonnull<GemmOp, MatMulOp, GatherGradOp, SliceGradOp, ConcatOp>(
+                      v.getDefiningOp()) &&
                   v.hasOneUse();
       if (storable(v) || gemm)
         targets[v] = {b, false};

@@ -7,17 +7,19 @@ namespace otc {
 int NodeBuilder::add(Node n) {
   uint64_t bits;
   std::memcpy(&bits, &n.value, sizeof bits);
-  Key key{n.op, int(n.type), n.args, n.buffer, n.strides, bits, n.ivalue, n.extent};
+  Key key{n.op, int(n.type), n.args, n.buffer, n.strides, bits, n.ivalue, n.extent, n.offset};
   auto [it, fresh] = memo.emplace(key, (int)step.nodes.size());
   if (fresh)
     step.nodes.push_back(std::move(n));
   return it->second;
 }
 
-int NodeBuilder::load(int buffer, ElemType storage, std::vector<int64_t> strides) {
+int NodeBuilder::load(int buffer, ElemType storage, std::vector<int64_t> strides,
+                      int64_t offset) {
   Node n{Node::Load, isFloat(storage) ? ElemType::F32 : storage};
   n.buffer = buffer;
   n.strides = std::move(strides);
+  n.offset = offset;
   return add(std::move(n));
 }
 
@@ -97,8 +99,8 @@ int NodeBuilder::select(int cond, int a, int b) {
   return add(std::move(n));
 }
 
-void NodeBuilder::store(int buffer, std::vector<int64_t> strides, int node) {
-  step.stores.push_back({buffer, std::move(strides), node});
+void NodeBuilder::store(int buffer, std::vector<int64_t> strides, int node, int64_t offset) {
+  step.stores.push_back({buffer, std::move(strides), node, offset});
 }
 
 } // namespace otc

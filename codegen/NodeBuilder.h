@@ -14,7 +14,7 @@ class NodeBuilder {
 public:
   explicit NodeBuilder(Step &step) : step(step) {}
 
-  int load(int buffer, ElemType storage, std::vector<int64_t> strides);
+  int load(int buffer, ElemType storage, std::vector<int64_t> strides, int64_t offset = 0);
   /// A load whose index along one dim of `buffer` is the I64 node `index`.
   int gather(int buffer, ElemType storage, std::vector<int64_t> strides, int index,
              int64_t stride, int64_t extent);
@@ -29,7 +29,7 @@ public:
   int pow(int a, double exponent);
   int binary(Node::Op op, int a, int b);
   int select(int cond, int a, int b);
-  void store(int buffer, std::vector<int64_t> strides, int node);
+  void store(int buffer, std::vector<int64_t> strides, int node, int64_t offset = 0);
 
   Step &getStep() { return step; }
   /// The lowering's memo: the node of each (value, dim map) built so far.
@@ -40,7 +40,7 @@ private:
   Step &step;
   // Constants by their bits: NaN must not equal every number, nor -0.0 0.0.
   using Key = std::tuple<int, int, std::vector<int>, int, std::vector<int64_t>,
-                         uint64_t, int64_t, int64_t>;
+                         uint64_t, int64_t, int64_t, int64_t>;
   std::map<Key, int> memo;
 };
 

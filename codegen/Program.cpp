@@ -123,7 +123,7 @@ void printNodes(std::ostream &os, const Step &s) {
     const Node &n = s.nodes[i];
     os << "    n" << i << " = " << opName(n.op);
     if (n.op == Node::Load || n.op == Node::Gather)
-      os << " b" << n.buffer << dims(n.strides);
+      os << " b" << n.buffer << dims(n.strides) << (n.offset ? "+" + std::to_string(n.offset) : "");
     if (n.op == Node::Gather)
       os << " +" << n.ivalue << "*wrap(n" << n.args[0] << ", " << n.extent << ")";
     else if (n.op == Node::Const)
@@ -139,7 +139,8 @@ void printNodes(std::ostream &os, const Step &s) {
     os << "    r" << k << " = " << (s.reductions[k].kind == Reduction::Sum ? "sum" : "max")
        << " n" << s.reductions[k].node << "\n";
   for (const Store &st : s.stores)
-    os << "    store b" << st.buffer << dims(st.strides) << " n" << st.node << "\n";
+    os << "    store b" << st.buffer << dims(st.strides)
+       << (st.offset ? "+" + std::to_string(st.offset) : "") << " n" << st.node << "\n";
 }
 
 } // namespace

@@ -64,6 +64,7 @@ struct Node {
   double value = 0;         // Const F32
   int64_t ivalue = 0;       // Const I64/I1, Reduced, Coord: the dim; Gather: stride
   int64_t extent = 0;       // Gather: the size of the gathered dim
+  int64_t offset = 0;       // Load, Gather: elements added to the index (slices)
 };
 
 /// A reduction of a step: `node` combined over the reduced dims.
@@ -80,6 +81,7 @@ struct Store {
   int buffer;
   std::vector<int64_t> strides;
   int node;
+  int64_t offset = 0; // elements added to the index (concat, slice gradients)
 };
 
 /// Row-major C = alpha * op(A) * op(B) + beta * C, `batch` times, with

@@ -131,3 +131,83 @@ LogicalResult GatherGradOp::verify() {
                                      << out << " at " << getIndices().getType();
   return success();
 }
+
+/// Checks that stepping `steps` from `starts` through `big` gives `small`.
+static LogicalResult verifySlice(Operation *op, RankedTensorType big, RankedTensorType small,
+                                 ArrayRef<int64_t> starts, ArrayRef<int64_t> steps) {
+  int64_t rank = big.getRank();
+  if (small.getRank() != rank || (int64_t)starts.size() != rank || (int64_t)steps.size() != rank)
+    return op->emitOpError("starts, steps and both types need rank ") << rank;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t last;
+    if (starts[d] < 0 || steps[d] < 1 ||
+        __builtin_mul_overflow(small.getDimSize(d) - 1, steps[d], &last) ||
+        __builtin_add_overflow(last, starts[d], &last) || last >= big.getDimSize(d))
+      return op->emitOpError("dim ") << d << ": " << small.getDimSize(d) << " elements from "
+                                     << starts[d] << " by " << steps[d] << " leave "
+                                     << big.getDimSize(d);
+  }
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  return verifySlice(*this, tensorType(getInput()), tensorType(getResult()), getStarts(),
+                     getSteps());
+}
+
+LogicalResult SliceGradOp::verify() {
+  return verifySlice(*this, tensorType(getResult()), tensorType(getGrad()), getStarts(),
+                     getSteps());
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                      SmallVectorImpl<Value> &grads) {
+  if (!isa<FloatType>(tensorType(getInput()).getElementType())) {
+    grads.push_back(nullptr);
+    return success();
+  }
+  grads.push_back(SliceGradOp::create(b, getLoc(), getInput().getType(), dy[0],
+                                      getStartsAttr(), getStepsAttr()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
+  if (a.getInputs().empty())
+    return emitOptionalError(loc, "concat needs inputs");
+  auto first = tensorType(a.getInputs()[0]);
+  int64_t axis = a.getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOptionalError(loc, "concat axis ", axis, " is outside [0, ", first.getRank(), ")");
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value v : a.getInputs().drop_front()) {
+    auto t = tensorType(v);
+    if (t.getRank() != first.getRank() || t.getElementType() != first.getElementType())
+      return emitOptionalError(loc, "concat inputs differ in rank or element type");
+    for (int64_t d = 0; d < first.getRank(); ++d)
+      if (d != axis && t.getDimSize(d) != first.getDimSize(d))
+        return emitOptionalError(loc, "concat inputs differ off the axis: ", first, " and ", t);
+    shape[axis] += t.getDimSize(axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+// Each input's gradient is its slice of dy.
+LogicalResult ConcatOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                       SmallVectorImpl<Value> &grads) {
+  int64_t rank = tensorType(getResult()).getRank(), at = 0;
+  for (Value v : getInputs()) {
+    auto t = tensorType(v);
+    SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+    starts[getAxis()] = at;
+    at += t.getDimSize(getAxis());
+    if (!isa<FloatType>(t.getElementType())) {
+      grads.push_back(nullptr);
+      continue;
+    }
+    grads.push_back(SliceOp::create(b, getLoc(), t, dy[0], b.getDenseI64ArrayAttr(starts),
+                                    b.getDenseI64ArrayAttr(steps)));
+  }
+  return success();
+}

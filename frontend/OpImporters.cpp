@@ -683,7 +683,183 @@ LogicalResult foldGather(Imp &imp) {
   return imp.define(0, std::move(t));
 }
 
+/// A normalised slice: per dim, a start, a positive step and a count.
+struct SliceSpec {
+  std::vector<int64_t> starts, steps, counts;
+};
+
+/// `data` sliced by `spec` on the host.
+HostTensor sliceHost(const HostTensor &data, const SliceSpec &spec) {
+  HostTensor t = data;
+  t.shape = spec.counts;
+  t.values.clear();
+  int64_t n = product(spec.counts);
+  std::vector<int64_t> strides = stridesOf(data.shape);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, at = 0;
+    for (int d = (int)spec.counts.size() - 1; d >= 0; --d) {
+      at += (spec.starts[d] + rest % spec.counts[d] * spec.steps[d]) * strides[d];
+      rest /= spec.counts[d];
+    }
+    t.values.push_back(data.values[at]);
+  }
+  return t;
+}
+
+/// Defines output `k` as `spec` of input 0: on the host when constant, else
+/// an otc.slice (or the input itself when the slice is all of it).
+LogicalResult defineSlice(Imp &imp, size_t k, const SliceSpec &spec) {
+  if (const HostTensor *c = imp.constantInput(0)) {
+    if (failed(checkFoldSize(imp, product(spec.counts))))
+      return failure();
+    return imp.define(k, sliceHost(*c, spec));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  for (int64_t n : spec.counts)
+    if (n == 0)
+      return imp.fail("the slice is empty, which otc does not support");
+  if (ArrayRef<int64_t>(spec.counts) == type.getShape()) {
+    imp.define(k, *x);
+    return success();
+  }
+  OpBuilder &b = imp.builder();
+  auto result = RankedTensorType::get(spec.counts, type.getElementType());
+  imp.define(k, SliceOp::create(b, imp.loc(), result, *x, b.getDenseI64ArrayAttr(spec.starts),
+                                b.getDenseI64ArrayAttr(spec.steps))
+                    .getResult());
+  return success();
+}
+
+/// ONNX Slice: starts, ends (clamped, negative from the end, INT64_MAX as
+/// "to the end"), axes and positive steps, from attributes (opset 1) or
+/// constant inputs (opset 10).
+template <bool FromInputs>
+LogicalResult importSlice(Imp &imp) {
+  std::vector<int64_t> shape;
+  if (const HostTensor *c = imp.constantInput(0)) {
+    shape = c->shape;
+  } else {
+    auto x = imp.input(0);
+    if (failed(x))
+      return failure();
+    shape = cast<RankedTensorType>(x->getType()).getShape().vec();
+  }
+  int64_t rank = shape.size();
+  auto list = [&](size_t input, const char *attr, std::vector<int64_t> &out) -> LogicalResult {
+    if (!FromInputs) {
+      out = imp.intsAttr(attr);
+      return success();
+    }
+    if (imp.numInputs() <= input || imp.node().input(input).empty())
+      return success();
+    const HostTensor *t = imp.constantInput(input);
+    if (!t)
+      return imp.fail(std::string("Slice ") + attr + " must be compile-time constants");
+    out = t->asInts();
+    return success();
+  };
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (failed(list(1, "starts", starts)) || failed(list(2, "ends", ends)) ||
+      failed(list(3, "axes", axes)) || failed(list(4, "steps", steps)))
+    return failure();
+  if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size()))
+    return imp.fail("starts, ends, axes and steps differ in length");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(int64_t(i));
+  auto norm = normaliseAxes(imp, axes, rank);
+  if (failed(norm))
+    return failure();
+  SliceSpec spec{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), shape};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t d = (*norm)[i], n = shape[d], step = steps.empty() ? 1 : steps[i];
+    if (step < 1)
+      return imp.fail("Slice steps must be positive, got " + std::to_string(step));
+    auto clamp = [n](int64_t v) {
+      if (v < 0)
+        v = v < -n ? 0 : v + n;
+      return std::min(v, n);
+    };
+    int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+    spec.starts[d] = s;
+    spec.steps[d] = step;
+    spec.counts[d] = e > s ? (e - s + step - 1) / step : 0;
+  }
+  return defineSlice(imp, 0, spec);
+}
+
+/// ONNX Split into equal parts or given sizes (attribute before opset 13,
+/// input from 13, or num_outputs from 18).
+template <bool FromInput>
+LogicalResult importSplit(Imp &imp) {
+  std::vector<int64_t> shape;
+  if (const HostTensor *c = imp.constantInput(0)) {
+    shape = c->shape;
+  } else {
+    auto x = imp.input(0);
+    if (failed(x))
+      return failure();
+    shape = cast<RankedTensorType>(x->getType()).getShape().vec();
+  }
+  auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, shape.size());
+  if (failed(axis))
+    return failure();
+  int64_t a = (*axis)[0], outputs = imp.node().output_size();
+  std::vector<int64_t> sizes;
+  if (FromInput && imp.numInputs() > 1) {
+    const HostTensor *t = imp.constantInput(1);
+    if (!t)
+      return imp.fail("the split sizes must be compile-time constants");
+    sizes = t->asInts();
+  } else if (!FromInput) {
+    sizes = imp.intsAttr("split");
+  }
+  if (sizes.empty()) { // equal parts; the last may be smaller (opset 18)
+    int64_t part = (shape[a] + outputs - 1) / outputs;
+    for (int64_t k = 0; k < outputs; ++k)
+      sizes.push_back(std::min(part, shape[a] - k * part));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes)
+    total += s > 0 ? s : -1;
+  if ((int64_t)sizes.size() != outputs || total != shape[a])
+    return imp.fail("the split sizes do not add up to the axis's " + std::to_string(shape[a]));
+  int64_t at = 0;
+  for (int64_t k = 0; k < outputs; ++k) {
+    SliceSpec spec{std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1),
+                   shape};
+    spec.starts[a] = at;
+    spec.counts[a] = sizes[k];
+    at += sizes[k];
+    if (failed(defineSlice(imp, k, spec)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult importConcat(Imp &imp) {
+  bool constant = true;
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    constant = constant && imp.constantInput(i);
+  if (!constant) { // at run time
+    SmallVector<Value> inputs;
+    for (size_t i = 0; i < imp.numInputs(); ++i) {
+      auto v = imp.input(i);
+      if (failed(v))
+        return failure();
+      inputs.push_back(*v);
+    }
+    int64_t rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+    auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+    if (failed(axis))
+      return failure();
+    return imp.defineResult(
+        imp.create<ConcatOp>(ValueRange(inputs), imp.builder().getI64IntegerAttr((*axis)[0])));
+  }
   if (failed(needConstants(imp, 1)))
     return failure();
   const HostTensor &first = *imp.constantInput(0);
@@ -848,9 +1024,13 @@ const OpImporter kImporters[] = {
     {"Reshape", 5, importReshape},
     {"Shape", 1, importShape},
     {"Sigmoid", 6, importUnary<SigmoidOp>},
+    {"Slice", 1, importSlice<false>},
+    {"Slice", 10, importSlice<true>},
     {"Softmax", 1, importSoftmax<SoftmaxOp, true>},
     {"Softmax", 13, importSoftmax<SoftmaxOp, false>},
     {"SoftmaxCrossEntropyLoss", 12, importSoftmaxCrossEntropyLoss},
+    {"Split", 2, importSplit<false>},
+    {"Split", 13, importSplit<true>},
     {"Sqrt", 6, importUnary<SqrtOp>},
     {"Squeeze", 1, importSqueezeLike<true, false>},
     {"Squeeze", 13, importSqueezeLike<true, true>},

@@ -95,8 +95,8 @@ void NodePrinter::emit(std::ostream &os, const std::vector<int> &roots,
   }
 }
 
-std::string NodePrinter::index(const std::vector<int64_t> &strides) const {
-  std::string s;
+std::string NodePrinter::index(const std::vector<int64_t> &strides, int64_t offset) const {
+  std::string s = offset ? std::to_string(offset) : "";
   for (size_t d = 0; d < strides.size(); ++d) {
     if (!strides[d])
       continue;
@@ -118,7 +118,7 @@ std::string NodePrinter::expr(int i) const {
       if (!lane.empty())
         return lane;
     }
-    std::string ref = bufferName(n.buffer) + "[" + index(n.strides) + "]";
+    std::string ref = bufferName(n.buffer) + "[" + index(n.strides, n.offset) + "]";
     ElemType t = program.buffers[n.buffer].type;
     return t == ElemType::F16 || t == ElemType::BF16 ? "otc_ld(" + ref + ")" : ref;
   }
@@ -146,7 +146,7 @@ std::string NodePrinter::expr(int i) const {
     return a(0) + (f ? " < 0.0f ? 0.0f : " : " < 0 ? 0LL : ") + a(0);
   case Node::Gather: {
     std::string k = "otc_wrap_index(" + a(0) + ", " + intLiteral(n.extent) + ")";
-    std::string ref = bufferName(n.buffer) + "[" + index(n.strides) + " + " + k + " * " +
+    std::string ref = bufferName(n.buffer) + "[" + index(n.strides, n.offset) + " + " + k + " * " +
                       intLiteral(n.ivalue) + "]";
     ElemType t = program.buffers[n.buffer].type;
     if (t == ElemType::F16 || t == ElemType::BF16)
@@ -184,7 +184,7 @@ std::string NodePrinter::expr(int i) const {
 }
 
 std::string NodePrinter::store(const Store &s) const {
-  std::string ref = bufferName(s.buffer) + "[" + index(s.strides) + "]";
+  std::string ref = bufferName(s.buffer) + "[" + index(s.strides, s.offset) + "]";
   ElemType t = program.buffers[s.buffer].type;
   if (t == ElemType::F16 || t == ElemType::BF16)
     return "otc_store(&" + ref + ", " + var(s.node) + ");";

@@ -47,7 +47,7 @@ public:
             const std::function<bool(int)> &want = nullptr) const;
   /// buffer[index] = node, narrowing to the buffer's type.
   std::string store(const Store &s) const;
-  std::string index(const std::vector<int64_t> &strides) const;
+  std::string index(const std::vector<int64_t> &strides, int64_t offset = 0) const;
 
 private:
   std::string expr(int i) const;

@@ -42,10 +42,11 @@ bool vectorizable(const Program &p, const Step &s) {
     return false;
   for (const Node &n : s.nodes)
     if (n.op == Node::Coord || n.op == Node::Gather ||
-        (n.op == Node::Load && n.strides[0] == 1 && p.buffers[n.buffer].type != ElemType::F32))
+        (n.op == Node::Load && n.strides[0] == 1 &&
+         (p.buffers[n.buffer].type != ElemType::F32 || n.offset % 4)))
       return false;
   for (const Store &st : s.stores)
-    if (st.strides[0] != 1 || p.buffers[st.buffer].type != ElemType::F32)
+    if (st.strides[0] != 1 || p.buffers[st.buffer].type != ElemType::F32 || st.offset % 4)
       return false;
   return true;
 }
@@ -61,7 +62,8 @@ void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const 
   for (size_t i = 0; i < s.nodes.size(); ++i)
     if (s.nodes[i].op == Node::Load && s.nodes[i].strides[0] == 1) {
       os << "    const float4 l" << i << " = reinterpret_cast<const float4 *>("
-         << bufferName(s.nodes[i].buffer) << ")[q];\n";
+         << bufferName(s.nodes[i].buffer)
+         << (s.nodes[i].offset ? " + " + std::to_string(s.nodes[i].offset) : "") << ")[q];\n";
       vecLoads.push_back((int)i);
     }
   for (size_t k = 0; k < s.stores.size(); ++k)
@@ -82,7 +84,9 @@ void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const 
     os << "    }\n";
   }
   for (size_t k = 0; k < s.stores.size(); ++k)
-    os << "    reinterpret_cast<float4 *>(" << bufferName(s.stores[k].buffer) << ")[q] = s" << k << ";\n";
+    os << "    reinterpret_cast<float4 *>(" << bufferName(s.stores[k].buffer)
+       << (s.stores[k].offset ? " + " + std::to_string(s.stores[k].offset) : "") << ")[q] = s"
+       << k << ";\n";
   os << "  }\n";
 }
 

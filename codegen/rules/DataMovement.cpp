@@ -76,13 +76,97 @@ bool lowerGatherGrad(Operation *op, Lowering &l) {
   return true;
 }
 
+/// The element offset of `starts` and the strides of stepping by `steps`
+/// through a row-major tensor of shape `big`.
+std::pair<int64_t, std::vector<int64_t>> sliceAccess(ArrayRef<int64_t> big,
+                                                     ArrayRef<int64_t> starts,
+                                                     ArrayRef<int64_t> steps) {
+  std::vector<int64_t> strides = stridesOf(big);
+  int64_t offset = 0;
+  for (size_t d = 0; d < big.size(); ++d) {
+    offset += starts[d] * strides[d];
+    strides[d] *= steps[d];
+  }
+  return {offset, strides};
+}
+
+// A slice reads its input's buffer at an offset, with stepped strides.
+bool lowerSlice(Operation *op, Lowering &l) {
+  auto s = cast<SliceOp>(op);
+  auto out = shapeOf(s.getResult());
+  int in = l.buffer(s.getInput(), op);
+  if (in < 0)
+    return false;
+  auto [offset, strides] = sliceAccess(shapeOf(s.getInput()), s.getStarts(), s.getSteps());
+  Step &step = l.newStep(Step::Elementwise, op, out.vec());
+  NodeBuilder b(step);
+  int v = b.load(in, l.program().buffers[in].type, strides, offset);
+  l.store(b, s.getResult(), v, identityMap(out.size()));
+  return true;
+}
+
+/// The buffer a step writes `v` into itself (GEMM-like: its arena buffer or
+/// its result's), recorded as written.
+int ownResult(Operation *op, Value v, Lowering &l) {
+  int out = l.buffer(v, op);
+  if (out >= 0)
+    l.noteGemmResult(v);
+  return out;
+}
+
+// A slice's gradient: zeros, then the gradient stored at the slice.
+bool lowerSliceGrad(Operation *op, Lowering &l) {
+  auto s = cast<SliceGradOp>(op);
+  auto big = shapeOf(s.getResult()), small = shapeOf(s.getGrad());
+  int out = ownResult(op, s.getResult(), l);
+  if (out < 0)
+    return false;
+  Step &zero = l.newStep(Step::Elementwise, op, big.vec());
+  NodeBuilder zb(zero);
+  zb.store(out, stridesOf(big), zb.constant(0.0));
+  auto [offset, strides] = sliceAccess(big, s.getStarts(), s.getSteps());
+  Step &place = l.newStep(Step::Elementwise, op, small.vec());
+  NodeBuilder b(place);
+  int g = l.expr(b, s.getGrad(), identityMap(small.size()));
+  if (g < 0)
+    return false;
+  b.store(out, strides, g, offset);
+  return true;
+}
+
+// Concat: each input copied (its producer fused in) to its place.
+bool lowerConcat(Operation *op, Lowering &l) {
+  auto c = cast<ConcatOp>(op);
+  auto big = shapeOf(c.getResult());
+  int out = ownResult(op, c.getResult(), l);
+  if (out < 0)
+    return false;
+  std::vector<int64_t> strides = stridesOf(big);
+  int64_t at = 0;
+  for (Value v : c.getInputs()) {
+    auto shape = shapeOf(v);
+    Step &s = l.newStep(Step::Elementwise, op, shape.vec());
+    NodeBuilder b(s);
+    int x = l.expr(b, v, identityMap(shape.size()));
+    if (x < 0)
+      return false;
+    b.store(out, strides, x, at * strides[c.getAxis()]);
+    at += shape[c.getAxis()];
+  }
+  return true;
+}
+
 bool readsIndices(Operation *, unsigned k) { return k == 1; }
+bool readsAll(Operation *, unsigned) { return true; }
 
 } // namespace
 
 void registerDataMovementRules(RuleRegistry &r) {
   r.steps[GatherOp::getOperationName()] = {lowerGather, readsIndices};
   r.steps[GatherGradOp::getOperationName()] = {lowerGatherGrad, nullptr, false};
+  r.steps[SliceOp::getOperationName()] = {lowerSlice, nullptr};
+  r.steps[SliceGradOp::getOperationName()] = {lowerSliceGrad, readsAll, false};
+  r.steps[ConcatOp::getOperationName()] = {lowerConcat, readsAll, false};
 }
 
 } // namespace otc

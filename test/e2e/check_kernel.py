@@ -8,6 +8,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE normalize f32
        check_kernel.py EXE gather f32
        check_kernel.py EXE logic f32
+       check_kernel.py EXE slice f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each stored
@@ -42,6 +43,8 @@ order, as numpy's add.at does.
 int64 truncates toward zero with NaN to 0 and saturation (otc's definition;
 ONNX leaves it undefined), a cast to f16 rounds to nearest even even when
 its consumer is fused, and bool to float is 0 or 1.
+
+`slice` checks a strided slice, its gradient and a concat exactly.
 """
 import subprocess
 import sys
@@ -81,7 +84,10 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "logic":
+        if kind == "slice":
+            args = [rng.normal(size=(4, 6)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32),
+                    rng.normal(size=(4, 2)).astype(np.float32)]
+        elif kind == "logic":
             x = rng.normal(0, 3, 16).astype(np.float32)
             x[0], x[1], x[2] = np.nan, 1e20, 1.0 + 2.0 ** -11  # f16 rounds it to 1
             args = [x, rng.normal(0, 3, 16).astype(np.float32),
@@ -109,12 +115,19 @@ def main():
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2, "gather": 2,
-                 "logic": 6}.get(kind, 1)
+                 "logic": 6, "slice": 3}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
     ok = True
-    if kind == "logic":
+    if kind == "slice":
+        x, g, y = args
+        d = np.zeros((4, 6), np.float32)
+        d[1::2, 1::2] = g
+        want = [x[1::2, 1::2], d, np.concatenate([-x, y], axis=1)]
+        for name, got, w in zip(["slice", "slice_grad", "concat"], res, want):
+            ok &= check(name, got, w, 0)
+    elif kind == "logic":
         x, y, i = args
         lt = x < y
         eq = i == 0

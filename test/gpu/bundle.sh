@@ -23,7 +23,7 @@ for k in chain rows gemm; do
     "$otc" kernel "$root/test/e2e/kernels/${k}_$t.mlir" -o "$out/kernel_${k}_$t" --target cuda
   done
 done
-for k in unary softmax normalize gather; do
+for k in unary softmax normalize gather logic slice; do
   "$otc" kernel "$root/test/e2e/kernels/${k}_f32.mlir" -o "$out/kernel_${k}_f32" --target cuda
 done
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda

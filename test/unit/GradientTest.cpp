@@ -143,6 +143,14 @@ std::vector<Case> cases() {
        "  %c = otc.compare \"gt\", %a, %z : " + t23 + ", tensor<f64> -> tensor<2x3xi1>\n"
        "  %y = otc.where %c, %a, %b : tensor<2x3xi1>, " + t23 + ", tensor<3xf64> -> " + t23,
        t23, {2, 3}},
+      // Strided slices, and concat: each input's gradient is its slice.
+      {"slice_strided", "%a: tensor<4x5xf64> {otc.param = \"a\", otc.trainable}",
+       "  %y = otc.slice %a [1, 0] [2, 2] : tensor<4x5xf64> -> tensor<2x3xf64>",
+       t23, {2, 3}},
+      {"concat_axis1", "%a: tensor<2x1xf64> {otc.param = \"a\", otc.trainable}, "
+       "%b: tensor<2x2xf64> {otc.param = \"b\", otc.trainable}",
+       "  %y = otc.concat %a, %b {axis = 1 : i64} : tensor<2x1xf64>, tensor<2x2xf64> -> " + t23,
+       t23, {2, 3}},
       {"normalize_rows", kA23, "  %y = otc.normalize %a {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23, t23, {2, 3}},
       {"normalize_whole", kA23, "  %y = otc.normalize %a {axis = 0 : i64, epsilon = 0.1 : f64} : " + t23, t23, {2, 3}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},

@@ -174,6 +174,41 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](NegOp) { return unary([](double a) { return -a; }); })
         .Case([&](ReluOp) { return unary([](double a) { return a > 0 ? a : 0; }); })
         .Case([&](TanhOp) { return unary([](double a) { return std::tanh(a); }); })
+        .Case<SliceOp, SliceGradOp>([&](auto op) {
+          // Walks the small side's coordinates; big = start + c * step.
+          bool grad = isa<SliceGradOp>(op.getOperation());
+          const Tensor &src = get(op->getOperand(0));
+          const std::vector<int64_t> &small = grad ? src.shape : shape;
+          const std::vector<int64_t> &big = grad ? shape : src.shape;
+          Tensor r{shape, std::vector<double>(count(shape), 0.0)};
+          for (int64_t i = 0; i < count(small); ++i) {
+            int64_t rest = i, at = 0, stride = 1;
+            for (int d = (int)small.size() - 1; d >= 0; --d) {
+              at += (op.getStarts()[d] + rest % small[d] * op.getSteps()[d]) * stride;
+              rest /= small[d];
+              stride *= big[d];
+            }
+            if (grad)
+              r.data[at] = src.data[i];
+            else
+              r.data[i] = src.data[at];
+          }
+          return r;
+        })
+        .Case([&](ConcatOp c) {
+          // Rows of the result before the axis: each input adds its chunk.
+          int64_t outer = 1;
+          for (int64_t d = 0; d < c.getAxis(); ++d)
+            outer *= shape[d];
+          Tensor r{shape, {}};
+          for (int64_t o = 0; o < outer; ++o)
+            for (Value v : c.getInputs()) {
+              const Tensor &t = get(v);
+              int64_t chunk = count(t.shape) / outer;
+              r.data.insert(r.data.end(), t.data.begin() + o * chunk, t.data.begin() + (o + 1) * chunk);
+            }
+          return r;
+        })
         .Case<GatherOp, GatherGradOp>([&](auto op) {
           // data [outer, n, inner] and indices [m]: out [outer, m, inner].
           bool grad = isa<GatherGradOp>(op.getOperation());

@@ -294,6 +294,35 @@ def Otc_GatherGradOp : Otc_Op<"gather_grad", [Pure]> {
   }];
 }
 
+def Otc_SliceOp : Otc_DiffOp<"slice"> {
+  let summary = "Every `steps`-th element from `starts`, per dim";
+  let description = [{
+    The result type gives the count along each dim. Starts are
+    non-negative and steps positive (the importer normalises ONNX Slice).
+  }];
+  let arguments = (ins Otc_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$steps);
+  let results = (outs Otc_AnyTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input $starts $steps attr-dict `:` type($input) `->` type($result)";
+}
+
+def Otc_SliceGradOp : Otc_Op<"slice_grad", [Pure]> {
+  let summary = "Gradient of slice: `grad` placed at the slice in a zero tensor";
+  let arguments = (ins Otc_FloatTensor:$grad, DenseI64ArrayAttr:$starts,
+                   DenseI64ArrayAttr:$steps);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = "$grad $starts $steps attr-dict `:` type($grad) `->` type($result)";
+}
+
+def Otc_ConcatOp : Otc_DiffOp<"concat", [InferTypeOpAdaptor]> {
+  let summary = "Joins the inputs along `axis`";
+  let arguments = (ins Variadic<Otc_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Otc_AnyTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+}
+
 def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to"> {
   let summary = "Broadcasts the input to the result shape, numpy style";
   let arguments = (ins Otc_FloatTensor:$input);
