@@ -841,6 +841,90 @@ LogicalResult importSplit(Imp &imp) {
   return success();
 }
 
+/// `t` broadcast (numpy style) to `shape`, on the host.
+HostTensor broadcastHost(const HostTensor &t, const std::vector<int64_t> &shape) {
+  HostTensor r = t;
+  r.shape = shape;
+  r.values.clear();
+  size_t lead = shape.size() - t.shape.size();
+  std::vector<int64_t> in = stridesOf(t.shape);
+  for (int64_t i = 0, n = product(shape); i < n; ++i) {
+    int64_t rest = i, at = 0;
+    for (int d = (int)shape.size() - 1; d >= (int)lead; --d) {
+      int64_t c = rest % shape[d];
+      rest /= shape[d];
+      if (t.shape[d - lead] != 1)
+        at += c * in[d - lead];
+    }
+    r.values.push_back(t.values[at]);
+  }
+  return r;
+}
+
+/// Expand: broadcast both ways between the input and a constant shape.
+LogicalResult importExpand(Imp &imp) {
+  const HostTensor *s = imp.constantInput(1);
+  if (!s)
+    return imp.fail("the expanded shape must be a compile-time constant");
+  std::vector<int64_t> in;
+  const HostTensor *c = imp.constantInput(0);
+  FailureOr<Value> x = failure();
+  if (c) {
+    in = c->shape;
+  } else {
+    x = imp.input(0);
+    if (failed(x))
+      return failure();
+    in = cast<RankedTensorType>(x->getType()).getShape().vec();
+  }
+  auto out = broadcastShapes(in, s->asInts());
+  if (!out)
+    return imp.fail("the input does not broadcast to the expanded shape");
+  std::vector<int64_t> shape(out->begin(), out->end());
+  if (c) {
+    if (failed(checkFoldSize(imp, product(shape))))
+      return failure();
+    return imp.define(0, broadcastHost(*c, shape));
+  }
+  if (ArrayRef<int64_t>(shape) == ArrayRef<int64_t>(in)) {
+    imp.define(0, *x);
+    return success();
+  }
+  imp.define(0, BroadcastToOp::create(imp.builder(), imp.loc(), withShape(*x, shape), *x)
+                    .getResult());
+  return success();
+}
+
+/// Tile: at run time, a concat of copies along each repeated dim.
+LogicalResult importTile(Imp &imp) {
+  const HostTensor *r = imp.constantInput(1);
+  if (!r)
+    return imp.fail("the repeats must be compile-time constants");
+  std::vector<int64_t> repeats = r->asInts();
+  if (imp.constantInput(0))
+    return imp.fail("Tile of a constant is not supported");
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  if ((int64_t)repeats.size() != cast<RankedTensorType>(x->getType()).getRank())
+    return imp.fail("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
+                    std::to_string(cast<RankedTensorType>(x->getType()).getRank()));
+  Value v = *x;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 1)
+      return imp.fail("repeats must be at least 1");
+    if (repeats[d] == 1)
+      continue;
+    SmallVector<Value> copies(repeats[d], v);
+    auto joined = imp.create<ConcatOp>(ValueRange(copies), imp.builder().getI64IntegerAttr(d));
+    if (failed(joined))
+      return failure();
+    v = *joined;
+  }
+  imp.define(0, v);
+  return success();
+}
+
 LogicalResult importConcat(Imp &imp) {
   bool constant = true;
   for (size_t i = 0; i < imp.numInputs(); ++i)
@@ -994,6 +1078,7 @@ const OpImporter kImporters[] = {
     {"Equal", 7, importCompare<kEq>},
     {"Erf", 9, importUnary<ErfOp>},
     {"Exp", 6, importUnary<ExpOp>},
+    {"Expand", 8, importExpand},
     {"Flatten", 1, importFlatten},
     {"Gather", 1, importGather},
     {"Gemm", 7, importGemm},
@@ -1037,6 +1122,7 @@ const OpImporter kImporters[] = {
     {"Sub", 7, importBinary<SubOp, SubF>},
     {"Sum", 8, importSum},
     {"Tanh", 6, importUnary<TanhOp>},
+    {"Tile", 6, importTile},
     {"Transpose", 1, importTranspose},
     {"Unsqueeze", 1, importSqueezeLike<false, false>},
     {"Unsqueeze", 13, importSqueezeLike<false, true>},
