@@ -87,8 +87,10 @@ std::string emitSource(const Program &program, Target target, bool training,
   os << (training ? "static void otc_generated_step(const otc_step_args *a) {\n"
                   : "static void otc_generated_run(const otc_function_args *a) {\n");
   os << (training ? "  const float seed = a->seed;\n  const int first = a->first;\n"
-                  : "  const float seed = 0.0f;\n  const int first = 1;\n")
-     << "  (void)seed;\n  (void)first;\n";
+                    "  const unsigned long long rng_seed = a->rng_seed, rng_offset = a->rng_offset;\n"
+                  : "  const float seed = 0.0f;\n  const int first = 1;\n"
+                    "  const unsigned long long rng_seed = 0, rng_offset = 0;\n")
+     << "  (void)seed;\n  (void)first;\n  (void)rng_seed;\n  (void)rng_offset;\n";
   if (cuda)
     os << "  cublasHandle_t handle = (cublasHandle_t)a->blas;\n  cudaStream_t stream = 0;\n"
        << "  OTC_CUBLAS_CHECK(cublasSetStream(handle, stream));\n";

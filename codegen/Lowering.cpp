@@ -347,9 +347,7 @@ int64_t Lowering::usePosition(Operation *op) {
 
 bool Lowering::makeBuffers() {
   for (Operation &op : func.getBody().front().without_terminator()) {
-    if (op.getNumResults() != 1)
-      continue;
-    Value r = op.getResult(0);
+   for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||
         isa<ConstantOp, ReshapeOp>(op) || gemmAccumulator.count(&op))
       continue;
@@ -363,6 +361,7 @@ bool Lowering::makeBuffers() {
       last = std::max(last, usePosition(u));
     intervals.push_back({prog->buffers[id].bytes(), position[&op], last});
     intervalBuffer.push_back(id);
+   }
   }
   return true;
 }

@@ -49,6 +49,13 @@ int NodeBuilder::integer(int64_t v, ElemType t) {
 int NodeBuilder::seed() { return add(Node{Node::Seed, ElemType::F32}); }
 int NodeBuilder::first() { return add(Node{Node::First, ElemType::I1}); }
 
+int NodeBuilder::uniform(int64_t stream, std::vector<int64_t> strides) {
+  Node n{Node::Uniform, ElemType::F32};
+  n.ivalue = stream;
+  n.strides = std::move(strides);
+  return add(std::move(n));
+}
+
 int NodeBuilder::coord(int dim) {
   Node n{Node::Coord, ElemType::I64};
   n.ivalue = dim;

@@ -22,6 +22,8 @@ public:
   int integer(int64_t v, ElemType t = ElemType::I64);
   int seed();
   int first();
+  /// Dropout's draw for the element at `strides` . coords, of `stream`.
+  int uniform(int64_t stream, std::vector<int64_t> strides);
   int coord(int dim);
   /// Adds a reduction of `node` and returns the node holding its result.
   int reduce(Reduction::Kind kind, int node);

@@ -46,7 +46,8 @@ void collapseDims(Step &step) {
       return s[d] == s[d + 1] * step.shape[d + 1];
     };
     for (const Node &n : step.nodes)
-      if (((n.op == Node::Load || n.op == Node::Gather) && !contiguous(n.strides)) ||
+      if (((n.op == Node::Load || n.op == Node::Gather || n.op == Node::Uniform) &&
+           !contiguous(n.strides)) ||
           (n.op == Node::Coord && (n.ivalue == (int64_t)d || n.ivalue == (int64_t)d + 1)))
         return false;
     for (const Store &s : step.stores)
@@ -63,7 +64,7 @@ void collapseDims(Step &step) {
       s.erase(s.begin() + d + 1);
     };
     for (Node &n : step.nodes) {
-      if (n.op == Node::Load || n.op == Node::Gather)
+      if (n.op == Node::Load || n.op == Node::Gather || n.op == Node::Uniform)
         fix(n.strides);
       if (n.op == Node::Coord && n.ivalue > (int64_t)d + 1)
         --n.ivalue;
@@ -106,8 +107,8 @@ const char *opName(Node::Op op) {
       "load", "const", "seed", "first", "coord", "reduced", "add", "sub", "mul",
       "div", "max", "neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt",
       "abs", "erf", "sign", "pow", "gather", "gt", "eq", "ne", "lt", "le", "ge", "not",
-      "and", "or", "select", "to_f32", "to_i64", "round_f16", "round_bf16"};
-  static_assert(sizeof(names) / sizeof(names[0]) == Node::RoundBF16 + 1,
+      "and", "or", "select", "to_f32", "to_i64", "round_f16", "round_bf16", "uniform"};
+  static_assert(sizeof(names) / sizeof(names[0]) == Node::Uniform + 1,
                 "one name per node kind");
   return names[op];
 }
@@ -131,6 +132,8 @@ void printNodes(std::ostream &os, const Step &s) {
                                              : std::to_string(n.ivalue));
     else if (n.op == Node::Coord || n.op == Node::Reduced)
       os << " " << n.ivalue;
+    else if (n.op == Node::Uniform)
+      os << " stream " << n.ivalue << dims(n.strides);
     for (int a : n.args)
       os << " n" << a;
     os << " : " << typeName(n.type) << "\n";

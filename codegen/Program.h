@@ -55,6 +55,7 @@ struct Node {
     ToF32,  // converts I64 or I1 to F32
     ToI64,  // converts F32 (toward zero, NaN to 0, saturating) or I1 to I64
     RoundF16, RoundBF16, // F32 rounded to the 16-bit type, still F32
+    Uniform, // a draw in [0, 1) for element strides . coords of stream `ivalue`
   };
   Op op;
   ElemType type;            // F32, I64 or I1

@@ -78,3 +78,29 @@ LogicalResult CastOp::buildGradients(OpBuilder &b, ValueRange dy,
                          : Value());
   return success();
 }
+
+LogicalResult DropoutOp::verify() {
+  double r = getRatio().convertToDouble();
+  if (!(r >= 0 && r < 1))
+    return emitOpError("ratio ") << r << " is outside [0, 1)";
+  if (tensorType(getInput()).getShape() != tensorType(getMask()).getShape() ||
+      getInput().getType() != getOutput().getType())
+    return emitOpError("the output and the mask must have the input's shape");
+  return success();
+}
+
+// dx = dy * (mask ? 1/(1 - ratio) : 0).
+LogicalResult DropoutOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                        SmallVectorImpl<Value> &grads) {
+  if (!dy[0]) {
+    grads.push_back(nullptr);
+    return success();
+  }
+  Location loc = getLoc();
+  Type elem = tensorType(getInput()).getElementType();
+  Value scale = scalarConstant(b, loc, elem, 1.0 / (1.0 - getRatio().convertToDouble()));
+  Value zero = scalarConstant(b, loc, elem, 0.0);
+  Value factor = WhereOp::create(b, loc, getMask(), scale, zero);
+  grads.push_back(MulOp::create(b, loc, dy[0], factor));
+  return success();
+}

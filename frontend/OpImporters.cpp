@@ -389,6 +389,52 @@ LogicalResult importSum(Imp &imp) {
   return success();
 }
 
+/// Dropout (opset 12): ratio and training_mode are optional constant
+/// inputs. In inference mode, or with ratio 0, it is the identity (and the
+/// mask all true); in training mode an otc.dropout whose random stream is
+/// a hash of the node's output name, stable from one compile to the next.
+LogicalResult importDropout(Imp &imp) {
+  auto scalarInput = [&](size_t i, double fallback, double &out) -> LogicalResult {
+    out = fallback;
+    if (imp.numInputs() <= i || imp.node().input(i).empty())
+      return success();
+    const HostTensor *t = imp.constantInput(i);
+    if (!t || t->numElements() != 1)
+      return imp.fail("Dropout's ratio and training_mode must be compile-time scalars");
+    out = t->values[0];
+    return success();
+  };
+  double ratio, training;
+  if (failed(scalarInput(1, 0.5, ratio)) || failed(scalarInput(2, 0.0, training)))
+    return failure();
+  if (!(ratio >= 0 && ratio < 1))
+    return imp.fail("the ratio " + std::to_string(ratio) + " is outside [0, 1)");
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  bool wantMask = imp.node().output_size() > 1 && !imp.node().output(1).empty();
+  if (training == 0 || ratio == 0) {
+    imp.define(0, *x);
+    if (!wantMask)
+      return success();
+    HostTensor all{false, onnx::TensorProto::BOOL, type.getShape().vec(), {}};
+    all.values.assign(type.getNumElements(), 1.0);
+    return imp.define(1, std::move(all));
+  }
+  OpBuilder &b = imp.builder();
+  uint32_t stream = 2166136261u; // FNV-1a of the output's name
+  for (unsigned char ch : imp.node().output(0))
+    stream = (stream ^ ch) * 16777619u;
+  auto maskType = RankedTensorType::get(type.getShape(), b.getI1Type());
+  auto op = DropoutOp::create(b, imp.loc(), type, maskType, *x, b.getF64FloatAttr(ratio),
+                              b.getI64IntegerAttr(stream & 0x7fffffff));
+  imp.define(0, op.getOutput());
+  if (wantMask)
+    imp.define(1, op.getMask());
+  return success();
+}
+
 LogicalResult importLeakyRelu(Imp &imp) {
   auto x = imp.input(0);
   if (failed(x))
@@ -1076,6 +1122,7 @@ const OpImporter kImporters[] = {
     {"Constant", 1, importConstant},
     {"Div", 7, importBinary<DivOp, DivF>},
     {"Equal", 7, importCompare<kEq>},
+    {"Dropout", 12, importDropout},
     {"Erf", 9, importUnary<ErfOp>},
     {"Exp", 6, importUnary<ExpOp>},
     {"Expand", 8, importExpand},

@@ -15,7 +15,7 @@ namespace {
 const char kUsage[] =
     "usage: %s --data DIR (--steps S | --epochs E) [--accum-steps K] [--lr X]\n"
     "          [--weight-decay X] [--momentum X] [--beta1 X] [--beta2 X] [--eps X]\n"
-    "          [--save trained.onnx] [--log metrics.jsonl] [--threads N]\n";
+    "          [--save trained.onnx] [--log metrics.jsonl] [--threads N] [--seed S]\n";
 
 
 std::string shown(const char *text) {
@@ -94,7 +94,16 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     else if (flag == "--steps") ok = count(flag, v, o.steps, error);
     else if (flag == "--epochs") ok = count(flag, v, o.epochs, error);
     else if (flag == "--accum-steps") ok = count(flag, v, o.accumSteps, error);
-    else if (flag == "--threads") {
+    else if (flag == "--seed") {
+      char *end = nullptr;
+      errno = 0;
+      unsigned long long s = std::strtoull(v, &end, 10);
+      ok = *v && *v != '-' && !*end && errno != ERANGE;
+      if (ok)
+        o.seed = s;
+      else
+        error = "--seed expects an integer from 0 to 2^64-1, got " + shown(v);
+    } else if (flag == "--threads") {
       ok = count(flag, v, o.threads, error) && o.threads <= 4096;
       if (!ok)
         error = "--threads expects an integer from 1 to 4096, got " + shown(v);

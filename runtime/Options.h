@@ -13,6 +13,7 @@ struct TrainOptions {
   std::string data, save, log;
   int64_t steps = 0, epochs = 0, accumSteps = 1;
   int64_t threads = 0; // 0: OMP_NUM_THREADS, else all cores
+  uint64_t seed = 0;   // dropout's generator
   double lr = 1e-3, weightDecay = -1, momentum = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };

@@ -248,6 +248,8 @@ int run(int argc, char **argv) {
                           ds.sampleBytes[i] * N);
       args.seed = float(1.0 / double(k));
       args.first = j == 0;
+      args.rng_seed = opt.seed;
+      args.rng_offset = uint64_t(s * K + j); // the micro-batch's index in the run
       prog.step(&args);
     }
     // The step summed the window's loss on the device: one read per step.

@@ -51,6 +51,11 @@ LoopInfo::LoopInfo(const Step &s) : step(s) {
       usesSeed = true;
     if (node.op == Node::First)
       usesFirst = true;
+    if (node.op == Node::Uniform) {
+      usesRng = true;
+      for (int d : reducedDims)
+        inner[i] = inner[i] || node.strides[d] != 0;
+    }
     for (int a : node.args) {
       inner[i] = inner[i] || inner[a];
       phase[i] = std::max(phase[i], phase[a]);
@@ -177,6 +182,9 @@ std::string NodePrinter::expr(int i) const {
   case Node::Select: return a(0) + " ? " + a(1) + " : " + a(2);
   case Node::ToF32: return "(float)" + a(0);
   case Node::ToI64: return "otc_to_i64(" + a(0) + ")";
+  case Node::Uniform:
+    return "otc_uniform(rng_seed, rng_offset, " + std::to_string(uint32_t(n.ivalue)) +
+           "u, (unsigned long long)(" + index(n.strides) + "))";
   case Node::RoundF16: return "otc_round_f16(" + a(0) + ")";
   case Node::RoundBF16: return "otc_round_bf16(" + a(0) + ")";
   }
@@ -216,6 +224,9 @@ std::string kernelParams(const Program &p, const LoopInfo &info) {
     s += (s.empty() ? "" : ", ") + std::string("float seed");
   if (info.usesFirst)
     s += (s.empty() ? "" : ", ") + std::string("int first");
+  if (info.usesRng)
+    s += (s.empty() ? "" : ", ") +
+         std::string("unsigned long long rng_seed, unsigned long long rng_offset");
   return s;
 }
 
@@ -227,6 +238,8 @@ std::string kernelArgs(const LoopInfo &info) {
     s += (s.empty() ? "" : ", ") + std::string("seed");
   if (info.usesFirst)
     s += (s.empty() ? "" : ", ") + std::string("first");
+  if (info.usesRng)
+    s += (s.empty() ? "" : ", ") + std::string("rng_seed, rng_offset");
   return s;
 }
 

@@ -28,7 +28,7 @@ struct LoopInfo {
   int64_t rows = 1, cols = 1; // products of the kept and reduced dims
   std::vector<bool> innerStore;
   std::vector<int> buffers; // those the step reads or writes, ascending
-  bool usesSeed = false, usesFirst = false;
+  bool usesSeed = false, usesFirst = false, usesRng = false;
 };
 
 class NodePrinter {

@@ -72,6 +72,32 @@ int castTo(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
 }
 
 // Result dim i is input dim perm[i].
+} // namespace
+
+// Dropout: the input (its producer fused in), a draw per element, and both
+// results (the output and the kept mask) stored by one elementwise step.
+static bool lowerDropout(Operation *op, Lowering &l) {
+  auto d = cast<DropoutOp>(op);
+  auto shape = d.getInput().getType().getShape().vec();
+  Step &s = l.newStep(Step::Elementwise, op, shape);
+  NodeBuilder b(s);
+  DimMap map = identityMap(shape.size());
+  int x = l.expr(b, d.getInput(), map);
+  if (x < 0)
+    return false;
+  double ratio = d.getRatio().convertToDouble();
+  int draw = b.uniform(d.getStream(), stridesOf(shape));
+  int keep = b.binary(Node::Ge, draw, b.constant(ratio));
+  int scaled = b.binary(Node::Mul, x, b.constant(1.0 / (1.0 - ratio)));
+  l.store(b, d.getOutput(), b.select(keep, scaled, b.constant(0.0)), map);
+  if (!d.getMask().use_empty())
+    l.store(b, d.getMask(), keep, map);
+  return true;
+}
+
+static bool readsInput(Operation *, unsigned k) { return k == 0; }
+
+namespace {
 DimMap transposeMap(Operation *op, unsigned, const DimMap &result) {
   auto perm = cast<TransposeOp>(op).getPerm();
   DimMap m(perm.size());
@@ -112,6 +138,7 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(IdentityOp::getOperationName(), {nullptr, same});
   add(BroadcastToOp::getOperationName(), {nullptr, same});
   add(TransposeOp::getOperationName(), {transposeMap, same});
+  r.steps[DropoutOp::getOperationName()] = {lowerDropout, readsInput};
 }
 
 } // namespace otc

@@ -26,10 +26,11 @@ done
 for k in unary softmax normalize gather logic slice; do
   "$otc" kernel "$root/test/e2e/kernels/${k}_f32.mlir" -o "$out/kernel_${k}_f32" --target cuda
 done
+"$otc" kernel "$root/test/e2e/kernels/dropout_f32.mlir" -o "$out/kernel_dropout" --target cuda
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
-  "$root/test/e2e/check_kernel.py" "$root/bench/gpu_kernels.py" "$out/"
+  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_dropout.py" "$root/bench/gpu_kernels.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
 echo "bundle ready: $out (run: bash $out/run_bundle.sh)"

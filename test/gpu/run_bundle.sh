@@ -45,6 +45,10 @@ for k in unary softmax normalize gather logic slice; do
     pass=$((pass + 1)); echo "PASS $k f32"
   else fail=$((fail + 1)); echo "FAIL $k f32"; fi
 done
+# The same dropout mask on the GPU as numpy's Philox draws.
+if "$py" "$dir/check_dropout.py" "$dir/kernel_dropout"; then
+  pass=$((pass + 1)); echo "PASS dropout mask"
+else fail=$((fail + 1)); echo "FAIL dropout mask"; fi
 # Bandwidth against the device's copy (done-means point 6); record it in bench/RESULTS.md.
 "$py" "$dir/gpu_kernels.py" "$dir" || echo "gpu_kernels.py failed"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true

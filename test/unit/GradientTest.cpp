@@ -151,6 +151,10 @@ std::vector<Case> cases() {
        "%b: tensor<2x2xf64> {otc.param = \"b\", otc.trainable}",
        "  %y = otc.concat %a, %b {axis = 1 : i64} : tensor<2x1xf64>, tensor<2x2xf64> -> " + t23,
        t23, {2, 3}},
+      // A fixed mask (seed 0, micro-batch 0) for both sides of the difference.
+      {"dropout", kA23,
+       "  %y, %m = otc.dropout %a {ratio = 0.5 : f64, stream = 7 : i64} : " + t23 + " -> " + t23 +
+       ", tensor<2x3xi1>", t23, {2, 3}},
       {"normalize_rows", kA23, "  %y = otc.normalize %a {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23, t23, {2, 3}},
       {"normalize_whole", kA23, "  %y = otc.normalize %a {axis = 0 : i64, epsilon = 0.1 : f64} : " + t23, t23, {2, 3}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},

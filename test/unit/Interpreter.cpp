@@ -1,4 +1,5 @@
 #include "Interpreter.h"
+#include "otc/runtime/kernel_support.h"
 
 #include "otc/Dialect/OtcDialect.h"
 
@@ -140,6 +141,18 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
               t.data.push_back(d.getElementType().isInteger(1) ? double(v.getBoolValue())
                                                                : double(v.getSExtValue()));
           return t;
+        })
+        .Case([&](DropoutOp d) { // seed 0 at micro-batch 0, as a kernel run gets
+          const Tensor &x = get(d.getInput());
+          double ratio = d.getRatio().convertToDouble();
+          Tensor y{shape, x.data}, mask{shape, x.data};
+          for (size_t i = 0; i < x.data.size(); ++i) {
+            bool keep = otc_uniform(0, 0, uint32_t(d.getStream()), i) >= float(ratio);
+            mask.data[i] = keep;
+            y.data[i] = keep ? x.data[i] / (1 - ratio) : 0.0;
+          }
+          env[d.getMask()] = mask;
+          return y;
         })
         .Case([&](CompareOp c) {
           StringRef p = c.getPredicate();

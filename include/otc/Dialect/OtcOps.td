@@ -184,6 +184,20 @@ def Otc_WhereOp : Otc_DiffOp<"where", [InferTypeOpAdaptor,
   }];
 }
 
+def Otc_DropoutOp : Otc_DiffOp<"dropout"> {
+  let summary = "Zeroes each element with probability `ratio`, scales the rest by 1/(1 - ratio)";
+  let description = [{
+    The draw for element i is Philox4x32-10 keyed by (the run's seed,
+    `stream`) at counter (i, the micro-batch's index in the run), so a run
+    is reproducible and every target draws the same mask. The mask (true:
+    kept) is the second result; the gradient reads it.
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, F64Attr:$ratio, I64Attr:$stream);
+  let results = (outs Otc_FloatTensor:$output, Otc_BoolTensor:$mask);
+  let hasVerifier = 1;
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output) `,` type($mask)";
+}
+
 def Otc_CastOp : Otc_DiffOp<"cast"> {
   let summary = "Converts each element to the result's element type";
   let description = [{

@@ -46,6 +46,10 @@ typedef struct otc_step_args {
   float seed;    /* gradient of the objective with respect to the loss */
   int first;     /* nonzero on the first micro-batch of a window */
   void *blas;    /* cublasHandle_t on CUDA, unused on CPU */
+  /* Dropout's counter-based generator: the run's seed (--seed) and the
+   * micro-batch's index in the run. */
+  unsigned long long rng_seed;
+  unsigned long long rng_offset;
 } otc_step_args;
 
 typedef struct otc_program {

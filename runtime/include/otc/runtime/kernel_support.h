@@ -102,6 +102,40 @@ OTC_HD long long otc_to_i64(float v) {
 OTC_HD long long otc_to_i64(long long v) { return v; }
 OTC_HD long long otc_to_i64(bool v) { return v ? 1 : 0; }
 
+/* Philox4x32-10 (Salmon et al., SC'11): 4 counter words and 2 key words
+ * in, 4 random words out, the same on every target. */
+OTC_HD void otc_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+  for (int r = 0; r < 10; ++r) {
+    if (r) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+    c0 = n0;
+    c1 = (uint32_t)p1;
+    c2 = n2;
+    c3 = (uint32_t)p0;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}
+
+/* A uniform float in [0, 1) for element `index` of random stream `stream`
+ * (one per dropout op) at micro-batch `offset` of a run seeded `seed`:
+ * keyed by (seed, stream), counted by (index, offset). */
+OTC_HD float otc_uniform(unsigned long long seed, unsigned long long offset, uint32_t stream,
+                         unsigned long long index) {
+  uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), (uint32_t)offset,
+                     (uint32_t)(offset >> 32)};
+  uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32) ^ stream}, out[4];
+  otc_philox4x32(ctr, key, out);
+  return (float)(out[0] >> 8) * 5.9604644775390625e-8f; /* 24 bits * 2^-24 */
+}
+
 /* An ONNX index into a dim of n: negative counts from the end; -1 when it
  * lies outside [-n, n), which a gather reads as 0. */
 OTC_HD long long otc_wrap_index(long long i, long long n) {
