@@ -250,6 +250,19 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
     attrs.append(attr::kInput, b.getStringAttr(in.name()));
     argAttrs.push_back(attrs);
   }
+  // --freeze: exact names, or prefixes ending in '*'.
+  std::vector<bool> matched(freeze.size(), false);
+  auto frozen = [&](const std::string &name) {
+    bool any = false;
+    for (size_t i = 0; i < freeze.size(); ++i) {
+      const std::string &p = freeze[i];
+      bool hit = !p.empty() && p.back() == '*' ? name.rfind(p.substr(0, p.size() - 1), 0) == 0
+                                                : name == p;
+      if (hit)
+        matched[i] = any = true;
+    }
+    return any;
+  };
   std::vector<const onnx::TensorProto *> params;
   for (const auto &init : g.initializer()) {
     bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
@@ -264,10 +277,15 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
     NamedAttrList attrs;
     attrs.append(attr::kParam, b.getStringAttr(init.name()));
-    if (reaching.contains(init.name()))
+    if (reaching.contains(init.name()) && !frozen(init.name()))
       attrs.append(attr::kTrainable, b.getUnitAttr());
     argAttrs.push_back(attrs);
   }
+  for (size_t i = 0; i < freeze.size(); ++i)
+    if (!matched[i]) {
+      error = "--freeze " + quoted(freeze[i]) + " matches no parameter of the model";
+      return nullptr;
+    }
 
   Location fileLoc = FileLineColLoc::get(b.getStringAttr(path), 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);

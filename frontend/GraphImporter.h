@@ -16,8 +16,9 @@ namespace otc {
 
 class GraphImporter {
 public:
-  GraphImporter(mlir::MLIRContext &ctx, std::string &error)
-      : ctx(ctx), b(&ctx), error(error) {}
+  GraphImporter(mlir::MLIRContext &ctx, std::string &error,
+                std::vector<std::string> freeze = {})
+      : ctx(ctx), b(&ctx), error(error), freeze(std::move(freeze)) {}
 
   /// Imports a checked, batch-specialised model whose graph has exactly one
   /// output, the scalar loss.
@@ -82,6 +83,7 @@ private:
   mlir::MLIRContext &ctx;
   mlir::OpBuilder b;
   std::string &error;
+  std::vector<std::string> freeze;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   const onnx::NodeProto *current = nullptr;

@@ -271,7 +271,7 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     error = "ONNX shape inference rejects the model: " + oneLine(e.what());
     return nullptr;
   }
-  GraphImporter importer(ctx, error);
+  GraphImporter importer(ctx, error, options.freeze);
   return importer.import(model, name);
 }
 

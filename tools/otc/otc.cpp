@@ -31,6 +31,7 @@ const char kUsage[] =
     "usage: otc compile MODEL.onnx -o OUTPUT [--target cuda|cpu]\n"
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
+    "           [--freeze NAME|PREFIX* ...]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -77,6 +78,7 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--optimizer") a.optimizer = v;
     else if (arg == "--loss") a.import.loss = v;
     else if (arg == "--emit") a.emit = v;
+    else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--micro-batch") {
       char *end;
       errno = 0;

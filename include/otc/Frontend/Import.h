@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include <string>
+#include <vector>
 
 namespace otc {
 
@@ -14,6 +15,9 @@ struct ImportOptions {
   /// "" (the model's scalar output is the loss), "cross-entropy:OUT" or
   /// "mse:OUT".
   std::string loss;
+  /// Parameters not to train (--freeze): exact names, or prefixes ending in
+  /// `*`. Each must match at least one float initializer.
+  std::vector<std::string> freeze;
 };
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding

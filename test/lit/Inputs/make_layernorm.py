@@ -4,8 +4,11 @@ bias, and its data; and the weights after SGD computed in float64 with
 central finite-difference gradients of a numpy forward, so that the
 reference shares nothing with otc's gradient rules.
 
-usage: make_layernorm.py OUT.onnx DATA_DIR STEPS LR EXPECTED.npz
-       (micro-batch 2, one micro-batch per step, mean-squared loss)
+usage: make_layernorm.py OUT.onnx DATA_DIR STEPS LR EXPECTED.npz [FROZEN FROZEN.npz]
+       (micro-batch 2, one micro-batch per step, mean-squared loss; FROZEN
+       is a comma-separated list of parameters the reference does not
+       update, as PyTorch with requires_grad=False, whose initial values go
+       to FROZEN.npz)
 """
 import sys
 from pathlib import Path
@@ -45,11 +48,17 @@ def loss(p, xb, tb):
     return ((y - tb) ** 2).mean()
 
 
+frozen = sys.argv[6].split(",") if len(sys.argv) > 6 else []
+if frozen:
+    np.savez(sys.argv[7], **{k: params[k] for k in frozen})
 p = {k: v.astype(np.float64) for k, v in params.items()}
 for s in range(steps):
     xb, tb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), t[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64)
     grads = {}
     for k, v in p.items():
+        if k in frozen:
+            grads[k] = np.zeros_like(v)
+            continue
         g = np.zeros_like(v)
         for i in np.ndindex(v.shape):
             plus = {**p, k: v.copy()}
