@@ -833,7 +833,7 @@ LogicalResult importSlice(Imp &imp) {
     int64_t s = clamp(starts[i]), e = clamp(ends[i]);
     spec.starts[d] = s;
     spec.steps[d] = step;
-    spec.counts[d] = e > s ? (e - s + step - 1) / step : 0;
+    spec.counts[d] = e > s ? 1 + (e - s - 1) / step : 0; // no overflow near INT64_MAX
   }
   return defineSlice(imp, 0, spec);
 }
@@ -855,6 +855,8 @@ LogicalResult importSplit(Imp &imp) {
   if (failed(axis))
     return failure();
   int64_t a = (*axis)[0], outputs = imp.node().output_size();
+  if (outputs < 1)
+    return imp.fail("Split needs at least one output");
   std::vector<int64_t> sizes;
   if (FromInput && imp.numInputs() > 1) {
     const HostTensor *t = imp.constantInput(1);
@@ -870,9 +872,10 @@ LogicalResult importSplit(Imp &imp) {
       sizes.push_back(std::min(part, shape[a] - k * part));
   }
   int64_t total = 0;
+  bool bad = (int64_t)sizes.size() != outputs;
   for (int64_t s : sizes)
-    total += s > 0 ? s : -1;
-  if ((int64_t)sizes.size() != outputs || total != shape[a])
+    bad = bad || s < 1 || __builtin_add_overflow(total, s, &total);
+  if (bad || total != shape[a])
     return imp.fail("the split sizes do not add up to the axis's " + std::to_string(shape[a]));
   int64_t at = 0;
   for (int64_t k = 0; k < outputs; ++k) {
@@ -955,10 +958,12 @@ LogicalResult importTile(Imp &imp) {
   if ((int64_t)repeats.size() != cast<RankedTensorType>(x->getType()).getRank())
     return imp.fail("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
                     std::to_string(cast<RankedTensorType>(x->getType()).getRank()));
+  int64_t count = cast<RankedTensorType>(x->getType()).getNumElements();
+  for (int64_t r : repeats)
+    if (r < 1 || __builtin_mul_overflow(count, r, &count) || count > OTC_MAX_ELEMENTS)
+      return imp.fail("repeats must be at least 1 and the result at most 2^36 elements");
   Value v = *x;
   for (size_t d = 0; d < repeats.size(); ++d) {
-    if (repeats[d] < 1)
-      return imp.fail("repeats must be at least 1");
     if (repeats[d] == 1)
       continue;
     SmallVector<Value> copies(repeats[d], v);

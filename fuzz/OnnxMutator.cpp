@@ -27,11 +27,17 @@ const std::vector<std::string> kOps = {
     "Add", "Sub", "Mul", "Div", "Neg", "Relu", "Tanh", "Sigmoid", "Pow", "Gemm",
     "MatMul", "Reshape", "Flatten", "Transpose", "Shape", "Gather", "Concat",
     "Squeeze", "Unsqueeze", "Cast", "Identity", "Constant", "ReduceSum",
-    "ReduceMean", "SoftmaxCrossEntropyLoss", "Softmax", "Expand", "If"};
+    "ReduceMean", "SoftmaxCrossEntropyLoss", "Softmax", "Expand", "If",
+    // Issue 7's ops.
+    "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Erf", "LogSoftmax",
+    "LayerNormalization", "Equal", "Less", "Greater", "LessOrEqual",
+    "GreaterOrEqual", "Not", "And", "Or", "Where", "Max", "Min", "Clip",
+    "LeakyRelu", "Sum", "Slice", "Split", "Tile", "Dropout"};
 const std::vector<std::string> kAttrs = {
     "axis", "axes", "perm", "keepdims", "transA", "transB", "alpha", "beta",
     "to", "allowzero", "ignore_index", "reduction", "start", "end",
-    "noop_with_empty_axes", "value"};
+    "noop_with_empty_axes", "value", "epsilon", "stash_type", "split",
+    "num_outputs", "starts", "ends", "min", "max"};
 
 void mutateTensor(onnx::TensorProto &t, Rng &rng) {
   switch (rng() % 6) {

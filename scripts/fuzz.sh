@@ -5,6 +5,7 @@
 # TARGET is import (ONNX bytes -> training-step IR), npy (.npy bytes -> the
 # loader) or train-options (argv -> the executable's option parser). The
 # corpus grows in build-san/fuzz/corpus/TARGET, seeded from the test models
+# (checked in, and those the last release test run generated)
 # and data; crashes land in build-san/fuzz/artifacts/TARGET.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +40,7 @@ case $target in
       for opt in '\x00\x01' '\x01\x02' '\x02\x00'; do
         { printf "$opt"; cat "$m"; } > "$seeds/$i"; i=$((i + 1))
       done
-    done < <(find test examples -name '*.onnx')
+    done < <(find test examples build/test -name '*.onnx' -size -200k 2>/dev/null) # build/test: generated
     ;;
   npy)
     find test examples -name '*.npy' -exec cp -t "$seeds" {} + 2>/dev/null || true
