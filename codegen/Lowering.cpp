@@ -225,15 +225,25 @@ bool Lowering::bindArguments() {
       if (type != ElemType::F32 && type != ElemType::I64 && type != ElemType::I1)
         return fail(func, "input '" + name.str() + "' must be float32, int64 or bool");
       TensorDesc desc{name.str(), type, shapeOf(arg).vec()};
-      for (Operation *user : arg.getUsers()) {
+      // Users, through reshapes (N x C x d labels are flattened).
+      std::vector<Operation *> users(arg.getUsers().begin(), arg.getUsers().end());
+      for (size_t u = 0; u < users.size(); ++u)
+        if (auto r = dyn_cast<ReshapeOp>(users[u]))
+          users.insert(users.end(), r->getUsers().begin(), r->getUsers().end());
+      for (Operation *user : users) {
         // Indices of a gather: within [-n, n) of the gathered dim.
-        if (auto g = dyn_cast<GatherOp>(user); g && g.getIndices() == arg) {
+        auto throughViews = [](Value v) {
+          while (auto r = v.getDefiningOp<ReshapeOp>())
+            v = r.getInput();
+          return v;
+        };
+        if (auto g = dyn_cast<GatherOp>(user); g && throughViews(g.getIndices()) == arg) {
           int64_t n = shapeOf(g.getData())[g.getAxis()];
           desc.numClasses = desc.numClasses ? std::min(desc.numClasses, n) : n;
           desc.negativeIndices = !desc.hasIgnoreIndex;
         }
         if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
-          if (sce.getLabels() != arg)
+          if (throughViews(sce.getLabels()) != arg)
             continue;
           desc.numClasses = shapeOf(sce.getLogits())[1];
           desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());

@@ -618,6 +618,26 @@ LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
   auto logits = imp.input(0), labels = imp.input(1);
   if (failed(logits) || failed(labels))
     return failure();
+  // N x C x d1 x ... dk: the classes moved last and every position made a
+  // row. The mean over the N d non-ignored positions is unchanged.
+  auto lt = cast<RankedTensorType>(logits->getType());
+  if (lt.getRank() > 2) {
+    OpBuilder &b = imp.builder();
+    SmallVector<int64_t> perm = {0};
+    for (int64_t d = 2; d < lt.getRank(); ++d)
+      perm.push_back(d);
+    perm.push_back(1);
+    auto moved = imp.create<TransposeOp>(*logits, b.getDenseI64ArrayAttr(perm));
+    if (failed(moved))
+      return failure();
+    int64_t c = lt.getDimSize(1), rows = lt.getNumElements() / c;
+    logits = ReshapeOp::create(b, imp.loc(), withShape(*moved, {rows, c}), *moved).getResult();
+    auto yt = cast<RankedTensorType>(labels->getType());
+    if (yt.getNumElements() != rows)
+      return imp.fail("labels of shape " + std::to_string(yt.getNumElements()) +
+                      " elements do not match the logits' " + std::to_string(rows) + " positions");
+    labels = ReshapeOp::create(b, imp.loc(), withShape(*labels, {rows}), *labels).getResult();
+  }
   IntegerAttr ignore;
   if (imp.attr("ignore_index"))
     ignore = imp.builder().getI64IntegerAttr(imp.intAttr("ignore_index", 0));
