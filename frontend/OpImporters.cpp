@@ -964,6 +964,102 @@ LogicalResult importExpand(Imp &imp) {
   return success();
 }
 
+/// GlobalAveragePool: the mean over every dim after N and C, kept.
+LogicalResult importGlobalAveragePool(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  if (rank < 3)
+    return imp.fail("the input needs spatial dims after N and C");
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  OpBuilder &b = imp.builder();
+  return imp.defineResult(
+      imp.create<ReduceMeanOp>(*x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true)));
+}
+
+/// Pad, constant mode: per dim, a negative pad crops (a slice) and a
+/// positive one concatenates a splat constant, so the gradient is concat's.
+template <bool FromInputs>
+LogicalResult importPad(Imp &imp) {
+  const auto *mode = imp.attr("mode");
+  if (mode && mode->s() != "constant")
+    return imp.fail("pad mode " + quoted(mode->s().substr(0, 40)) +
+                    " is not supported (only constant)");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (FromInputs) {
+    const HostTensor *p = imp.constantInput(1);
+    if (!p)
+      return imp.fail("the pads must be compile-time constants");
+    pads = p->asInts();
+    if (imp.numInputs() > 2 && !imp.node().input(2).empty()) {
+      const HostTensor *v = imp.constantInput(2);
+      if (!v || v->numElements() != 1)
+        return imp.fail("the constant value must be a compile-time scalar");
+      value = v->values[0];
+    }
+    if (imp.numInputs() > 3)
+      return imp.fail("Pad's axes input is not supported");
+  } else {
+    pads = imp.intsAttr("pads");
+    value = imp.floatAttr("value", 0.0);
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return imp.fail("pads has " + std::to_string(pads.size()) + " entries for rank " +
+                    std::to_string(rank));
+  if (!isa<FloatType>(type.getElementType()))
+    return imp.fail("Pad of integer tensors is supported on constants only");
+  OpBuilder &b = imp.builder();
+  Value v = *x;
+  for (int64_t p : pads)
+    if (p > OTC_MAX_ELEMENTS || p < -OTC_MAX_ELEMENTS)
+      return imp.fail("a pad of " + std::to_string(p) + " exceeds 2^36");
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t before = pads[d], after = pads[d + rank];
+    auto shape = cast<RankedTensorType>(v.getType()).getShape().vec();
+    if (before < 0 || after < 0) { // crop first
+      int64_t drop0 = std::max<int64_t>(0, -before), drop1 = std::max<int64_t>(0, -after);
+      if (drop0 + drop1 >= shape[d])
+        return imp.fail("the pads crop dim " + std::to_string(d) + " to nothing");
+      SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+      starts[d] = drop0;
+      shape[d] -= drop0 + drop1;
+      v = SliceOp::create(b, imp.loc(), withShape(v, shape), v, b.getDenseI64ArrayAttr(starts),
+                          b.getDenseI64ArrayAttr(steps));
+    }
+    SmallVector<Value> parts;
+    auto fill = [&](int64_t n) {
+      std::vector<int64_t> s = shape;
+      s[d] = n;
+      auto t = withShape(v, s);
+      parts.push_back(ConstantOp::create(b, imp.loc(),
+                                         DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), value)
+                                                                       .getValue())));
+    };
+    if (before > 0)
+      fill(before);
+    parts.push_back(v);
+    if (after > 0)
+      fill(after);
+    if (parts.size() > 1) {
+      auto joined = imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(d));
+      if (failed(joined))
+        return failure();
+      v = *joined;
+    }
+  }
+  imp.define(0, v);
+  return success();
+}
+
 /// Tile: at run time, a concat of copies along each repeated dim.
 LogicalResult importTile(Imp &imp) {
   const HostTensor *r = imp.constantInput(1);
@@ -1154,6 +1250,7 @@ const OpImporter kImporters[] = {
     {"Flatten", 1, importFlatten},
     {"Gather", 1, importGather},
     {"Gemm", 7, importGemm},
+    {"GlobalAveragePool", 1, importGlobalAveragePool},
     {"Greater", 7, importCompare<kGt>},
     {"GreaterOrEqual", 12, importCompare<kGe>},
     {"Identity", 1, importIdentity},
@@ -1171,6 +1268,8 @@ const OpImporter kImporters[] = {
     {"Neg", 6, importUnary<NegOp>},
     {"Not", 1, importNot},
     {"Or", 7, importLogic<OrOp, OrF>},
+    {"Pad", 2, importPad<false>},
+    {"Pad", 11, importPad<true>},
     {"Pow", 7, importPow},
     {"Reciprocal", 6, importUnary<ReciprocalOp>},
     {"ReduceMean", 1, importReduce<ReduceMeanOp, false>},

@@ -32,12 +32,13 @@ const std::vector<std::string> kOps = {
     "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Erf", "LogSoftmax",
     "LayerNormalization", "Equal", "Less", "Greater", "LessOrEqual",
     "GreaterOrEqual", "Not", "And", "Or", "Where", "Max", "Min", "Clip",
-    "LeakyRelu", "Sum", "Slice", "Split", "Tile", "Dropout"};
+    "LeakyRelu", "Sum", "Slice", "Split", "Tile", "Dropout", "Pad",
+    "GlobalAveragePool"};
 const std::vector<std::string> kAttrs = {
     "axis", "axes", "perm", "keepdims", "transA", "transB", "alpha", "beta",
     "to", "allowzero", "ignore_index", "reduction", "start", "end",
     "noop_with_empty_axes", "value", "epsilon", "stash_type", "split",
-    "num_outputs", "starts", "ends", "min", "max"};
+    "num_outputs", "starts", "ends", "min", "max", "pads", "mode"};
 
 void mutateTensor(onnx::TensorProto &t, Rng &rng) {
   switch (rng() % 6) {
