@@ -79,6 +79,13 @@ ArrayRef<int64_t> shapeOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getShape();
 }
 
+/// The value a chain of reshapes (views in the same element order) shows.
+Value viewBase(Value v) {
+  while (auto r = v.getDefiningOp<ReshapeOp>())
+    v = r.getInput();
+  return v;
+}
+
 std::string typeText(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -137,8 +144,8 @@ int Lowering::scratch(ElemType type, std::vector<int64_t> shape, const std::stri
 }
 
 int Lowering::accumulatorOf(Operation *producer) const {
-  auto it = gemmAccumulator.find(producer);
-  return it == gemmAccumulator.end() ? -1 : it->second;
+  auto it = nativeAccumulator.find(producer);
+  return it == nativeAccumulator.end() ? -1 : it->second;
 }
 
 int Lowering::buffer(Value v, Operation *user) {
@@ -232,18 +239,13 @@ bool Lowering::bindArguments() {
           users.insert(users.end(), r->getUsers().begin(), r->getUsers().end());
       for (Operation *user : users) {
         // Indices of a gather: within [-n, n) of the gathered dim.
-        auto throughViews = [](Value v) {
-          while (auto r = v.getDefiningOp<ReshapeOp>())
-            v = r.getInput();
-          return v;
-        };
-        if (auto g = dyn_cast<GatherOp>(user); g && throughViews(g.getIndices()) == arg) {
+        if (auto g = dyn_cast<GatherOp>(user); g && viewBase(g.getIndices()) == arg) {
           int64_t n = shapeOf(g.getData())[g.getAxis()];
           desc.numClasses = desc.numClasses ? std::min(desc.numClasses, n) : n;
           desc.negativeIndices = !desc.hasIgnoreIndex;
         }
         if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
-          if (throughViews(sce.getLabels()) != arg)
+          if (viewBase(sce.getLabels()) != arg)
             continue;
           desc.numClasses = shapeOf(sce.getLogits())[1];
           desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
@@ -273,12 +275,21 @@ bool Lowering::bindArguments() {
 
   // Where results go. A value written by a step of its own (not a view, a
   // constant or an argument) can be stored there directly.
+  auto ruleOf = [&](Value v) -> const StepRule * {
+    Operation *p = v.getDefiningOp();
+    return p && v.hasOneUse() ? rules.stepRule(p) : nullptr;
+  };
   auto storable = [&](Value v) {
     Operation *p = v.getDefiningOp();
     if (!p || !v.hasOneUse())
       return false;
     const StepRule *s = rules.stepRule(p);
-    return rules.elementwiseRule(p) ? !s : s && s->usesStore;
+    return rules.elementwiseRule(p) ? !s : s && s->output == StepRule::Output::Store;
+  };
+  // Written straight into a result by a rule that takes its own buffer.
+  auto owned = [&](Value v) {
+    const StepRule *s = ruleOf(v);
+    return s && s->output == StepRule::Output::Own;
   };
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   if (!training) {
@@ -289,10 +300,7 @@ bool Lowering::bindArguments() {
       prog->results.push_back({"result" + std::to_string(r), type, shapeOf(v).vec()});
       int b = addBuffer(type, shapeOf(v).vec(), Buffer::Place::Result, r,
                         "result" + std::to_string(r));
-      bool gemm = isa_and_nonnull<GemmOp, MatMulOp, GatherGradOp, SliceGradOp, ConcatOp>(
-                      v.getDefiningOp()) &&
-                  v.hasOneUse();
-      if (storable(v) || gemm)
+      if (storable(v) || owned(v))
         targets[v] = {b, false};
       resultBuffers.push_back(b);
     }
@@ -330,10 +338,9 @@ bool Lowering::bindArguments() {
     Operation *p = g.getDefiningOp();
     if (!p || !g.hasOneUse() || inlined.contains(g))
       continue;
-    bool plainGemm = isa<MatMulOp, GatherGradOp>(p) ||
-                     (isa<GemmOp>(p) && !cast<GemmOp>(p).getC());
-    if (plainGemm)
-      gemmAccumulator[p] = accBuffer;
+    const StepRule *rule = rules.stepRule(p);
+    if (owned(g) && rule->accumulates && rule->accumulates(p))
+      nativeAccumulator[p] = accBuffer;
     else if (storable(g))
       targets[g] = {accBuffer, true};
     else
@@ -359,7 +366,7 @@ bool Lowering::makeBuffers() {
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||
-        isa<ConstantOp, ReshapeOp>(op) || gemmAccumulator.count(&op))
+        isa<ConstantOp, ReshapeOp>(op) || nativeAccumulator.count(&op))
       continue;
     ElemType type;
     elemTypeOf(r.getType(), type);
@@ -389,9 +396,7 @@ bool Lowering::placeArena() {
 }
 
 int Lowering::leaf(NodeBuilder &b, Value v, const DimMap &map) {
-  Value base = v;
-  while (auto r = base.getDefiningOp<ReshapeOp>())
-    base = r.getInput();
+  Value base = viewBase(v);
   if (auto c = base.getDefiningOp<ConstantOp>()) {
     auto dense = cast<DenseElementsAttr>(c.getValue());
     Type e = dense.getElementType();
@@ -513,7 +518,7 @@ bool Lowering::finishResults() {
   auto wroteInto = [&](Value v, int buffer) {
     auto t = targets.find(v);
     return t != targets.end() && t->second.buffer == buffer &&
-           (stored.count(v) || gemmWrote.count(v));
+           (stored.count(v) || writtenByOwner.count(v));
   };
   if (training)
     return wroteInto(loss, lossBuffer) || copy(loss, {lossBuffer, true});
@@ -528,7 +533,12 @@ bool Lowering::finishResults() {
   return true;
 }
 
-void Lowering::noteGemmResult(Value v) { gemmWrote.insert(v); }
+int Lowering::ownResult(Value v, Operation *op) {
+  int out = buffer(v, op);
+  if (out >= 0)
+    writtenByOwner.insert(v);
+  return out;
+}
 
 bool Lowering::run(Program &program) {
   prog = &program;

@@ -64,7 +64,7 @@ public:
   int buffer(mlir::Value v, mlir::Operation *user);
   /// A temporary of the current op, in the arena.
   int scratch(ElemType type, std::vector<int64_t> shape, const std::string &name);
-  /// For a GEMM: the gradient buffer it accumulates into, or -1.
+  /// For a rule that accumulates itself: the gradient buffer, or -1.
   int accumulatorOf(mlir::Operation *producer) const;
   /// Whether the producer of `acc`'s gradient already accumulated it into
   /// the gradient buffer (a GEMM through beta, another step through store).
@@ -73,10 +73,11 @@ public:
     if (it == fusedAccumulates.end())
       return false;
     mlir::Operation *p = it->second.getDefiningOp();
-    return gemmAccumulator.count(p) || stored.contains(it->second);
+    return nativeAccumulator.count(p) || stored.contains(it->second);
   }
-  /// Records that a GEMM wrote `v` straight into its result buffer.
-  void noteGemmResult(mlir::Value v);
+  /// The buffer an Output::Own rule writes `v` into (its arena buffer or its
+  /// result's), recorded as written.
+  int ownResult(mlir::Value v, mlir::Operation *op);
   Program &program() { return *prog; }
 
 private:
@@ -102,7 +103,7 @@ private:
   mlir::Value loss;
   int lossBuffer = -1;
   std::vector<int> resultBuffers;
-  llvm::DenseSet<mlir::Value> gemmWrote;
+  llvm::DenseSet<mlir::Value> writtenByOwner;
   llvm::DenseSet<mlir::Value> inlined;
   llvm::DenseMap<mlir::Value, int> buffers;
   /// Values written somewhere other than their own arena buffer.
@@ -111,7 +112,7 @@ private:
     bool accumulate;
   };
   llvm::DenseMap<mlir::Value, Target> targets;
-  llvm::DenseMap<mlir::Operation *, int> gemmAccumulator;
+  llvm::DenseMap<mlir::Operation *, int> nativeAccumulator;
   llvm::DenseMap<mlir::Operation *, mlir::Value> fusedAccumulates;
   llvm::DenseSet<mlir::Value> stored;
   std::vector<Interval> intervals; // per arena buffer

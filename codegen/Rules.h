@@ -23,10 +23,18 @@ struct StepRule {
   /// Whether the op reads operand `k` through Lowering::expr, so that an
   /// elementwise producer can be computed inside its loops.
   bool (*readsInLoop)(mlir::Operation *op, unsigned k) = nullptr;
-  /// Whether its results go through Lowering::store (false: it writes its
-  /// own buffers, as a GEMM does, or none, as a view).
-  bool usesStore = true;
+  /// How its results are written: through Lowering::store (so they can go
+  /// straight to a result, the loss or a gradient buffer), into a buffer the
+  /// rule takes itself (Lowering::ownResult, as a GEMM's C), or not at all
+  /// (views and constants).
+  enum class Output { Store, Own, None } output = Output::Store;
+  /// For Output::Own: whether this op can accumulate into a gradient buffer
+  /// itself (a GEMM through beta), given by Lowering::accumulatorOf.
+  bool (*accumulates)(mlir::Operation *op) = nullptr;
 };
+
+/// For StepRule::accumulates.
+inline bool always(mlir::Operation *) { return true; }
 
 struct RuleRegistry {
   llvm::StringMap<ElementwiseRule> elementwise;

@@ -804,15 +804,10 @@ LogicalResult defineSlice(Imp &imp, size_t k, const SliceSpec &spec) {
 /// constant inputs (opset 10).
 template <bool FromInputs>
 LogicalResult importSlice(Imp &imp) {
-  std::vector<int64_t> shape;
-  if (const HostTensor *c = imp.constantInput(0)) {
-    shape = c->shape;
-  } else {
-    auto x = imp.input(0);
-    if (failed(x))
-      return failure();
-    shape = cast<RankedTensorType>(x->getType()).getShape().vec();
-  }
+  auto input = shapeOfInput(imp, 0);
+  if (failed(input))
+    return failure();
+  std::vector<int64_t> shape = *input;
   int64_t rank = shape.size();
   auto list = [&](size_t input, const char *attr, std::vector<int64_t> &out) -> LogicalResult {
     if (!FromInputs) {
@@ -862,15 +857,10 @@ LogicalResult importSlice(Imp &imp) {
 /// input from 13, or num_outputs from 18).
 template <bool FromInput>
 LogicalResult importSplit(Imp &imp) {
-  std::vector<int64_t> shape;
-  if (const HostTensor *c = imp.constantInput(0)) {
-    shape = c->shape;
-  } else {
-    auto x = imp.input(0);
-    if (failed(x))
-      return failure();
-    shape = cast<RankedTensorType>(x->getType()).getShape().vec();
-  }
+  auto input = shapeOfInput(imp, 0);
+  if (failed(input))
+    return failure();
+  std::vector<int64_t> shape = *input;
   auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, shape.size());
   if (failed(axis))
     return failure();

@@ -77,6 +77,23 @@ LoopInfo::LoopInfo(const Step &s) : step(s) {
   buffers.assign(bufs.begin(), bufs.end());
 }
 
+std::vector<int> LoopInfo::storeRoots(bool innerStores) const {
+  std::vector<int> roots;
+  for (size_t i = 0; i < step.stores.size(); ++i)
+    if (innerStore[i] == innerStores)
+      roots.push_back(step.stores[i].node);
+  return roots;
+}
+
+std::vector<int> LoopInfo::allRoots() const {
+  std::vector<int> roots;
+  for (const Store &st : step.stores)
+    roots.push_back(st.node);
+  for (const Reduction &r : step.reductions)
+    roots.push_back(r.node);
+  return roots;
+}
+
 void NodePrinter::emit(std::ostream &os, const std::vector<int> &roots,
                        std::vector<char> &defined, const std::string &pad,
                        const std::function<bool(int)> &want) const {

@@ -29,6 +29,16 @@ struct LoopInfo {
   std::vector<bool> innerStore;
   std::vector<int> buffers; // those the step reads or writes, ascending
   bool usesSeed = false, usesFirst = false, usesRng = false;
+
+  /// The nodes of the stores that run per row (`inner` false) or per element.
+  std::vector<int> storeRoots(bool inner) const;
+  /// Every store's node and every reduction's body.
+  std::vector<int> allRoots() const;
+  /// A filter for NodePrinter::emit: nodes computable once per row after
+  /// `passes` passes over it.
+  std::function<bool(int)> outerAfter(int passes) const {
+    return [this, passes](int i) { return !inner[i] && phase[i] <= passes; };
+  }
 };
 
 class NodePrinter {

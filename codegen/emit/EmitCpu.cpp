@@ -24,18 +24,10 @@ std::string parallelFor(const Step &s, const char *extra = "") {
   return work(s) >= kParallelWork ? std::string("#pragma omp parallel for") + extra + "\n" : "";
 }
 
-std::vector<int> storeRoots(const Step &s, const LoopInfo &info, bool inner) {
-  std::vector<int> roots;
-  for (size_t i = 0; i < s.stores.size(); ++i)
-    if (info.innerStore[i] == inner)
-      roots.push_back(s.stores[i].node);
-  return roots;
-}
-
 void elementwise(std::ostream &os, const Program &p, const Step &s) {
   NodePrinter np(p, s);
   std::vector<char> defined(s.nodes.size(), 0);
-  std::vector<int> roots = storeRoots(s, LoopInfo(s), false);
+  std::vector<int> roots = LoopInfo(s).storeRoots(false);
   size_t r = s.shape.size();
   std::string pad = r == 0 ? "  " : r == 1 ? "    " : "      ";
   if (r == 1)
@@ -75,20 +67,13 @@ void rows(std::ostream &os, const Program &p, const Step &s) {
   LoopInfo info(s);
   NodePrinter np(p, s);
   std::vector<char> defined(s.nodes.size(), 0);
-  std::vector<int> all;
-  for (const Store &st : s.stores)
-    all.push_back(st.node);
-  for (const Reduction &r : s.reductions)
-    all.push_back(r.node);
-  auto outerUpTo = [&info](int limit) {
-    return [&info, limit](int i) { return !info.inner[i] && info.phase[i] <= limit; };
-  };
+  std::vector<int> all = info.allRoots();
   std::string colLoop = "    for (long long col = 0; col < " + num(info.cols) + "; ++col) {\n" +
                         coords(s, info.reducedDims, "col", "long long", "      ");
   os << parallelFor(s) << "  for (long long row = 0; row < " << info.rows << "; ++row) {\n"
      << coords(s, info.kept, "row", "long long", "    ");
   for (int pass = 0; pass < info.passes; ++pass) {
-    np.emit(os, all, defined, "    ", outerUpTo(pass));
+    np.emit(os, all, defined, "    ", info.outerAfter(pass));
     std::vector<int> bodies;
     for (size_t k = 0; k < s.reductions.size(); ++k)
       if (info.pass[k] == pass) {
@@ -103,13 +88,13 @@ void rows(std::ostream &os, const Program &p, const Step &s) {
         os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
     os << "    }\n";
   }
-  np.emit(os, storeRoots(s, info, false), defined, "    ");
+  np.emit(os, info.storeRoots(false), defined, "    ");
   for (size_t i = 0; i < s.stores.size(); ++i)
     if (!info.innerStore[i])
       os << "    " << np.store(s.stores[i]) << "\n";
-  std::vector<int> innerRoots = storeRoots(s, info, true);
+  std::vector<int> innerRoots = info.storeRoots(true);
   if (!innerRoots.empty()) {
-    np.emit(os, innerRoots, defined, "    ", outerUpTo(info.passes));
+    np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
     os << "#pragma omp simd\n" << colLoop;
     std::vector<char> scope = defined;
     np.emit(os, innerRoots, scope, "      ");
@@ -150,7 +135,7 @@ void columns(std::ostream &os, const Program &p, const Step &s) {
     os << "        " << reductionUpdate(s.reductions[k].kind, "a" + num(k) + "[ci]", var(s.reductions[k].node)) << "\n";
   os << "      }\n    }\n    for (long long ci = 0; ci < w; ++ci) {\n      const long long c" << last << " = t0 + ci;\n";
   std::vector<char> epilogue(s.nodes.size(), 0);
-  np.emit(os, storeRoots(s, info, false), epilogue, "      ");
+  np.emit(os, info.storeRoots(false), epilogue, "      ");
   for (const Store &st : s.stores)
     os << "      " << np.store(st) << "\n";
   os << "    }\n  }\n";

@@ -25,14 +25,6 @@ const char *indexType(const Program &p, const LoopInfo &info) {
 
 bool blockPerRow(const LoopInfo &info) { return info.cols >= 1024 || info.rows < 64; }
 
-std::vector<int> storeRoots(const Step &s, const LoopInfo &info, bool inner) {
-  std::vector<int> roots;
-  for (size_t i = 0; i < s.stores.size(); ++i)
-    if (info.innerStore[i] == inner)
-      roots.push_back(s.stores[i].node);
-  return roots;
-}
-
 /// Whether an elementwise step can move four floats per load and store:
 /// one (collapsed) dim that is a multiple of 4, every float32 access walking
 /// it contiguously or not at all. Buffers start 256-byte aligned (the arena
@@ -102,7 +94,7 @@ void elementwise(std::ostream &os, const Program &p, const Step &s, const char *
      << info.rows << "; i += (" << it << ")gridDim.x * blockDim.x) {\n"
      << coords(s, all, "i", it, "    ");
   std::vector<char> defined(s.nodes.size(), 0);
-  np.emit(os, storeRoots(s, info, false), defined, "    ");
+  np.emit(os, info.storeRoots(false), defined, "    ");
   for (const Store &st : s.stores)
     os << "    " << np.store(st) << "\n";
   os << "  }\n";
@@ -124,17 +116,10 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
   std::string colLoop = "    for (" + std::string(it) + " col = lane; col < " + num(info.cols) +
                         "; col += " + group + ") {\n" +
                         coords(s, info.reducedDims, "col", it, "      ");
-  std::vector<int> all;
-  for (const Store &st : s.stores)
-    all.push_back(st.node);
-  for (const Reduction &r : s.reductions)
-    all.push_back(r.node);
-  auto outerUpTo = [&info](int limit) {
-    return [&info, limit](int i) { return !info.inner[i] && info.phase[i] <= limit; };
-  };
+  std::vector<int> all = info.allRoots();
   std::vector<char> defined(s.nodes.size(), 0);
   for (int pass = 0; pass < info.passes; ++pass) {
-    np.emit(os, all, defined, "    ", outerUpTo(pass));
+    np.emit(os, all, defined, "    ", info.outerAfter(pass));
     std::vector<int> bodies;
     for (size_t k = 0; k < s.reductions.size(); ++k)
       if (info.pass[k] == pass) {
@@ -159,7 +144,7 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
         os << "    " << a << " = " << (isMax ? "otc_warp_max(" : "otc_warp_sum(") << a << ");\n";
     }
   }
-  np.emit(os, storeRoots(s, info, false), defined, "    ");
+  np.emit(os, info.storeRoots(false), defined, "    ");
   bool anyOuter = false;
   for (size_t i = 0; i < s.stores.size(); ++i)
     anyOuter = anyOuter || !info.innerStore[i];
@@ -170,9 +155,9 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
         os << "      " << np.store(s.stores[i]) << "\n";
     os << "    }\n";
   }
-  std::vector<int> innerRoots = storeRoots(s, info, true);
+  std::vector<int> innerRoots = info.storeRoots(true);
   if (!innerRoots.empty()) {
-    np.emit(os, innerRoots, defined, "    ", outerUpTo(info.passes));
+    np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
     os << colLoop;
     std::vector<char> scope = defined;
     np.emit(os, innerRoots, scope, "      ");
@@ -203,7 +188,7 @@ void columns(std::ostream &os, const Program &p, const Step &s, const char *it) 
     os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
   os << "    }\n";
   std::vector<char> epilogue(s.nodes.size(), 0);
-  np.emit(os, storeRoots(s, info, false), epilogue, "    ");
+  np.emit(os, info.storeRoots(false), epilogue, "    ");
   for (const Store &st : s.stores)
     os << "    " << np.store(st) << "\n";
   os << "  }\n";

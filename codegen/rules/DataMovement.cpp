@@ -65,11 +65,10 @@ bool lowerGatherGrad(Operation *op, Lowering &l) {
   if (target >= 0) {
     call.scalars.push_back({LibraryCall::Scalar::First, 0});
   } else {
-    target = l.buffer(g.getResult(), op);
+    target = l.ownResult(g.getResult(), op);
     if (target < 0)
       return false;
     call.scalars.push_back({LibraryCall::Scalar::Int, 1});
-    l.noteGemmResult(g.getResult());
   }
   call.buffers = {dy, idx, target};
   l.newStep(Step::LibraryCall, op).call = call;
@@ -105,20 +104,11 @@ bool lowerSlice(Operation *op, Lowering &l) {
   return true;
 }
 
-/// The buffer a step writes `v` into itself (GEMM-like: its arena buffer or
-/// its result's), recorded as written.
-int ownResult(Operation *op, Value v, Lowering &l) {
-  int out = l.buffer(v, op);
-  if (out >= 0)
-    l.noteGemmResult(v);
-  return out;
-}
-
 // A slice's gradient: zeros, then the gradient stored at the slice.
 bool lowerSliceGrad(Operation *op, Lowering &l) {
   auto s = cast<SliceGradOp>(op);
   auto big = shapeOf(s.getResult()), small = shapeOf(s.getGrad());
-  int out = ownResult(op, s.getResult(), l);
+  int out = l.ownResult(s.getResult(), op);
   if (out < 0)
     return false;
   Step &zero = l.newStep(Step::Elementwise, op, big.vec());
@@ -138,7 +128,7 @@ bool lowerSliceGrad(Operation *op, Lowering &l) {
 bool lowerConcat(Operation *op, Lowering &l) {
   auto c = cast<ConcatOp>(op);
   auto big = shapeOf(c.getResult());
-  int out = ownResult(op, c.getResult(), l);
+  int out = l.ownResult(c.getResult(), op);
   if (out < 0)
     return false;
   std::vector<int64_t> strides = stridesOf(big);
@@ -163,10 +153,11 @@ bool readsAll(Operation *, unsigned) { return true; }
 
 void registerDataMovementRules(RuleRegistry &r) {
   r.steps[GatherOp::getOperationName()] = {lowerGather, readsIndices};
-  r.steps[GatherGradOp::getOperationName()] = {lowerGatherGrad, nullptr, false};
+  auto own = StepRule::Output::Own;
+  r.steps[GatherGradOp::getOperationName()] = {lowerGatherGrad, nullptr, own, always};
   r.steps[SliceOp::getOperationName()] = {lowerSlice, nullptr};
-  r.steps[SliceGradOp::getOperationName()] = {lowerSliceGrad, readsAll, false};
-  r.steps[ConcatOp::getOperationName()] = {lowerConcat, readsAll, false};
+  r.steps[SliceGradOp::getOperationName()] = {lowerSliceGrad, readsAll, own};
+  r.steps[ConcatOp::getOperationName()] = {lowerConcat, readsAll, own};
 }
 
 } // namespace otc

@@ -26,10 +26,9 @@ bool finish(Operation *op, Value a, Value b, Value out, otc::Gemm g, Lowering &l
     g.c = acc;
     g.beta = otc::Gemm::Beta::FirstZeroElseOne;
   } else {
-    g.c = l.buffer(out, op);
+    g.c = l.ownResult(out, op);
     if (g.c < 0)
       return false;
-    l.noteGemmResult(out);
   }
   l.newStep(Step::Gemm, op).gemm = g;
   return true;
@@ -79,6 +78,9 @@ bool lowerMatMul(Operation *op, Lowering &l) {
   return finish(op, mm.getLhs(), mm.getRhs(), mm.getResult(), g, l);
 }
 
+/// A GEMM accumulates through beta when beta is not taken by C.
+bool withoutC(Operation *op) { return !cast<GemmOp>(op).getC(); }
+
 bool readsC(Operation *op, unsigned k) {
   auto g = cast<GemmOp>(op);
   Value v = op->getOperand(k);
@@ -88,8 +90,9 @@ bool readsC(Operation *op, unsigned k) {
 } // namespace
 
 void registerLinalgRules(RuleRegistry &r) {
-  r.steps[GemmOp::getOperationName()] = {lowerGemm, readsC, false};
-  r.steps[MatMulOp::getOperationName()] = {lowerMatMul, nullptr, false};
+  auto own = StepRule::Output::Own;
+  r.steps[GemmOp::getOperationName()] = {lowerGemm, readsC, own, withoutC};
+  r.steps[MatMulOp::getOperationName()] = {lowerMatMul, nullptr, own, always};
 }
 
 } // namespace otc

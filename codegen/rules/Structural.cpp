@@ -35,8 +35,8 @@ bool readsGrad(Operation *op, unsigned k) {
 } // namespace
 
 void registerStructuralRules(RuleRegistry &r) {
-  r.steps[ConstantOp::getOperationName()] = {nothing, nullptr, false};
-  r.steps[ReshapeOp::getOperationName()] = {nothing, nullptr, false};
+  r.steps[ConstantOp::getOperationName()] = {nothing, nullptr, StepRule::Output::None};
+  r.steps[ReshapeOp::getOperationName()] = {nothing, nullptr, StepRule::Output::None};
   r.steps[AccumulateOp::getOperationName()] = {lowerAccumulate, readsGrad};
 }
 
