@@ -17,6 +17,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fd_sgd import batch, sgd
+
 out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rng = np.random.default_rng(9)
 w0 = rng.normal(0, 0.3, (5, 4)).astype(np.float32)
@@ -67,14 +69,6 @@ def loss(w, xb, tb):
     return ((y - tb) ** 2).mean()
 
 
-w = w0.astype(np.float64)
-for s in range(steps):
-    xb, tb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), t[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64)
-    g = np.zeros_like(w)
-    for i in np.ndindex(w.shape):
-        plus, minus = w.copy(), w.copy()
-        plus[i] += 1e-6
-        minus[i] -= 1e-6
-        g[i] = (loss(plus, xb, tb) - loss(minus, xb, tb)) / 2e-6
-    w = w - lr * g
-np.savez(expected, w=w)
+p = sgd({"w": w0}, lambda p, s: loss(p["w"], batch(x, s).astype(np.float64), batch(t, s).astype(np.float64)),
+        steps, lr)
+np.savez(expected, w=p["w"])

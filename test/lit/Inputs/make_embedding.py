@@ -14,6 +14,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fd_sgd import sgd
+
 out, data = sys.argv[1], Path(sys.argv[2])
 n, k, steps, lr, expected = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
 rng = np.random.default_rng(6)
@@ -55,16 +57,4 @@ def window_loss(p, s):  # each micro-batch's mean loss counts 1/K
     return total
 
 
-p = {key: v.astype(np.float64) for key, v in params.items()}
-for s in range(steps):
-    grads = {}
-    for key, v in p.items():
-        g = np.zeros_like(v)
-        for i in np.ndindex(v.shape):
-            plus, minus = {**p, key: v.copy()}, {**p, key: v.copy()}
-            plus[key][i] += 1e-6
-            minus[key][i] -= 1e-6
-            g[i] = (window_loss(plus, s) - window_loss(minus, s)) / 2e-6
-        grads[key] = g
-    p = {key: p[key] - lr * grads[key] for key in p}
-np.savez(expected, **p)
+np.savez(expected, **sgd(params, window_loss, steps, lr))

@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fd_sgd import batch, sgd
+
 out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rng = np.random.default_rng(11)
 params = {"w": rng.normal(0, 0.5, (3, 4)).astype(np.float32), "b": rng.normal(0, 0.5, (3,)).astype(np.float32)}
@@ -52,17 +54,6 @@ def loss(p, xb, tb):
     return ((y - tb) ** 2).mean()
 
 
-p = {k: v.astype(np.float64) for k, v in params.items()}
-for s in range(steps):
-    xb, tb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), t[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64)
-    grads = {}
-    for k, v in p.items():
-        g = np.zeros_like(v)
-        for i in np.ndindex(v.shape):
-            plus, minus = {**p, k: v.copy()}, {**p, k: v.copy()}
-            plus[k][i] += 1e-6
-            minus[k][i] -= 1e-6
-            g[i] = (loss(plus, xb, tb) - loss(minus, xb, tb)) / 2e-6
-        grads[k] = g
-    p = {k: p[k] - lr * grads[k] for k in p}
+p = sgd(params, lambda p, s: loss(p, batch(x, s).astype(np.float64), batch(t, s).astype(np.float64)),
+        steps, lr)
 np.savez(expected, **p)

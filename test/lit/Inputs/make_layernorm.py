@@ -17,6 +17,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fd_sgd import batch, sgd
+
 out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rng = np.random.default_rng(4)
 params = {"w": rng.normal(0, 0.5, (6, 4)).astype(np.float32),
@@ -51,22 +53,6 @@ def loss(p, xb, tb):
 frozen = sys.argv[6].split(",") if len(sys.argv) > 6 else []
 if frozen:
     np.savez(sys.argv[7], **{k: params[k] for k in frozen})
-p = {k: v.astype(np.float64) for k, v in params.items()}
-for s in range(steps):
-    xb, tb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), t[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64)
-    grads = {}
-    for k, v in p.items():
-        if k in frozen:
-            grads[k] = np.zeros_like(v)
-            continue
-        g = np.zeros_like(v)
-        for i in np.ndindex(v.shape):
-            plus = {**p, k: v.copy()}
-            minus = {**p, k: v.copy()}
-            plus[k][i] += 1e-6
-            minus[k][i] -= 1e-6
-            g[i] = (loss(plus, xb, tb) - loss(minus, xb, tb)) / 2e-6
-        grads[k] = g
-    for k in p:
-        p[k] = p[k] - lr * grads[k]
+p = sgd(params, lambda p, s: loss(p, batch(x, s).astype(np.float64), batch(t, s).astype(np.float64)),
+        steps, lr, frozen=frozen)
 np.savez(expected, **p)

@@ -15,6 +15,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fd_sgd import batch, sgd
+
 out, data = sys.argv[1], Path(sys.argv[2])
 steps, lr, wd = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 rng = np.random.default_rng(8)
@@ -49,15 +51,7 @@ def loss(w, xb, yb):
     return -logp[np.arange(len(yb)), yb].mean()
 
 
-w = w0.astype(np.float64)
-for s in range(steps):
-    xb, yb = x[(s % 4) * 2:(s % 4) * 2 + 2].astype(np.float64), labels[(s % 4) * 2:(s % 4) * 2 + 2]
-    g = np.zeros_like(w)
-    for i in np.ndindex(w.shape):
-        plus, minus = w.copy(), w.copy()
-        plus[i] += 1e-6
-        minus[i] -= 1e-6
-        g[i] = (loss(plus, xb, yb) - loss(minus, xb, yb)) / 2e-6
-    w = w - lr * (g + wd * w)
-np.savez(sys.argv[6], w=w)
+p = sgd({"w": w0}, lambda p, s: loss(p["w"], batch(x, s).astype(np.float64), batch(labels, s)),
+        steps, lr, weight_decay=wd)
+np.savez(sys.argv[6], w=p["w"])
 np.savez(sys.argv[7], mask=mask)

@@ -14,6 +14,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fd_sgd import batch, sgd
+
 out, reflect, data = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 steps, lr, expected = int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 rng = np.random.default_rng(15)
@@ -52,14 +54,6 @@ def loss(s, xb, tb):
     return ((p.mean(axis=(2, 3)) - tb) ** 2).mean()
 
 
-s = s0.astype(np.float64)
-for k in range(steps):
-    xb, tb = x[(k % 4) * 2:(k % 4) * 2 + 2].astype(np.float64), t[(k % 4) * 2:(k % 4) * 2 + 2].astype(np.float64)
-    g = np.zeros_like(s)
-    for i in np.ndindex(s.shape):
-        plus, minus = s.copy(), s.copy()
-        plus[i] += 1e-6
-        minus[i] -= 1e-6
-        g[i] = (loss(plus, xb, tb) - loss(minus, xb, tb)) / 2e-6
-    s = s - lr * g
-np.savez(expected, s=s)
+p = sgd({"s": s0}, lambda p, s: loss(p["s"], batch(x, s).astype(np.float64), batch(t, s).astype(np.float64)),
+        steps, lr)
+np.savez(expected, s=p["s"])

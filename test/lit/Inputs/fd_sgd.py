@@ -1,0 +1,33 @@
+"""SGD whose gradients are float64 central finite differences of a numpy
+loss, the reference the import tests train against: it shares nothing with
+otc's gradient rules."""
+import numpy as np
+
+
+def batch(a, step, n=2):
+    """Micro-batch `step` of `n` samples, cycling over the samples in order,
+    as the training executable reads them."""
+    m = (step % (len(a) // n)) * n
+    return a[m:m + n]
+
+
+def gradient(loss, params, key, h=1e-6):
+    v = params[key]
+    g = np.zeros_like(v)
+    for i in np.ndindex(v.shape):
+        plus, minus = {**params, key: v.copy()}, {**params, key: v.copy()}
+        plus[key][i] += h
+        minus[key][i] -= h
+        g[i] = (loss(plus) - loss(minus)) / (2 * h)
+    return g
+
+
+def sgd(params, step_loss, steps, lr, weight_decay=0.0, frozen=()):
+    """PyTorch's SGD, p -= lr * (g + weight_decay * p), over `steps` steps of
+    `step_loss(p, step)`; `frozen` names are not updated (requires_grad
+    False). Returns the parameters in float64."""
+    p = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
+    for s in range(steps):
+        grads = {k: gradient(lambda q: step_loss(q, s), p, k) for k in p if k not in frozen}
+        p = {k: v if k in frozen else v - lr * (grads[k] + weight_decay * v) for k, v in p.items()}
+    return p
