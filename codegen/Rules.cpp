@@ -12,6 +12,7 @@ const RuleRegistry &RuleRegistry::get() {
     registerLossRules(r);
     registerNormalizationRules(r);
     registerDataMovementRules(r);
+    registerWindowRules(r);
     registerStructuralRules(r);
     return r;
   }();

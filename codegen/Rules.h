@@ -53,6 +53,7 @@ void registerLossRules(RuleRegistry &r);
 void registerNormalizationRules(RuleRegistry &r);
 void registerDataMovementRules(RuleRegistry &r);
 void registerStructuralRules(RuleRegistry &r);
+void registerWindowRules(RuleRegistry &r);
 
 /// Numpy broadcasting: the operand dims aligned to the result's trailing
 /// dims, size-1 dims read at 0.

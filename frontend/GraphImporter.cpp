@@ -100,6 +100,14 @@ std::string unsupportedReason(const onnx::NodeProto &n, int opset) {
   return "";
 }
 
+void GraphImporter::markBuffer(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return;
+  auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  func.removeArgAttr(arg.getArgNumber(), attr::kTrainable);
+}
+
 LogicalResult GraphImporter::fail(const llvm::Twine &message) {
   if (error.empty())
     error = describeNode(*current) + ": " + message.str();

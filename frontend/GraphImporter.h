@@ -45,6 +45,9 @@ public:
     define(0, *v);
     return mlir::success();
   }
+  /// Makes a parameter argument a buffer: state the model keeps but never
+  /// trains (BatchNorm's running statistics). Other values are left alone.
+  void markBuffer(mlir::Value v);
   /// Records "node 'NAME' (OP): message" and returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message);
 

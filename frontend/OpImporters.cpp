@@ -1,6 +1,7 @@
 // The versioned import table: one function per ONNX operator (and opset
 // range), turning a node into otc operations or into a host-folded constant.
 #include "GraphImporter.h"
+#include "ImportHelpers.h"
 
 #include "ModelChecks.h"
 #include "otc/Dialect/Helpers.h"
@@ -15,11 +16,7 @@
 using namespace mlir;
 
 namespace otc {
-namespace {
 
-using Imp = GraphImporter;
-
-/// The product of `dims`, or -1 when one is negative or it overflows.
 int64_t product(ArrayRef<int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims)
@@ -27,6 +24,35 @@ int64_t product(ArrayRef<int64_t> dims) {
       return -1;
   return n;
 }
+
+RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+FailureOr<SmallVector<int64_t>> normaliseAxes(GraphImporter &imp, std::vector<int64_t> axes,
+                                              int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank)
+      return imp.fail("axis " + std::to_string(a) + " is out of range for rank " +
+                      std::to_string(rank));
+    out.push_back(n);
+  }
+  llvm::sort(out);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Value reshaped(GraphImporter &imp, Value v, ArrayRef<int64_t> shape) {
+  if (cast<RankedTensorType>(v.getType()).getShape() == shape)
+    return v;
+  return ReshapeOp::create(imp.builder(), imp.loc(), withShape(v, shape), v);
+}
+
+namespace {
+
+using Imp = GraphImporter;
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
@@ -42,26 +68,6 @@ LogicalResult checkFoldSize(Imp &imp, int64_t count) {
     return success();
   return imp.fail("the folded result has more than " +
                   std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
-}
-
-/// Normalises ONNX axes (negative counts from the end) to sorted unique ones.
-FailureOr<SmallVector<int64_t>> normaliseAxes(Imp &imp, std::vector<int64_t> axes,
-                                              int64_t rank) {
-  SmallVector<int64_t> out;
-  for (int64_t a : axes) {
-    int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank)
-      return imp.fail("axis " + std::to_string(a) + " is out of range for rank " +
-                      std::to_string(rank));
-    out.push_back(n);
-  }
-  llvm::sort(out);
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, cast<RankedTensorType>(v.getType()).getElementType());
 }
 
 /// Input `i` reshaped (on the host when constant) to `shape`.
@@ -1226,10 +1232,13 @@ const OpImporter kImporters[] = {
     {"Abs", 6, importUnary<AbsOp>},
     {"Add", 7, importBinary<AddOp, AddF>},
     {"And", 7, importLogic<AndOp, AndF>},
+    {"AveragePool", 7, importAveragePool},
+    {"BatchNormalization", 7, importBatchNormalization},
     {"Cast", 6, importCast},
     {"Clip", 6, importClip<false>},
     {"Clip", 11, importClip<true>},
     {"Concat", 4, importConcat},
+    {"Conv", 1, importConv},
     {"Constant", 1, importConstant},
     {"Div", 7, importBinary<DivOp, DivF>},
     {"Equal", 7, importCompare<kEq>},
@@ -1241,6 +1250,7 @@ const OpImporter kImporters[] = {
     {"Gather", 1, importGather},
     {"Gemm", 7, importGemm},
     {"GlobalAveragePool", 1, importGlobalAveragePool},
+    {"GlobalMaxPool", 1, importGlobalMaxPool},
     {"Greater", 7, importCompare<kGt>},
     {"GreaterOrEqual", 12, importCompare<kGe>},
     {"Identity", 1, importIdentity},
@@ -1253,6 +1263,7 @@ const OpImporter kImporters[] = {
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp, false>},
     {"MatMul", 1, importTwoInputs<MatMulOp>},
     {"Max", 8, importMaxMin<true>},
+    {"MaxPool", 1, importMaxPool},
     {"Min", 8, importMaxMin<false>},
     {"Mul", 7, importBinary<MulOp, MulF>},
     {"Neg", 6, importUnary<NegOp>},

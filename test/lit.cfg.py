@@ -19,6 +19,7 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%fixtures", os.path.join(config.otc_src_root, "test", "e2e", "fixtures")))
 config.substitutions.append(("%inputs", os.path.join(config.otc_src_root, "test", "lit", "Inputs")))
+config.substitutions.append(("%zoo", os.path.join(config.otc_src_root, "test", "zoo", "fixtures")))
 config.substitutions.append(("%e2e", os.path.join(config.otc_src_root, "test", "e2e")))
 
 # A memory cap for one command; ASan reserves terabytes of address space for

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include <optional>
+#include <string>
 
 namespace otc {
 
@@ -29,6 +30,29 @@ mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
 inline mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
+
+/// The geometry of a window op on an N x C x H x W input: the kernel, its
+/// strides, pads (top, left, bottom, right) and dilations, and the output's
+/// spatial size.
+struct WindowGeometry {
+  int64_t n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr, dh, dw;
+  /// In the order of the kernel library's OTC_WINDOW parameters.
+  llvm::SmallVector<int64_t> constants() const {
+    return {n, c, h, w, kh, kw, oh, ow, sh, sw, pt, pl, pb, pr, dh, dw};
+  }
+};
+
+/// The output size along one dim, as PyTorch computes it; with `ceil`, the
+/// last window must still start inside the input or its leading pad.
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padBegin,
+                         int64_t padEnd, int64_t dilation, bool ceil);
+
+/// Fills `g` from an N x C x H x W input, the attributes and the output's
+/// spatial size; returns what is wrong, or an empty string.
+std::string windowGeometry(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> kernel,
+                           llvm::ArrayRef<int64_t> strides, llvm::ArrayRef<int64_t> pads,
+                           llvm::ArrayRef<int64_t> dilations, int64_t oh, int64_t ow,
+                           WindowGeometry &g);
 
 } // namespace otc
 

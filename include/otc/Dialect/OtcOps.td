@@ -408,6 +408,8 @@ def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultT
 def Otc_SoftmaxOp : Otc_SoftmaxLikeOp<"softmax", "exp(x - max) / sum(exp(x - max))">;
 def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 
+include "otc/Dialect/WindowOps.td"
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -457,6 +459,25 @@ def Otc_AccumulateOp : Otc_Op<"accumulate", [Pure,
   let arguments = (ins Otc_FloatTensor:$acc, Otc_FloatTensor:$grad, I1:$first);
   let results = (outs Otc_FloatTensor:$result);
   let assemblyFormat = "$acc `,` $grad `,` $first attr-dict `:` type($result)";
+}
+
+def Otc_AssignOp : Otc_Op<"assign", [MemoryEffects<[MemWrite]>,
+    AllTypesMatch<["target", "value"]>]> {
+  let summary = "Writes `value` into the parameter `target`, for later steps";
+  let description = [{
+    State that a forward op updates itself, such as BatchNormalization's
+    running statistics: code generation stores `value` into the
+    parameter's memory where the op stands, and `--save` writes it out.
+    `target` must be a parameter argument, and every other read of it must
+    come before the assign.
+
+    ```mlir
+    otc.assign %new into %running_mean : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$target, Otc_FloatTensor:$value);
+  let hasVerifier = 1;
+  let assemblyFormat = "$value `into` $target attr-dict `:` type($target)";
 }
 
 #endif // OTC_OPS

@@ -1,0 +1,240 @@
+// Conv, MaxPool, AveragePool and GlobalMaxPool on the window ops. A 1-D
+// window is imported as a 2-D one with H = 1. Conv is im2col and one
+// batched matmul over the groups:
+//   cols [C, KH, KW, N, OH, OW] -> [G, C/G * KH * KW, N * OH * OW]
+//   W [M, C/G, KH, KW] -> [G, M/G, C/G * KH * KW]
+//   y = W x cols -> [M, N, OH * OW] -> transposed to [N, M, OH, OW]
+// so the weight gradient is one GEMM per group over all N * OH * OW columns.
+#include "ImportHelpers.h"
+
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+using Imp = GraphImporter;
+
+/// A window in its 2-D form, and the shapes around it.
+struct Window {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  std::vector<int64_t> image; // the input as N x C x H x W
+  std::vector<int64_t> out;   // the output's spatial dims, as the model has them
+  int64_t oh = 0, ow = 0;
+};
+
+std::vector<int64_t> orDefault(std::vector<int64_t> v, size_t n, int64_t fallback) {
+  return v.empty() ? std::vector<int64_t>(n, fallback) : v;
+}
+
+/// The pads of auto_pad SAME_UPPER / SAME_LOWER: the output is ceil(in / s).
+void samePads(const std::vector<int64_t> &in, const Window &w, bool upper,
+              std::vector<int64_t> &pads) {
+  size_t n = in.size();
+  for (size_t d = 0; d < n; ++d) {
+    int64_t out = (in[d] + w.strides[d] - 1) / w.strides[d];
+    int64_t need = (out - 1) * w.strides[d] + (w.kernel[d] - 1) * w.dilations[d] + 1 - in[d];
+    int64_t total = std::max<int64_t>(need, 0);
+    pads[d] = upper ? total / 2 : total - total / 2;
+    pads[d + n] = total - pads[d];
+  }
+}
+
+/// Reads the current node's window attributes for input shape `x` and a
+/// kernel of spatial size `kernel`.
+FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t> kernel,
+                             bool pooling) {
+  if (x.size() < 3)
+    return imp.fail("the input needs spatial dims after N and C");
+  size_t n = x.size() - 2;
+  if (n > 2)
+    return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D and 2-D)");
+  Window w;
+  std::vector<int64_t> declared = imp.intsAttr("kernel_shape");
+  if (!declared.empty() && declared != kernel)
+    return imp.fail("kernel_shape does not match the weight's spatial dims");
+  w.kernel = kernel;
+  w.strides = orDefault(imp.intsAttr("strides"), n, 1);
+  w.dilations = orDefault(imp.intsAttr("dilations"), n, 1);
+  w.pads = orDefault(imp.intsAttr("pads"), 2 * n, 0);
+  if (w.kernel.size() != n || w.strides.size() != n || w.dilations.size() != n ||
+      w.pads.size() != 2 * n)
+    return imp.fail("kernel_shape, strides and dilations need " + std::to_string(n) +
+                    " entries and pads " + std::to_string(2 * n));
+  for (size_t d = 0; d < n; ++d)
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1)
+      return imp.fail("kernel sizes, strides and dilations must be positive");
+  const auto *autoPad = imp.attr("auto_pad");
+  std::string mode = autoPad ? autoPad->s() : "NOTSET";
+  std::vector<int64_t> spatial(x.begin() + 2, x.end());
+  if (mode == "VALID")
+    w.pads.assign(2 * n, 0);
+  else if (mode == "SAME_UPPER" || mode == "SAME_LOWER")
+    samePads(spatial, w, mode == "SAME_UPPER", w.pads);
+  else if (mode != "NOTSET")
+    return imp.fail("auto_pad " + quoted(mode.substr(0, 40)) + " is not supported");
+  int64_t ceil = pooling ? imp.intAttr("ceil_mode", 0) : 0;
+  if (pooling && imp.intAttr("storage_order", 0) != 0)
+    return imp.fail("storage_order 1 (column-major indices) is not supported");
+  for (size_t d = 0; d < n; ++d) {
+    if (w.pads[d] < 0 || w.pads[d + n] < 0)
+      return imp.fail("pads must not be negative");
+    if (w.pads[d] > OTC_MAX_ELEMENTS || w.pads[d + n] > OTC_MAX_ELEMENTS ||
+        w.kernel[d] > OTC_MAX_ELEMENTS || w.strides[d] > OTC_MAX_ELEMENTS ||
+        w.dilations[d] > OTC_MAX_ELEMENTS / w.kernel[d])
+      return imp.fail("window attributes exceed the tensor size limit");
+    int64_t o = windowOutputSize(spatial[d], w.kernel[d], w.strides[d], w.pads[d],
+                                 w.pads[d + n], w.dilations[d], ceil != 0);
+    if (o < 1)
+      return imp.fail("the kernel does not fit in the padded input");
+    w.out.push_back(o);
+  }
+  if (n == 1) { // as 2-D with H = 1
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    w.pads = {0, w.pads[0], 0, w.pads[1]};
+    w.image = {x[0], x[1], 1, x[2]};
+  } else {
+    w.image = x.vec();
+  }
+  w.oh = n == 1 ? 1 : w.out[0];
+  w.ow = w.out.back();
+  WindowGeometry g;
+  std::string why = windowGeometry(w.image, w.kernel, w.strides, w.pads, w.dilations, w.oh,
+                                   w.ow, g);
+  if (!why.empty())
+    return imp.fail(why);
+  return w;
+}
+
+struct WindowAttrs {
+  DenseI64ArrayAttr kernel, strides, pads, dilations;
+};
+WindowAttrs attrsOf(Imp &imp, const Window &w) {
+  OpBuilder &b = imp.builder();
+  return {b.getDenseI64ArrayAttr(w.kernel), b.getDenseI64ArrayAttr(w.strides),
+          b.getDenseI64ArrayAttr(w.pads), b.getDenseI64ArrayAttr(w.dilations)};
+}
+
+/// The output shape [N, C, out...] of a pooling window.
+std::vector<int64_t> pooledShape(ArrayRef<int64_t> x, const Window &w) {
+  std::vector<int64_t> s = {x[0], x[1]};
+  s.insert(s.end(), w.out.begin(), w.out.end());
+  return s;
+}
+
+LogicalResult checkFloat32(Imp &imp, Value v) {
+  if (!cast<RankedTensorType>(v.getType()).getElementType().isF32())
+    return imp.fail("the input must be float32");
+  return success();
+}
+
+} // namespace
+
+LogicalResult importConv(Imp &imp) {
+  auto x = imp.input(0), wt = imp.input(1);
+  if (failed(x) || failed(wt) || failed(checkFloat32(imp, *x)) || failed(checkFloat32(imp, *wt)))
+    return failure();
+  auto xs = cast<RankedTensorType>(x->getType()).getShape();
+  auto ws = cast<RankedTensorType>(wt->getType()).getShape();
+  if (ws.size() != xs.size() || xs.size() < 3)
+    return imp.fail("the weight must have the input's rank, with spatial dims");
+  int64_t groups = imp.intAttr("group", 1), c = xs[1], m = ws[0];
+  if (groups < 1 || c % groups != 0 || m % groups != 0 || ws[1] != c / groups)
+    return imp.fail("group " + std::to_string(groups) + " does not divide " +
+                    std::to_string(c) + " input channels into the weight's " +
+                    std::to_string(ws[1]) + " and " + std::to_string(m) + " outputs");
+  auto w = readWindow(imp, xs, std::vector<int64_t>(ws.begin() + 2, ws.end()), false);
+  if (failed(w))
+    return failure();
+  int64_t kh = w->kernel[0], kw = w->kernel[1], n = xs[0], cg = c / groups;
+  int64_t taps = product({cg, kh, kw}), cols = product({n, w->oh, w->ow});
+  if (taps < 0 || cols < 0 || product({c, kh, kw, n, w->oh, w->ow}) < 0 ||
+      product({c, kh, kw, n, w->oh, w->ow}) > OTC_MAX_ELEMENTS)
+    return imp.fail("the im2col columns exceed the tensor size limit");
+
+  OpBuilder &b = imp.builder();
+  WindowAttrs a = attrsOf(imp, *w);
+  Value image = reshaped(imp, *x, w->image);
+  Value col = Im2ColOp::create(b, imp.loc(), withShape(image, {c, kh, kw, n, w->oh, w->ow}),
+                               image, a.kernel, a.strides, a.pads, a.dilations);
+  col = reshaped(imp, col, {groups, taps, cols});
+  Value weight = reshaped(imp, *wt, {groups, m / groups, taps});
+  auto y = imp.create<MatMulOp>(weight, col);
+  if (failed(y))
+    return failure();
+  Value flat = reshaped(imp, *y, {m, n, w->oh * w->ow});
+  auto t = imp.create<TransposeOp>(flat, b.getDenseI64ArrayAttr({1, 0, 2}));
+  if (failed(t))
+    return failure();
+  std::vector<int64_t> outShape = {n, m};
+  outShape.insert(outShape.end(), w->out.begin(), w->out.end());
+  Value out = reshaped(imp, *t, outShape);
+  if (imp.numInputs() < 3)
+    return imp.defineResult(out);
+  auto bias = imp.input(2);
+  if (failed(bias))
+    return failure();
+  if (cast<RankedTensorType>(bias->getType()).getShape() != ArrayRef<int64_t>{m})
+    return imp.fail("the bias must have shape [" + std::to_string(m) + "]");
+  std::vector<int64_t> biasShape(outShape.size() - 1, 1);
+  biasShape[0] = m;
+  return imp.defineResult(imp.create<AddOp>(out, reshaped(imp, *bias, biasShape)));
+}
+
+/// MaxPool (`Max`) or AveragePool on a window read from the node, or the
+/// global forms (`global`: the kernel is the whole flattened plane).
+template <bool Max, bool Global>
+LogicalResult importPool(Imp &imp) {
+  if (Max && imp.node().output_size() > 1 && !imp.node().output(1).empty())
+    return imp.fail("the Indices output is not supported");
+  auto x = imp.input(0);
+  if (failed(x) || failed(checkFloat32(imp, *x)))
+    return failure();
+  auto xs = cast<RankedTensorType>(x->getType()).getShape();
+  FailureOr<Window> w;
+  std::vector<int64_t> outShape;
+  if (Global) {
+    if (xs.size() < 3)
+      return imp.fail("the input needs spatial dims after N and C");
+    int64_t plane = product(xs.drop_front(2));
+    w = Window{{1, plane}, {1, 1}, {0, 0, 0, 0}, {1, 1}, {xs[0], xs[1], 1, plane}, {1}, 1, 1};
+    outShape = {xs[0], xs[1]};
+    outShape.resize(xs.size(), 1);
+  } else {
+    std::vector<int64_t> k = imp.intsAttr("kernel_shape");
+    if (k.empty())
+      return imp.fail("kernel_shape is required");
+    w = readWindow(imp, xs, k, true);
+    if (failed(w))
+      return failure();
+    outShape = pooledShape(xs, *w);
+  }
+  OpBuilder &b = imp.builder();
+  WindowAttrs a = attrsOf(imp, *w);
+  Value image = reshaped(imp, *x, w->image);
+  auto type = withShape(image, {xs[0], xs[1], w->oh, w->ow});
+  Value y;
+  if constexpr (Max) {
+    auto idx = RankedTensorType::get(type.getShape(), b.getI64Type());
+    y = MaxPoolOp::create(b, imp.loc(), type, idx, image, a.kernel, a.strides, a.pads,
+                          a.dilations).getResult();
+  } else {
+    if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
+      return imp.fail("dilations are not supported for average pooling");
+    bool countPad = imp.intAttr("count_include_pad", 0) != 0;
+    y = AvgPoolOp::create(b, imp.loc(), type, image, a.kernel, a.strides, a.pads, a.dilations,
+                          b.getBoolAttr(countPad));
+  }
+  return imp.defineResult(reshaped(imp, y, outShape));
+}
+
+LogicalResult importMaxPool(Imp &imp) { return importPool<true, false>(imp); }
+LogicalResult importAveragePool(Imp &imp) { return importPool<false, false>(imp); }
+LogicalResult importGlobalMaxPool(Imp &imp) { return importPool<true, true>(imp); }
+
+} // namespace otc

@@ -1,0 +1,276 @@
+// Kernel library: sliding windows over N x C x H x W tensors, for
+// convolution (im2col, then a GEMM) and pooling. The geometry is a template
+// parameter list (OTC_WINDOW): kernel KH x KW, strides, pads top/left/
+// bottom/right and dilations, output OH x OW. A 1-D window is H = KH = 1.
+//
+// Every gradient is in gather form: each input element sums the windows
+// that cover it, in a fixed order, so runs and targets agree bit for bit
+// and no atomics are needed. `zero` is 1, or the window's first-micro-batch
+// flag when the output is a gradient buffer.
+#ifndef OTC_KERNELS_WINDOW_H
+#define OTC_KERNELS_WINDOW_H
+
+#include "otc/runtime/kernel_support.h"
+
+#include <math.h>
+
+#define OTC_WINDOW                                                                        \
+  long long N, long long C, long long H, long long W, long long KH, long long KW,         \
+      long long OH, long long OW, long long SH, long long SW, long long PT, long long PL, \
+      long long PB, long long PR, long long DH, long long DW
+#define OTC_WINDOW_ARGS N, C, H, W, KH, KW, OH, OW, SH, SW, PT, PL, PB, PR, DH, DW
+
+namespace otc_kernels {
+
+/// The element at flat index `i` of im2col's output, laid out as
+/// [C, KH, KW, N, OH, OW]: the input under that kernel tap, or 0 in padding.
+template <OTC_WINDOW>
+OTC_HD float im2col_at(const float *x, long long i) {
+  long long ow = i % OW, oh = (i / OW) % OH, n = (i / (OW * OH)) % N;
+  long long r = i / (OW * OH * N), kw = r % KW, kh = (r / KW) % KH, c = r / (KW * KH);
+  long long ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
+  if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+    return 0.0f;
+  return x[((n * C + c) * H + ih) * W + iw];
+}
+
+/// Calls f(oh, ow, kh, kw) for each output window covering input (ih, iw),
+/// in the order of kh, then kw.
+template <OTC_WINDOW, class F>
+OTC_HD void for_covering_windows(long long ih, long long iw, F f) {
+  for (long long kh = 0; kh < KH; ++kh) {
+    long long t = ih + PT - kh * DH;
+    if (t < 0 || t % SH != 0 || t / SH >= OH)
+      continue;
+    for (long long kw = 0; kw < KW; ++kw) {
+      long long u = iw + PL - kw * DW;
+      if (u < 0 || u % SW != 0 || u / SW >= OW)
+        continue;
+      f(t / SH, u / SW, kh, kw);
+    }
+  }
+}
+
+/// The gradient of im2col at input element i of [N, C, H, W].
+template <OTC_WINDOW>
+OTC_HD float col2im_at(const float *cols, long long i) {
+  long long iw = i % W, ih = (i / W) % H, c = (i / (W * H)) % C, n = i / (W * H * C);
+  float sum = 0.0f;
+  for_covering_windows<OTC_WINDOW_ARGS>(ih, iw, [&](long long oh, long long ow, long long kh,
+                                                    long long kw) {
+    sum += cols[((((c * KH + kh) * KW + kw) * N + n) * OH + oh) * OW + ow];
+  });
+  return sum;
+}
+
+/// Max pooling at output i of [N, C, OH, OW]: the value, and the flat index
+/// ih * W + iw of the first maximum in the plane (NaN wins, as in PyTorch).
+template <OTC_WINDOW>
+OTC_HD void max_pool_at(const float *x, long long i, float &best, long long &at) {
+  long long ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+  best = -INFINITY;
+  at = -1;
+  for (long long kh = 0; kh < KH; ++kh) {
+    long long ih = oh * SH - PT + kh * DH;
+    if (ih < 0 || ih >= H)
+      continue;
+    for (long long kw = 0; kw < KW; ++kw) {
+      long long iw = ow * SW - PL + kw * DW;
+      if (iw < 0 || iw >= W)
+        continue;
+      float v = x[(plane * H + ih) * W + iw];
+      if (at < 0 || v > best || isnan(v)) {
+        best = v;
+        at = ih * W + iw;
+        if (isnan(v))
+          return;
+      }
+    }
+  }
+}
+
+template <OTC_WINDOW>
+OTC_HD float max_pool_grad_at(const float *dy, const long long *idx, long long i) {
+  long long iw = i % W, ih = (i / W) % H, plane = i / (W * H);
+  float sum = 0.0f;
+  for_covering_windows<OTC_WINDOW_ARGS>(ih, iw, [&](long long oh, long long ow, long long,
+                                                    long long) {
+    long long o = (plane * OH + oh) * OW + ow;
+    if (idx[o] == ih * W + iw)
+      sum += dy[o];
+  });
+  return sum;
+}
+
+/// The divisor of average pooling's window (oh, ow), as PyTorch computes it:
+/// the window clipped to the padded input, or to the input itself.
+template <OTC_WINDOW, bool CountPad>
+OTC_HD float avg_pool_divisor(long long oh, long long ow) {
+  long long h0 = oh * SH - PT, w0 = ow * SW - PL;
+  long long h1 = h0 + KH < H + PB ? h0 + KH : H + PB, w1 = w0 + KW < W + PR ? w0 + KW : W + PR;
+  if (!CountPad) {
+    h0 = h0 > 0 ? h0 : 0;
+    w0 = w0 > 0 ? w0 : 0;
+    h1 = h1 < H ? h1 : H;
+    w1 = w1 < W ? w1 : W;
+  }
+  return (float)((h1 - h0) * (w1 - w0));
+}
+
+template <OTC_WINDOW, bool CountPad>
+OTC_HD float avg_pool_at(const float *x, long long i) {
+  long long ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+  float sum = 0.0f;
+  for (long long kh = 0; kh < KH; ++kh) {
+    long long ih = oh * SH - PT + kh;
+    if (ih < 0 || ih >= H)
+      continue;
+    for (long long kw = 0; kw < KW; ++kw) {
+      long long iw = ow * SW - PL + kw;
+      if (iw >= 0 && iw < W)
+        sum += x[(plane * H + ih) * W + iw];
+    }
+  }
+  return sum / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad>(oh, ow);
+}
+
+template <OTC_WINDOW, bool CountPad>
+OTC_HD float avg_pool_grad_at(const float *dy, long long i) {
+  long long iw = i % W, ih = (i / W) % H, plane = i / (W * H);
+  float sum = 0.0f;
+  for_covering_windows<OTC_WINDOW_ARGS>(ih, iw, [&](long long oh, long long ow, long long,
+                                                    long long) {
+    sum += dy[(plane * OH + oh) * OW + ow] / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad>(oh, ow);
+  });
+  return sum;
+}
+
+#ifdef __CUDACC__
+// A thread per output element; neighbouring threads write neighbours.
+template <class F>
+__global__ void window_kernel(long long count, F f) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    f(i);
+}
+
+template <class F>
+void window_run(long long count, F f, cudaStream_t stream) {
+  long long blocks = (count + 255) / 256;
+  window_kernel<<<(unsigned)(blocks < 65535 ? blocks : 65535), 256, 0, stream>>>(count, f);
+}
+#define OTC_WINDOW_STREAM , cudaStream_t stream
+#define OTC_WINDOW_RUN(count, f) window_run(count, f, stream)
+#else
+template <class F>
+void window_run(long long count, F f) {
+#pragma omp parallel for if (count >= (1 << 14))
+  for (long long i = 0; i < count; ++i)
+    f(i);
+}
+#define OTC_WINDOW_STREAM
+#define OTC_WINDOW_RUN(count, f) window_run(count, f)
+#endif
+
+// One functor per operation, so that both targets run the same body.
+#ifdef __CUDACC__
+#define OTC_MEMBER __host__ __device__
+#else
+#define OTC_MEMBER
+#endif
+template <OTC_WINDOW>
+struct Im2Col {
+  const float *x;
+  float *cols;
+  OTC_MEMBER void operator()(long long i) const { cols[i] = im2col_at<OTC_WINDOW_ARGS>(x, i); }
+};
+
+template <OTC_WINDOW>
+struct Col2Im {
+  const float *cols;
+  float *dx;
+  int zero;
+  OTC_MEMBER void operator()(long long i) const {
+    float g = col2im_at<OTC_WINDOW_ARGS>(cols, i);
+    dx[i] = zero ? g : dx[i] + g;
+  }
+};
+
+template <OTC_WINDOW>
+struct MaxPool {
+  const float *x;
+  float *y;
+  long long *idx;
+  OTC_MEMBER void operator()(long long i) const { max_pool_at<OTC_WINDOW_ARGS>(x, i, y[i], idx[i]); }
+};
+
+template <OTC_WINDOW>
+struct MaxPoolGrad {
+  const float *dy;
+  const long long *idx;
+  float *dx;
+  int zero;
+  OTC_MEMBER void operator()(long long i) const {
+    float g = max_pool_grad_at<OTC_WINDOW_ARGS>(dy, idx, i);
+    dx[i] = zero ? g : dx[i] + g;
+  }
+};
+
+template <OTC_WINDOW, bool CountPad>
+struct AvgPool {
+  const float *x;
+  float *y;
+  OTC_MEMBER void operator()(long long i) const {
+    y[i] = avg_pool_at<OTC_WINDOW_ARGS, CountPad>(x, i);
+  }
+};
+
+template <OTC_WINDOW, bool CountPad>
+struct AvgPoolGrad {
+  const float *dy;
+  float *dx;
+  int zero;
+  OTC_MEMBER void operator()(long long i) const {
+    float g = avg_pool_grad_at<OTC_WINDOW_ARGS, CountPad>(dy, i);
+    dx[i] = zero ? g : dx[i] + g;
+  }
+};
+
+// The launchers generated code calls.
+template <OTC_WINDOW>
+void im2col(const float *x, float *cols OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(C * KH * KW * N * OH * OW, (Im2Col<OTC_WINDOW_ARGS>{x, cols}));
+}
+
+template <OTC_WINDOW>
+void col2im(const float *cols, float *dx, int zero OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(N * C * H * W, (Col2Im<OTC_WINDOW_ARGS>{cols, dx, zero}));
+}
+
+template <OTC_WINDOW>
+void max_pool(const float *x, float *y, long long *idx OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(N * C * OH * OW, (MaxPool<OTC_WINDOW_ARGS>{x, y, idx}));
+}
+
+template <OTC_WINDOW>
+void max_pool_grad(const float *dy, const long long *idx, float *dx, int zero OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(N * C * H * W, (MaxPoolGrad<OTC_WINDOW_ARGS>{dy, idx, dx, zero}));
+}
+
+template <OTC_WINDOW, long long CountPad>
+void avg_pool(const float *x, float *y OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(N * C * OH * OW, (AvgPool<OTC_WINDOW_ARGS, CountPad != 0>{x, y}));
+}
+
+template <OTC_WINDOW, long long CountPad>
+void avg_pool_grad(const float *dy, float *dx, int zero OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(N * C * H * W, (AvgPoolGrad<OTC_WINDOW_ARGS, CountPad != 0>{dy, dx, zero}));
+}
+
+#undef OTC_MEMBER
+#undef OTC_WINDOW_STREAM
+#undef OTC_WINDOW_RUN
+
+} // namespace otc_kernels
+
+#endif
