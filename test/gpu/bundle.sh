@@ -16,6 +16,13 @@ done
 # The non-finite gradient check's CUDA kernel (test/e2e/train_hostile.test on the CPU).
 "$otc" compile "$root/test/lit/Inputs/hostile/grad_overflow.onnx" -o "$out/train_grad_overflow" \
   --target cuda --micro-batch 4
+# The zoo (test/zoo), each case with its own flags, data and reference.
+for dir in "$root"/test/zoo/fixtures/*/; do
+  case=$(basename "$dir")
+  mkdir -p "$out/zoo/$case"
+  "$otc" compile "$dir/model.onnx" -o "$out/zoo/$case/train" --target cuda $(cat "$dir/compile_flags")
+  cp -r "$dir/data" "$dir/expected.npz" "$dir/train_flags" "$out/zoo/$case/"
+done
 # f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).
 for k in chain rows gemm; do

@@ -23,6 +23,13 @@ run large train_large --lr 0.1
 for opt in sgd momentum adam adamw; do check "$opt matches PyTorch" "$tmp/$opt.onnx" "$dir/expected_ce_$opt.npz"; done
 check "accumulation equals large batch" "$tmp/sgd.onnx" "$tmp/large.onnx"
 check "large batch matches PyTorch" "$tmp/large.onnx" "$dir/expected_ce_sgd.npz"
+# The zoo: CNNs and more against PyTorch, with the CPU's tolerances.
+for zc in "$dir"/zoo/*/; do
+  case=$(basename "$zc")
+  "$zc/train" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/zoo_$case.onnx" ||
+    echo "train failed: zoo $case"
+  check "zoo $case matches PyTorch" "$tmp/zoo_$case.onnx" "$zc/expected.npz"
+done
 # A finite loss with an overflowing gradient stops at the gradient, saving nothing.
 mkdir -p "$tmp/x" && cp "$dir/data/x.npy" "$tmp/x/"
 if ! "$dir/train_grad_overflow" --data "$tmp/x" --steps 2 --accum-steps 2 --save "$tmp/grad.onnx" \

@@ -197,6 +197,31 @@ std::vector<Case> cases() {
       {"reduce_mean_keepdims", "%x: tensor<2x3x4xf64> {otc.param = \"x\", otc.trainable}",
        "  %y = otc.reduce_mean %x [0, 2] {keepdims = true} : tensor<2x3x4xf64> -> tensor<1x3x1xf64>",
        "tensor<1x3x1xf64>", {1, 3, 1}},
+      // Windows: uneven strides, asymmetric pads and a dilation; pools whose
+      // windows overlap, with ceil-mode outputs that hang off the input.
+      {"im2col", "%x: tensor<2x2x5x4xf64> {otc.param = \"x\", otc.trainable}",
+       "  %y = otc.im2col %x {kernel = array<i64: 2, 3>, strides = array<i64: 2, 1>, "
+       "pads = array<i64: 1, 0, 0, 2>, dilations = array<i64: 1, 2>} : "
+       "tensor<2x2x5x4xf64> -> tensor<2x2x3x2x3x2xf64>",
+       "tensor<2x2x3x2x3x2xf64>", {2, 2, 3, 2, 3, 2}},
+      {"max_pool_overlapping_ceil", "%x: tensor<1x2x5x6xf64> {otc.param = \"x\", otc.trainable}",
+       "  %y, %i = otc.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, "
+       "pads = array<i64: 1, 0, 1, 0>, dilations = array<i64: 1, 1>} : "
+       "tensor<1x2x5x6xf64> -> tensor<1x2x3x3xf64>, tensor<1x2x3x3xi64>",
+       "tensor<1x2x3x3xf64>", {1, 2, 3, 3}},
+      {"max_pool_dilated_ceil", "%x: tensor<1x1x5x6xf64> {otc.param = \"x\", otc.trainable}",
+       "  %y, %i = otc.max_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, "
+       "pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 2, 1>} : "
+       "tensor<1x1x5x6xf64> -> tensor<1x1x2x3xf64>, tensor<1x1x2x3xi64>",
+       "tensor<1x1x2x3xf64>", {1, 1, 2, 3}},
+      {"avg_pool_count_pad", "%x: tensor<1x2x5x5xf64> {otc.param = \"x\", otc.trainable}",
+       "  %y = otc.avg_pool %x {kernel = array<i64: 3, 2>, strides = array<i64: 2, 2>, "
+       "pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad = true} : "
+       "tensor<1x2x5x5xf64> -> tensor<1x2x3x3xf64>", "tensor<1x2x3x3xf64>", {1, 2, 3, 3}},
+      {"avg_pool_exclude_pad_ceil", "%x: tensor<1x2x5x6xf64> {otc.param = \"x\", otc.trainable}",
+       "  %y = otc.avg_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, "
+       "pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>, count_include_pad = false} : "
+       "tensor<1x2x5x6xf64> -> tensor<1x2x3x4xf64>", "tensor<1x2x3x4xf64>", {1, 2, 3, 4}},
       {"softmax_cross_entropy", "%x: tensor<4x3xf64> {otc.param = \"x\", otc.trainable}, "
        "%labels: tensor<4xi64> {otc.input = \"labels\"}",
        "  %y = otc.softmax_cross_entropy %x, %labels {ignore_index = -100 : i64} : "

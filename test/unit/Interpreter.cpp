@@ -105,6 +105,37 @@ Tensor reduce(const Tensor &x, ArrayRef<int64_t> axes, const std::vector<int64_t
   return r;
 }
 
+/// Calls f(n, c, oh, ow, kh, kw, ih, iw) for every tap of every window of a
+/// window op over `image` [N, C, H, W] with output OH x OW; ih and iw may
+/// lie in the padding, outside the image.
+template <class OpTy, class F>
+void forTaps(OpTy op, const std::vector<int64_t> &image, int64_t oh, int64_t ow, F f) {
+  auto k = op.getKernel(), s = op.getStrides(), p = op.getPads(), d = op.getDilations();
+  for (int64_t n = 0; n < image[0]; ++n)
+    for (int64_t c = 0; c < image[1]; ++c)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t x = 0; x < ow; ++x)
+          for (int64_t i = 0; i < k[0]; ++i)
+            for (int64_t j = 0; j < k[1]; ++j)
+              f(n, c, y, x, i, j, y * s[0] - p[0] + i * d[0], x * s[1] - p[1] + j * d[1]);
+}
+
+/// Average pooling's divisor per window [N, C, OH, OW]: its taps inside the
+/// padded image (count_include_pad), or inside the image.
+template <class OpTy>
+Tensor avgDivisors(OpTy op, const std::vector<int64_t> &image, const std::vector<int64_t> &out) {
+  auto p = op.getPads();
+  Tensor r{out, std::vector<double>(count(out), 0.0)};
+  forTaps(op, image, out[2], out[3], [&](int64_t n, int64_t c, int64_t y, int64_t x, int64_t,
+                                         int64_t, int64_t ih, int64_t iw) {
+    bool padded = ih >= -p[0] && ih < image[2] + p[2] && iw >= -p[1] && iw < image[3] + p[3];
+    bool inside = ih >= 0 && ih < image[2] && iw >= 0 && iw < image[3];
+    if (op.getCountIncludePad() ? padded : inside)
+      r.data[((n * out[1] + c) * out[2] + y) * out[3] + x] += 1;
+  });
+  return r;
+}
+
 } // namespace
 
 std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args) {
@@ -245,6 +276,72 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
                   r.data[(o * m + j) * inner + i] = src.data[(o * n + k) * inner + i];
               }
             }
+          return r;
+        })
+        .Case<Im2ColOp, Col2ImOp>([&](auto op) {
+          // Columns [C, KH, KW, N, OH, OW]; the gradient scatters them back.
+          bool grad = isa<Col2ImOp>(op.getOperation());
+          const Tensor &src = get(op->getOperand(0));
+          const std::vector<int64_t> &cols = grad ? src.shape : shape;
+          const std::vector<int64_t> &image = grad ? shape : src.shape;
+          Tensor r{shape, std::vector<double>(count(shape), 0.0)};
+          forTaps(op, image, cols[4], cols[5], [&](int64_t n, int64_t c, int64_t y, int64_t x,
+                                                   int64_t i, int64_t j, int64_t ih, int64_t iw) {
+            if (ih < 0 || ih >= image[2] || iw < 0 || iw >= image[3])
+              return;
+            int64_t col = ((((c * cols[1] + i) * cols[2] + j) * cols[3] + n) * cols[4] + y) * cols[5] + x;
+            int64_t px = ((n * image[1] + c) * image[2] + ih) * image[3] + iw;
+            if (grad)
+              r.data[px] += src.data[col];
+            else
+              r.data[col] = src.data[px];
+          });
+          return r;
+        })
+        .Case([&](MaxPoolOp op) {
+          const Tensor &x = get(op.getInput());
+          Tensor y{shape, std::vector<double>(count(shape), -INFINITY)};
+          Tensor idx{shape, std::vector<double>(count(shape), -1.0)};
+          forTaps(op, x.shape, shape[2], shape[3], [&](int64_t n, int64_t c, int64_t oy, int64_t ox,
+                                                       int64_t, int64_t, int64_t ih, int64_t iw) {
+            if (ih < 0 || ih >= x.shape[2] || iw < 0 || iw >= x.shape[3])
+              return;
+            int64_t o = ((n * shape[1] + c) * shape[2] + oy) * shape[3] + ox;
+            double v = x.data[((n * x.shape[1] + c) * x.shape[2] + ih) * x.shape[3] + iw];
+            if (v > y.data[o]) {
+              y.data[o] = v;
+              idx.data[o] = double(ih * x.shape[3] + iw);
+            }
+          });
+          env[op.getIndices()] = idx;
+          return y;
+        })
+        .Case([&](MaxPoolGradOp op) {
+          const Tensor &g = get(op.getGrad()), &idx = get(op.getIndices());
+          Tensor r{shape, std::vector<double>(count(shape), 0.0)};
+          int64_t plane = shape[2] * shape[3], outPlane = g.shape[2] * g.shape[3];
+          for (int64_t o = 0; o < count(g.shape); ++o)
+            r.data[o / outPlane * plane + int64_t(idx.data[o])] += g.data[o];
+          return r;
+        })
+        .Case<AvgPoolOp, AvgPoolGradOp>([&](auto op) {
+          bool grad = isa<AvgPoolGradOp>(op.getOperation());
+          const Tensor &src = get(op->getOperand(0));
+          const std::vector<int64_t> &out = grad ? src.shape : shape;
+          const std::vector<int64_t> &image = grad ? shape : src.shape;
+          Tensor div = avgDivisors(op, image, out);
+          Tensor r{shape, std::vector<double>(count(shape), 0.0)};
+          forTaps(op, image, out[2], out[3], [&](int64_t n, int64_t c, int64_t y, int64_t x,
+                                                 int64_t, int64_t, int64_t ih, int64_t iw) {
+            if (ih < 0 || ih >= image[2] || iw < 0 || iw >= image[3])
+              return;
+            int64_t o = ((n * out[1] + c) * out[2] + y) * out[3] + x;
+            int64_t px = ((n * image[1] + c) * image[2] + ih) * image[3] + iw;
+            if (grad)
+              r.data[px] += src.data[o] / div.data[o];
+            else
+              r.data[o] += src.data[px] / div.data[o];
+          });
           return r;
         })
         .Case<NormalizeOp, NormalizeGradOp>([&](auto op) {

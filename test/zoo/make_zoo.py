@@ -3,8 +3,10 @@
 inside, exported to ONNX (opset 17, training mode) with a data set and the
 weights PyTorch reaches after 3 optimizer steps.
 
-For each case, fixtures/<case>/ holds model.onnx, data/<input>.npy and
-expected.npz. Micro-batch j of step s is samples [((s*K + j) % M) * N, ...),
+For each case, fixtures/<case>/ holds model.onnx, data/<input>.npy,
+expected.npz, and the flags that reproduce the run: compile_flags for
+`otc compile` and train_flags for the executable (the lit tests and the GPU
+bundle both read them). Micro-batch j of step s is samples [((s*K + j) % M) * N, ...),
 as the training executable reads them, and the reference accumulates by hand
 (loss / K per micro-batch, one optimizer step), so BatchNorm sees each
 micro-batch's own statistics and updates its running ones K times per step,
@@ -224,6 +226,11 @@ def make(name, case):
             expected[f"tol/{k}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
                                               1e-5 * np.abs(w64[k]).max())
     np.savez(out / "expected.npz", **expected)
+    (out / "compile_flags").write_text(f"--optimizer {case.optimizer} --micro-batch {case.micro}\n")
+    flags = f"--steps {STEPS} --accum-steps {case.accum} --lr {case.lr}"
+    for k, v in case.opt.items():
+        flags += f" --{k.replace('_', '-')} {v}"
+    (out / "train_flags").write_text(flags + "\n")
     print(f"{name}: {sum(v.numel() for v in model.parameters())} parameters")
 
 
