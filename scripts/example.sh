@@ -15,3 +15,11 @@ echo "held-out accuracy before training:"
   --save "$out/trained.onnx" --log "$out/metrics.jsonl"
 echo "held-out accuracy after training:"
 /usr/bin/python3 $ex/evaluate.py "$out/trained.onnx" $ex/data/test
+
+# The CNN variant: two convolutions with max pooling.
+build/bin/otc compile $ex/cnn.onnx -o "$out/train_cnn" --target cpu \
+  --optimizer adamw --micro-batch 50 --loss cross-entropy:logits
+"$out/train_cnn" --data $ex/data/train --epochs 30 --accum-steps 2 --lr 0.003 \
+  --save "$out/trained_cnn.onnx" --log "$out/metrics_cnn.jsonl"
+echo "CNN held-out accuracy after training:"
+/usr/bin/python3 $ex/evaluate.py "$out/trained_cnn.onnx" $ex/data/test

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Held-out accuracy of an ONNX classifier, computed with plain numpy.
 
-usage: evaluate.py MODEL.onnx DATA_DIR
+usage: evaluate.py MODEL.onnx DATA_DIR [MIN_ACCURACY_PERCENT]
 
 DATA_DIR holds one <name>.npy per graph input (e.g. x.npy) plus labels.npy.
 The graph is run node by node by a tiny interpreter, so any model built from
 the supported ops works, e.g. the initial mlp.onnx or a trained one from otc.
+With MIN_ACCURACY_PERCENT, exits 1 when the accuracy is below it.
 """
 import sys
 from pathlib import Path
@@ -20,7 +21,40 @@ def gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0):
     return y if c is None else y + beta * c
 
 
+def windows(x, kernel_shape, strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), fill=0.0):
+    """[N, C, OH, OW, KH, KW]: each output position's window of a 2-D input."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel_shape, strides, dilations
+    x = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=fill)
+    oh = (x.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (x.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.empty(x.shape[:2] + (oh, ow, kh, kw), x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            out[..., i, j] = x[:, :, i * dh:i * dh + sh * oh:sh, j * dw:j * dw + sw * ow:sw]
+    return out
+
+
+def conv(x, w, b=None, group=1, kernel_shape=None, **window):
+    cols = windows(x, w.shape[2:], **window)  # [N, C, OH, OW, KH, KW]
+    n, c, oh, ow = cols.shape[:4]
+    cols = cols.reshape(n, group, c // group, oh, ow, *w.shape[2:])
+    wg = w.reshape(group, w.shape[0] // group, *w.shape[1:])
+    y = np.einsum("ngchwij,gmcij->ngmhw", cols, wg).reshape(n, w.shape[0], oh, ow)
+    return y if b is None else y + b.reshape(1, -1, 1, 1)
+
+
+def max_pool(x, kernel_shape, ceil_mode=0, **window):
+    if ceil_mode:
+        sys.exit("error: evaluate.py has no ceil_mode MaxPool")
+    return windows(x, kernel_shape, fill=-np.inf, **window).max(axis=(4, 5))
+
+
 OPS = {
+    "Conv": conv,
+    "MaxPool": max_pool,
+    "Constant": lambda value: numpy_helper.to_array(value),
+    "Reshape": lambda x, shape, allowzero=0: x.reshape(shape),
+    "Flatten": lambda x, axis=1: x.reshape(int(np.prod(x.shape[:axis])), -1),
     "Gemm": gemm,
     "MatMul": lambda a, b: a @ b,
     "Add": lambda a, b: a + b,
@@ -43,7 +77,7 @@ def run(graph, feeds):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__.strip().splitlines()[2])
     model_path, data_dir = Path(sys.argv[1]), Path(sys.argv[2])
     if not model_path.is_file():
@@ -62,7 +96,11 @@ def main():
     labels = np.load(files[-1])
     logits = run(graph, feeds)
     correct = int((logits.argmax(axis=1) == labels).sum())
-    print(f"held-out accuracy: {100 * correct / len(labels):.1f}% ({correct}/{len(labels)})")
+    accuracy = 100 * correct / len(labels)
+    print(f"held-out accuracy: {accuracy:.1f}% ({correct}/{len(labels)})")
+    if len(sys.argv) == 4 and accuracy < float(sys.argv[3]):
+        print(f"below the required {sys.argv[3]}%")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
