@@ -58,8 +58,27 @@ std::string placeOf(const Buffer &b) {
   case Buffer::Place::Loss: return "a->loss";
   case Buffer::Place::Argument: return t + "a->args[" + i + "]";
   case Buffer::Place::Result: return t + "a->results[" + i + "]";
+  case Buffer::Place::Constant: return t + "otc_constant_" + std::to_string(b.id);
   }
   return "0";
+}
+
+/// Constant tensors as arrays: in device memory on CUDA.
+void emitConstants(std::ostream &os, const Program &program, bool cuda) {
+  for (const Buffer &b : program.buffers) {
+    if (b.place != Buffer::Place::Constant)
+      continue;
+    os << (cuda ? "__device__ " : "static ") << storageType(b.type) << " otc_constant_" << b.id
+       << "[" << b.count() << "] = {";
+    for (int64_t i = 0; i < b.count(); ++i) {
+      os << (i % 8 ? " " : "\n    ");
+      os << (isFloat(b.type)            ? floatLiteral(b.values[i])
+             : b.type == ElemType::I1 ? (b.ivalues[i] ? "true" : "false")
+                                      : intLiteral(b.ivalues[i]))
+         << ",";
+    }
+    os << "};\n\n";
+  }
 }
 
 std::string emitSource(const Program &program, Target target, bool training,
@@ -76,6 +95,7 @@ std::string emitSource(const Program &program, Target target, bool training,
     os << "#include \"otc/kernels/gemm_f32acc.h\"\n#include \"otc/kernels/optimizer.h\"\n"
           "#include <cblas.h>\n#include <omp.h>\n";
   os << "\nnamespace {\n\n";
+  emitConstants(os, program, cuda);
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const Step &s = program.steps[k];
     if (s.kind == Step::Gemm || s.kind == Step::LibraryCall)
@@ -94,9 +114,15 @@ std::string emitSource(const Program &program, Target target, bool training,
   if (cuda)
     os << "  cublasHandle_t handle = (cublasHandle_t)a->blas;\n  cudaStream_t stream = 0;\n"
        << "  OTC_CUBLAS_CHECK(cublasSetStream(handle, stream));\n";
-  for (const Buffer &b : program.buffers)
-    os << "  " << storageType(b.type) << " *" << bufferName(b.id) << " = " << placeOf(b)
-       << ";\n  (void)" << bufferName(b.id) << ";\n";
+  for (const Buffer &b : program.buffers) {
+    os << "  " << storageType(b.type) << " *" << bufferName(b.id) << " = ";
+    if (cuda && b.place == Buffer::Place::Constant) // a __device__ array's address
+      os << "nullptr;\n  OTC_CUDA_CHECK(cudaGetSymbolAddress((void **)&" << bufferName(b.id)
+         << ", otc_constant_" << b.id << "));\n";
+    else
+      os << placeOf(b) << ";\n";
+    os << "  (void)" << bufferName(b.id) << ";\n";
+  }
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const Step &s = program.steps[k];
     if (s.kind == Step::Gemm) {

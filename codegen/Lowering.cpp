@@ -148,6 +148,22 @@ int Lowering::accumulatorOf(Operation *producer) const {
   return it == nativeAccumulator.end() ? -1 : it->second;
 }
 
+int Lowering::constantBuffer(ConstantOp c) {
+  auto dense = cast<DenseElementsAttr>(c.getValue());
+  ElemType type;
+  elemTypeOf(c.getType(), type);
+  int id = addBuffer(type, shapeOf(c.getResult()).vec(), Buffer::Place::Constant, 0, "constant");
+  Buffer &b = prog->buffers[id];
+  if (isa<FloatType>(dense.getElementType()))
+    for (APFloat v : dense.getValues<APFloat>())
+      b.values.push_back(v.convertToDouble());
+  else
+    for (APInt v : dense.getValues<APInt>())
+      b.ivalues.push_back(dense.getElementType().isInteger(1) ? int64_t(v.getBoolValue())
+                                                              : v.getSExtValue());
+  return id;
+}
+
 int Lowering::buffer(Value v, Operation *user) {
   for (Value cur = v;;) {
     auto it = buffers.find(cur);
@@ -156,13 +172,15 @@ int Lowering::buffer(Value v, Operation *user) {
     auto t = targets.find(cur);
     if (t != targets.end() && !t->second.accumulate)
       return t->second.buffer;
+    if (auto c = cur.getDefiningOp<ConstantOp>()) // memory of its own, on demand
+      return buffers[cur] = constantBuffer(c);
     auto r = cur.getDefiningOp<ReshapeOp>(); // a view of its input
     if (!r)
       break;
     cur = r.getInput();
   }
-  fail(user, "an operand that is a constant or a scalar argument needs memory "
-             "here, which code generation does not give it yet");
+  fail(user, "an operand that is a scalar argument needs memory here, which code "
+             "generation does not give it");
   return -1;
 }
 
@@ -179,9 +197,13 @@ bool Lowering::classify() {
       if (!elemTypeOf(t, e))
         return fail(&op, "element type of " + typeText(t) + " is not supported");
     }
-    if (auto c = dyn_cast<ConstantOp>(op))
-      if (!cast<DenseElementsAttr>(c.getValue()).isSplat())
-        return fail(&op, "non-uniform constant tensors are not supported yet");
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      ElemType e;
+      elemTypeOf(c.getType(), e);
+      if ((e == ElemType::F16 || e == ElemType::BF16) &&
+          !cast<DenseElementsAttr>(c.getValue()).isSplat())
+        return fail(&op, "non-uniform 16-bit constant tensors are not supported yet");
+    }
     if (!rules.elementwiseRule(&op) && !rules.stepRule(&op))
       return fail(&op, "has no code generation rule");
   }
@@ -397,7 +419,8 @@ bool Lowering::placeArena() {
 
 int Lowering::leaf(NodeBuilder &b, Value v, const DimMap &map) {
   Value base = viewBase(v);
-  if (auto c = base.getDefiningOp<ConstantOp>()) {
+  if (auto c = base.getDefiningOp<ConstantOp>();
+      c && cast<DenseElementsAttr>(c.getValue()).isSplat()) {
     auto dense = cast<DenseElementsAttr>(c.getValue());
     Type e = dense.getElementType();
     if (isa<FloatType>(e))

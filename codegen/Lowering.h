@@ -15,6 +15,8 @@
 
 namespace otc {
 
+class ConstantOp;
+
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(llvm::ArrayRef<int64_t> shape);
 
@@ -90,6 +92,8 @@ private:
   int addBuffer(ElemType type, std::vector<int64_t> shape, Buffer::Place place,
                 int binding, std::string name);
   int leaf(NodeBuilder &b, mlir::Value v, const DimMap &map);
+  /// A Constant buffer holding `c`'s elements.
+  int constantBuffer(ConstantOp c);
 
   mlir::func::FuncOp func;
   bool training;

@@ -98,6 +98,7 @@ const char *placeName(Buffer::Place p) {
   case Buffer::Place::Loss: return "loss";
   case Buffer::Place::Argument: return "argument";
   case Buffer::Place::Result: return "result";
+  case Buffer::Place::Constant: return "constant";
   }
   return "?";
 }

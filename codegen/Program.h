@@ -21,7 +21,7 @@ bool isFloat(ElemType t);
 
 struct Buffer {
   /// Where the bytes live: an arena offset, or a runtime-owned tensor.
-  enum class Place { Arena, Input, Param, Grad, Loss, Argument, Result };
+  enum class Place { Arena, Input, Param, Grad, Loss, Argument, Result, Constant };
   int id = 0;
   ElemType type = ElemType::F32;
   std::vector<int64_t> shape;
@@ -29,6 +29,10 @@ struct Buffer {
   int64_t offset = 0; // Arena: bytes from the arena's base
   int binding = 0;    // Input, Param, Grad, Argument, Result: the index
   std::string name;   // for readers of --emit program
+  /// Constant: the elements, as doubles (floats) or integers (I64, I1),
+  /// emitted into the generated source.
+  std::vector<double> values;
+  std::vector<int64_t> ivalues;
 
   int64_t count() const;
   int64_t bytes() const { return count() * byteSize(type); }

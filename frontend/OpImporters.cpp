@@ -702,6 +702,47 @@ LogicalResult needConstants(Imp &imp, size_t minInputs) {
 
 LogicalResult foldGather(Imp &imp);
 
+/// Range on compile-time scalars: start, start + delta, ... before limit.
+LogicalResult importRange(Imp &imp) {
+  if (failed(needConstants(imp, 3)))
+    return failure();
+  const HostTensor *in[3] = {imp.constantInput(0), imp.constantInput(1), imp.constantInput(2)};
+  for (const HostTensor *t : in)
+    if (t->numElements() != 1)
+      return imp.fail("start, limit and delta must be scalars");
+  double start = in[0]->values[0], limit = in[1]->values[0], delta = in[2]->values[0];
+  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+    return imp.fail("start, limit and delta must be finite and delta non-zero");
+  double n = std::max(std::ceil((limit - start) / delta), 0.0);
+  if (failed(checkFoldSize(imp, n > double(INT64_MAX) ? -1 : int64_t(n))))
+    return failure();
+  HostTensor t{in[0]->isFloat, in[0]->elemType, {int64_t(n)}, {}};
+  for (int64_t i = 0; i < int64_t(n); ++i)
+    t.values.push_back(start + double(i) * delta);
+  return imp.define(0, std::move(t));
+}
+
+/// ConstantOfShape on a compile-time shape: a splat of `value` (0.0 float).
+LogicalResult importConstantOfShape(Imp &imp) {
+  if (failed(needConstants(imp, 1)))
+    return failure();
+  HostTensor value{true, onnx::TensorProto::FLOAT, {}, {0.0}};
+  std::string error;
+  if (const auto *a = imp.attr("value"); a && !decodeTensor(a->t(), value, error))
+    return imp.fail(error);
+  if (value.numElements() != 1)
+    return imp.fail("value must hold one element");
+  std::vector<int64_t> shape = imp.constantInput(0)->asInts();
+  for (int64_t d : shape)
+    if (d < 0)
+      return imp.fail("the shape has a negative dimension");
+  int64_t n = product(shape);
+  if (failed(checkFoldSize(imp, n)))
+    return failure();
+  HostTensor t{value.isFloat, value.elemType, shape, std::vector<double>(n, value.values[0])};
+  return imp.define(0, std::move(t));
+}
+
 /// Gather: folded on the host when data and indices are constants (shape
 /// arithmetic), else an otc.gather (an embedding lookup).
 LogicalResult importGather(Imp &imp) {
@@ -1240,6 +1281,7 @@ const OpImporter kImporters[] = {
     {"Concat", 4, importConcat},
     {"Conv", 1, importConv},
     {"Constant", 1, importConstant},
+    {"ConstantOfShape", 9, importConstantOfShape},
     {"Div", 7, importBinary<DivOp, DivF>},
     {"Equal", 7, importCompare<kEq>},
     {"Dropout", 12, importDropout},
@@ -1272,6 +1314,7 @@ const OpImporter kImporters[] = {
     {"Pad", 2, importPad<false>},
     {"Pad", 11, importPad<true>},
     {"Pow", 7, importPow},
+    {"Range", 11, importRange},
     {"Reciprocal", 6, importUnary<ReciprocalOp>},
     {"ReduceMean", 1, importReduce<ReduceMeanOp, false>},
     {"ReduceMean", 18, importReduce<ReduceMeanOp, true>},

@@ -22,6 +22,7 @@ difference after the same 3 steps: tol/<name> in expected.npz is
 usage: make_zoo.py [CASE ...]   (default: all; deterministic)
 """
 import copy
+import math
 import sys
 from pathlib import Path
 
@@ -137,6 +138,56 @@ class TextCNN(nn.Module):
         return F.cross_entropy(self.fc(F.adaptive_max_pool1d(h, 1).flatten(1)), labels)
 
 
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d, heads, t):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        # A registered float buffer, reached only through a comparison.
+        self.register_buffer("mask", torch.tril(torch.ones(t, t)).view(1, 1, t, t))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // self.heads))
+        att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(b, t, d))
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d, heads, t):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = CausalSelfAttention(d, heads, t)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    """Tied token embedding and output head, learned positions."""
+    def __init__(self, vocab=16, t=8, d=16, heads=2, layers=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(t, d)
+        self.blocks = nn.ModuleList(GPTBlock(d, heads, t) for _ in range(layers))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, tokens, targets):
+        t = tokens.shape[1]
+        x = self.wte(tokens) + self.wpe(torch.arange(t))
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.ln(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
 def images(c, hw, classes):
     def make(rng, n):
         return {"x": rng.standard_normal((n, c, hw, hw)).astype(np.float32),
@@ -151,12 +202,20 @@ def tokens(vocab, length, classes):
     return make
 
 
+def sequences(vocab, length):
+    def make(rng, n):
+        seq = rng.integers(0, vocab, (n, length + 1)).astype(np.int64)
+        return {"tokens": seq[:, :-1].copy(), "targets": seq[:, 1:].copy()}
+    return make
+
+
 CASES = {
     "lenet": Case(LeNet, images(1, 12, 10), "sgd", 0.1),
     "batchnorm_cnn": Case(BatchNormCNN, images(3, 8, 4), "momentum", 0.05, accum=2, momentum=0.9),
     "resnet": Case(ResNet, images(3, 8, 5), "adam", 0.01, accum=2),
     "depthwise": Case(DepthwiseCNN, images(3, 6, 6), "adamw", 0.01, weight_decay=0.05),
     "textcnn": Case(TextCNN, tokens(20, 9, 3), "sgd", 0.2, accum=2),
+    "gpt": Case(GPT, sequences(16, 8), "adamw", 0.01, weight_decay=0.1),
 }
 
 # ------------------------------------------------------------- reference ---
@@ -217,7 +276,9 @@ def make(name, case):
     for k, v in data.items():
         np.save(out / "data" / f"{k}.npy", v)
     export(case, model, state, data, out / "model.onnx")
-    w32 = train(case, state, data, torch.float32)
+    # Tied weights (the GPT's head) are exported once, under one name.
+    exported = {i.name for i in onnx.load(str(out / "model.onnx")).graph.initializer}
+    w32 = {k: v for k, v in train(case, state, data, torch.float32).items() if k in exported}
     expected = {k: v.astype(np.float32) for k, v in w32.items()}
     if case.optimizer in ("adam", "adamw"):
         w64 = train(case, {k: v.double() if v.is_floating_point() else v
