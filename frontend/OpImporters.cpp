@@ -289,6 +289,50 @@ LogicalResult importWhere(Imp &imp) {
   return imp.defineResult(imp.create<WhereOp>(*cond, *x, *y));
 }
 
+/// Trilu: keeps (i, j) of the last two dims where j - i >= k (upper) or
+/// j - i <= k (lower). Folded on constants; otherwise a Where against a
+/// constant mask.
+LogicalResult importTrilu(Imp &imp) {
+  auto shape = shapeOfInput(imp, 0);
+  if (failed(shape))
+    return failure();
+  if (shape->size() < 2)
+    return imp.fail("the input needs rank 2 or more");
+  int64_t k = 0;
+  if (imp.numInputs() > 1) {
+    const HostTensor *kt = imp.constantInput(1);
+    if (!kt || kt->numElements() != 1)
+      return imp.fail("k must be a compile-time scalar");
+    k = kt->asInts()[0];
+  }
+  bool upper = imp.intAttr("upper", 1) != 0;
+  int64_t rows = (*shape)[shape->size() - 2], cols = shape->back();
+  auto keep = [&](int64_t i) {
+    int64_t r = i / cols % rows, c = i % cols;
+    // c - r cannot overflow: both lie within the tensor size limit.
+    return upper ? c - r >= k : c - r <= k;
+  };
+  if (const HostTensor *x = imp.constantInput(0)) {
+    HostTensor t = *x;
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      if (!keep(i))
+        t.values[i] = 0;
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return imp.fail("Trilu of a run-time integer or bool tensor is not supported");
+  HostTensor mask{false, onnx::TensorProto::BOOL, {rows, cols}, {}};
+  for (int64_t i = 0; i < rows * cols; ++i)
+    mask.values.push_back(keep(i));
+  OpBuilder &b = imp.builder();
+  Value m = ConstantOp::create(b, imp.loc(), toAttr(b, mask));
+  Value zero = scalarConstant(b, imp.loc(), cast<RankedTensorType>(x->getType()).getElementType(), 0.0);
+  return imp.defineResult(imp.create<WhereOp>(m, *x, zero));
+}
+
 LogicalResult importPow(Imp &imp) {
   const HostTensor *e = imp.constantInput(1);
   if (!e || e->numElements() != 1)
@@ -1339,6 +1383,7 @@ const OpImporter kImporters[] = {
     {"Tanh", 6, importUnary<TanhOp>},
     {"Tile", 6, importTile},
     {"Transpose", 1, importTranspose},
+    {"Trilu", 14, importTrilu},
     {"Unsqueeze", 1, importSqueezeLike<false, false>},
     {"Unsqueeze", 13, importSqueezeLike<false, true>},
     {"Where", 9, importWhere},

@@ -2,6 +2,7 @@
 """Compares the initializers of a trained ONNX model with a reference.
 
 usage: check_weights.py TRAINED.onnx REFERENCE.(npz|onnx) [--rtol R] [--atol A]
+                        [--only NAME ...]
 
 Passes when every reference tensor is matched elementwise within
 atol + rtol * |reference|; prints the worst relative error either way. An
@@ -30,9 +31,16 @@ def main():
     p.add_argument("reference")
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=1e-7)
+    p.add_argument("--only", nargs="+", help="compare these reference tensors alone")
     a = p.parse_args()
     got, want = initializers(a.trained), initializers(a.reference)
     tols = {k[4:]: float(want.pop(k)) for k in list(want) if k.startswith("tol/")}
+    if a.only:
+        missing = [n for n in a.only if n not in want]
+        if missing:
+            print(f"FAIL: {', '.join(missing)} not in {a.reference}")
+            return 1
+        want = {n: want[n] for n in a.only}
     ok = True
     for name, ref in sorted(want.items()):
         if name not in got:

@@ -38,8 +38,8 @@ STEPS = 3
 
 
 class Case:
-    def __init__(self, build, inputs, optimizer, lr, micro=2, accum=1, **opt):
-        self.build, self.inputs, self.optimizer = build, inputs, optimizer
+    def __init__(self, build, inputs, optimizer, lr, micro=2, accum=1, frozen=(), **opt):
+        self.build, self.inputs, self.optimizer, self.frozen = build, inputs, optimizer, frozen
         self.lr, self.micro, self.accum, self.opt = lr, micro, accum, opt
 
 
@@ -188,6 +188,121 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+class BERT(nn.Module):
+    """An encoder with a padding-mask input (1 keeps a token), tanh-GELU and
+    a classifier on the first token."""
+    def __init__(self, vocab=16, t=8, d=16, heads=2, classes=3):
+        super().__init__()
+        self.heads = heads
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Parameter(torch.randn(1, t, d) * 0.1)
+        self.ln0, self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.cls = nn.Linear(d, classes)
+
+    def forward(self, tokens, pad_mask, labels):
+        b, t = tokens.shape
+        d = self.tok.embedding_dim
+        x = self.ln0(self.tok(tokens) + self.pos)
+        q, k, v = (z.view(b, t, self.heads, -1).transpose(1, 2) for z in self.qkv(x).split(d, 2))
+        att = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads)
+        att = att.masked_fill(pad_mask.view(b, 1, 1, t) == 0, -1e4)
+        x = self.ln1(x + self.proj((F.softmax(att, -1) @ v).transpose(1, 2).reshape(b, t, d)))
+        x = self.ln2(x + self.out(F.gelu(self.fc(x), approximate="tanh")))
+        return F.cross_entropy(self.cls(torch.tanh(x[:, 0])), labels)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps, self.weight = eps, nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LLaMABlock(nn.Module):
+    """RMSNorm, rotary position embeddings (cos/sin tables as non-uniform
+    constants), causal attention and a SwiGLU MLP."""
+    def __init__(self, vocab=16, t=8, d=16, heads=2):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.emb = nn.Embedding(vocab, d)
+        self.n1, self.n2, self.n3 = RMSNorm(d), RMSNorm(d), RMSNorm(d)
+        self.wq, self.wk, self.wv, self.wo = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.w1, self.w3 = nn.Linear(d, 2 * d, bias=False), nn.Linear(d, 2 * d, bias=False)
+        self.w2 = nn.Linear(2 * d, d, bias=False)
+        self.head = nn.Linear(d, vocab, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        ang = torch.outer(torch.arange(t).float(), inv)
+        self.cos, self.sin = torch.cos(ang), torch.sin(ang)  # plain tensors: constants
+
+    def rotate(self, x):
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * self.cos - x2 * self.sin, x1 * self.sin + x2 * self.cos),
+                           -1).flatten(-2)
+
+    def forward(self, tokens, targets):
+        b, t = tokens.shape
+        x = self.emb(tokens)
+        h = self.n1(x)
+        q, k, v = (w(h).view(b, t, self.heads, self.hd).transpose(1, 2)
+                   for w in (self.wq, self.wk, self.wv))
+        q, k = self.rotate(q), self.rotate(k)
+        att = q @ k.transpose(-2, -1) / math.sqrt(self.hd)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~causal, float("-inf"))
+        x = x + self.wo((F.softmax(att, -1) @ v).transpose(1, 2).reshape(b, t, -1))
+        h = self.n2(x)
+        x = x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+        logits = self.head(self.n3(x))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class ViT(nn.Module):
+    def __init__(self, d=16, patch=4, hw=8, classes=4):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, patch, stride=patch)
+        n = (hw // patch) ** 2
+        self.cls_token = nn.Parameter(torch.randn(1, 1, d) * 0.1)
+        self.pos = nn.Parameter(torch.randn(1, n + 1, d) * 0.1)
+        self.ln1, self.ln2, self.ln = nn.LayerNorm(d), nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, 2, batch_first=True)
+        self.fc, self.out = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x, labels):
+        h = self.patch(x).flatten(2).transpose(1, 2)
+        h = torch.cat([self.cls_token.expand(h.shape[0], -1, -1), h], 1) + self.pos
+        a = self.ln1(h)
+        h = h + self.attn(a, a, a, need_weights=False)[0]
+        h = h + self.out(F.gelu(self.fc(self.ln2(h))))
+        return F.cross_entropy(self.head(self.ln(h)[:, 0]), labels)
+
+
+class Recommender(nn.Module):
+    """User and item embeddings, a dot product plus an MLP, BCE with logits."""
+    def __init__(self, users=10, items=12, d=8):
+        super().__init__()
+        self.user, self.item = nn.Embedding(users, d), nn.Embedding(items, d)
+        self.mlp = nn.Sequential(nn.Linear(2 * d, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    def forward(self, user, item, clicked):
+        u, i = self.user(user), self.item(item)
+        logit = (u * i).sum(-1) + self.mlp(torch.cat([u, i], -1)).squeeze(-1)
+        return F.binary_cross_entropy_with_logits(logit, clicked)
+
+
+class Finetune(nn.Module):
+    """A pretrained-looking MLP whose first layer is frozen (--freeze fc1.*)."""
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(6, 8), nn.Linear(8, 8), nn.Linear(8, 3)
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.fc3(F.relu(self.fc2(torch.tanh(self.fc1(x))))), labels)
+
+
 def images(c, hw, classes):
     def make(rng, n):
         return {"x": rng.standard_normal((n, c, hw, hw)).astype(np.float32),
@@ -209,6 +324,30 @@ def sequences(vocab, length):
     return make
 
 
+def padded(vocab, length, classes):
+    def make(rng, n):
+        lengths = rng.integers(3, length + 1, n)
+        mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int64)
+        return {"tokens": rng.integers(0, vocab, (n, length)).astype(np.int64) * mask,
+                "pad_mask": mask, "labels": rng.integers(0, classes, n).astype(np.int64)}
+    return make
+
+
+def clicks(users, items):
+    def make(rng, n):
+        return {"user": rng.integers(0, users, n).astype(np.int64),
+                "item": rng.integers(0, items, n).astype(np.int64),
+                "clicked": rng.integers(0, 2, n).astype(np.float32)}
+    return make
+
+
+def features(width, classes):
+    def make(rng, n):
+        return {"x": rng.standard_normal((n, width)).astype(np.float32),
+                "labels": rng.integers(0, classes, n).astype(np.int64)}
+    return make
+
+
 CASES = {
     "lenet": Case(LeNet, images(1, 12, 10), "sgd", 0.1),
     "batchnorm_cnn": Case(BatchNormCNN, images(3, 8, 4), "momentum", 0.05, accum=2, momentum=0.9),
@@ -216,6 +355,11 @@ CASES = {
     "depthwise": Case(DepthwiseCNN, images(3, 6, 6), "adamw", 0.01, weight_decay=0.05),
     "textcnn": Case(TextCNN, tokens(20, 9, 3), "sgd", 0.2, accum=2),
     "gpt": Case(GPT, sequences(16, 8), "adamw", 0.01, weight_decay=0.1),
+    "bert": Case(BERT, padded(16, 8, 3), "adam", 0.01, accum=2),
+    "llama": Case(LLaMABlock, sequences(16, 8), "adamw", 0.01, accum=2, weight_decay=0.1),
+    "vit": Case(ViT, images(3, 8, 4), "sgd", 0.05),
+    "recommender": Case(Recommender, clicks(10, 12), "momentum", 0.1, micro=4, momentum=0.9),
+    "finetune": Case(Finetune, features(6, 3), "sgd", 0.1, accum=2, frozen=("fc1.weight", "fc1.bias")),
 }
 
 # ------------------------------------------------------------- reference ---
@@ -233,6 +377,8 @@ def train(case, state, data, dtype):
     model = case.build().to(dtype)
     model.load_state_dict(state)
     model.train()
+    for name, p in model.named_parameters():
+        p.requires_grad_(name not in case.frozen)
     opt = optimizer(case, [p for p in model.parameters() if p.requires_grad])
     n, k = case.micro, case.accum
     m = len(next(iter(data.values()))) // n
@@ -287,7 +433,9 @@ def make(name, case):
             expected[f"tol/{k}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
                                               1e-5 * np.abs(w64[k]).max())
     np.savez(out / "expected.npz", **expected)
-    (out / "compile_flags").write_text(f"--optimizer {case.optimizer} --micro-batch {case.micro}\n")
+    freeze = "".join(f" --freeze {name}" for name in case.frozen)
+    (out / "compile_flags").write_text(
+        f"--optimizer {case.optimizer} --micro-batch {case.micro}{freeze}\n")
     flags = f"--steps {STEPS} --accum-steps {case.accum} --lr {case.lr}"
     for k, v in case.opt.items():
         flags += f" --{k.replace('_', '-')} {v}"
