@@ -28,7 +28,10 @@ for zc in "$dir"/zoo/*/; do
   case=$(basename "$zc")
   "$zc/train" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/zoo_$case.onnx" ||
     echo "train failed: zoo $case"
-  check "zoo $case matches PyTorch" "$tmp/zoo_$case.onnx" "$zc/expected.npz"
+  # The dropout case has no reference weights (its draws are otc's own).
+  if [ -e "$zc/expected.npz" ]; then
+    check "zoo $case matches PyTorch" "$tmp/zoo_$case.onnx" "$zc/expected.npz"
+  fi
 done
 # A finite loss with an overflowing gradient stops at the gradient, saving nothing.
 mkdir -p "$tmp/x" && cp "$dir/data/x.npy" "$tmp/x/"
