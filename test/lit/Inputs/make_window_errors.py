@@ -1,0 +1,38 @@
+#!/usr/bin/python3
+"""Window models otc refuses, one per file in OUT_DIR, each a valid ONNX
+model: a 3-D convolution, MaxPool's Indices output, column-major indices,
+a dilated AveragePool, and a kernel larger than its padded input.
+
+usage: make_window_errors.py OUT_DIR
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
+n = helper.make_node
+
+
+def save(name, nodes, x_shape, y_shape, inits=(), outputs=("y",), opset=17):
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT if o == "y" else TensorProto.INT64,
+                                       y_shape) for o in outputs], list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, str(out / f"{name}.onnx"))
+
+
+w3 = numpy_helper.from_array(np.ones((2, 1, 2, 2, 2), np.float32), "w")
+save("conv3d", [n("Conv", ["x", "w"], ["y"], name="conv3d")], ["N", 1, 4, 4, 4], ["N", 2, 3, 3, 3], [w3])
+save("pool_indices", [n("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="pool")],
+     ["N", 1, 4, 4], ["N", 1, 3, 3], outputs=("y", "i"))
+save("pool_column_major", [n("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1,
+                             name="pool")], ["N", 1, 4, 4], ["N", 1, 3, 3])
+save("kernel_too_big", [n("MaxPool", ["x"], ["y"], kernel_shape=[5, 5], pads=[0, 0, 0, 0],
+                          name="pool")], ["N", 1, 4, 4], ["N", 1, 1, 1])
