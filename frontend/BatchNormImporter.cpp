@@ -52,23 +52,26 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
   perChannel[1] = c;
   auto channel = [&](Value v) { return reshaped(imp, v, perChannel); };
   auto constant = [&](double v) { return scalarConstant(b, loc, elem, v); };
-  Value mean = channel(in[3]), var = channel(in[4]);
   int64_t count = type.getNumElements() / std::max<int64_t>(c, 1);
+  if (training && count < 2)
+    return imp.fail("training mode needs more than one value per channel");
+  Value mean, var, centred;
   if (training) {
-    if (count < 2)
-      return imp.fail("training mode needs more than one value per channel");
     SmallVector<int64_t> axes = {0};
     for (int64_t d = 2; d < type.getRank(); ++d)
       axes.push_back(d);
     auto axesAttr = b.getDenseI64ArrayAttr(axes);
     mean = ReduceMeanOp::create(b, loc, withShape(in[0], perChannel), in[0], axesAttr,
                                 b.getBoolAttr(true));
-    Value centred = SubOp::create(b, loc, type, in[0], mean);
+    centred = SubOp::create(b, loc, type, in[0], mean);
     Value sq = MulOp::create(b, loc, type, centred, centred);
     var = ReduceMeanOp::create(b, loc, withShape(in[0], perChannel), sq, axesAttr,
                                b.getBoolAttr(true));
+  } else {
+    mean = channel(in[3]);
+    var = channel(in[4]);
+    centred = SubOp::create(b, loc, type, in[0], mean);
   }
-  Value centred = SubOp::create(b, loc, type, in[0], mean);
   Value shifted = AddOp::create(b, loc, var.getType(), var, constant(eps));
   Value denom = SqrtOp::create(b, loc, var.getType(), shifted);
   Value gain = DivOp::create(b, loc, var.getType(), channel(in[1]), denom);

@@ -153,8 +153,8 @@ LogicalResult importConv(Imp &imp) {
     return failure();
   int64_t kh = w->kernel[0], kw = w->kernel[1], n = xs[0], cg = c / groups;
   int64_t taps = product({cg, kh, kw}), cols = product({n, w->oh, w->ow});
-  if (taps < 0 || cols < 0 || product({c, kh, kw, n, w->oh, w->ow}) < 0 ||
-      product({c, kh, kw, n, w->oh, w->ow}) > OTC_MAX_ELEMENTS)
+  int64_t columns = product({c, kh, kw, n, w->oh, w->ow});
+  if (taps < 0 || cols < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS)
     return imp.fail("the im2col columns exceed the tensor size limit");
 
   OpBuilder &b = imp.builder();

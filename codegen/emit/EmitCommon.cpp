@@ -281,6 +281,43 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
   os << ");\n";
 }
 
+void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
+                 std::vector<char> &defined, const std::string &colLoop) {
+  const Step &s = info.step;
+  np.emit(os, info.allRoots(), defined, "    ", info.outerAfter(pass));
+  std::vector<int> bodies;
+  for (size_t k = 0; k < s.reductions.size(); ++k)
+    if (info.pass[k] == pass) {
+      os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
+      bodies.push_back(s.reductions[k].node);
+    }
+  os << colLoop;
+  std::vector<char> scope = defined;
+  np.emit(os, bodies, scope, "      ");
+  for (size_t k = 0; k < s.reductions.size(); ++k)
+    if (info.pass[k] == pass)
+      os << "      "
+         << reductionUpdate(s.reductions[k].kind, "a" + std::to_string(k), var(s.reductions[k].node))
+         << "\n";
+  os << "    }\n";
+}
+
+void emitInnerStores(std::ostream &os, const NodePrinter &np, const LoopInfo &info,
+                     std::vector<char> &defined, const std::string &colLoop) {
+  const Step &s = info.step;
+  std::vector<int> innerRoots = info.storeRoots(true);
+  if (innerRoots.empty())
+    return;
+  np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
+  os << colLoop;
+  std::vector<char> scope = defined;
+  np.emit(os, innerRoots, scope, "      ");
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    if (info.innerStore[i])
+      os << "      " << np.store(s.stores[i]) << "\n";
+  os << "    }\n";
+}
+
 const char *reductionInit(Reduction::Kind k) {
   return k == Reduction::Sum ? "0.0f" : "-INFINITY";
 }

@@ -79,6 +79,16 @@ const char *reductionInit(Reduction::Kind k);
 /// `acc = acc + v` or `acc = fmaxf(acc, v)`.
 std::string reductionUpdate(Reduction::Kind k, const std::string &acc, const std::string &v);
 
+// The parts of a RowReduce kernel both targets share; `colLoop` opens the
+// loop over a row's elements (with the target's pragma or lane stride).
+/// Pass `pass` over the row: the per-row values it needs, its accumulators
+/// a<k>, and the loop that updates them.
+void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
+                 std::vector<char> &defined, const std::string &colLoop);
+/// The row-shaped stores, in a last loop over the row, if there are any.
+void emitInnerStores(std::ostream &os, const NodePrinter &np, const LoopInfo &info,
+                     std::vector<char> &defined, const std::string &colLoop);
+
 } // namespace otc
 
 #endif

@@ -67,42 +67,17 @@ void rows(std::ostream &os, const Program &p, const Step &s) {
   LoopInfo info(s);
   NodePrinter np(p, s);
   std::vector<char> defined(s.nodes.size(), 0);
-  std::vector<int> all = info.allRoots();
   std::string colLoop = "    for (long long col = 0; col < " + num(info.cols) + "; ++col) {\n" +
                         coords(s, info.reducedDims, "col", "long long", "      ");
   os << parallelFor(s) << "  for (long long row = 0; row < " << info.rows << "; ++row) {\n"
      << coords(s, info.kept, "row", "long long", "    ");
-  for (int pass = 0; pass < info.passes; ++pass) {
-    np.emit(os, all, defined, "    ", info.outerAfter(pass));
-    std::vector<int> bodies;
-    for (size_t k = 0; k < s.reductions.size(); ++k)
-      if (info.pass[k] == pass) {
-        os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
-        bodies.push_back(s.reductions[k].node);
-      }
-    os << simdReductions(s, info, pass) << colLoop;
-    std::vector<char> scope = defined;
-    np.emit(os, bodies, scope, "      ");
-    for (size_t k = 0; k < s.reductions.size(); ++k)
-      if (info.pass[k] == pass)
-        os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
-    os << "    }\n";
-  }
+  for (int pass = 0; pass < info.passes; ++pass)
+    emitRowPass(os, np, info, pass, defined, simdReductions(s, info, pass) + colLoop);
   np.emit(os, info.storeRoots(false), defined, "    ");
   for (size_t i = 0; i < s.stores.size(); ++i)
     if (!info.innerStore[i])
       os << "    " << np.store(s.stores[i]) << "\n";
-  std::vector<int> innerRoots = info.storeRoots(true);
-  if (!innerRoots.empty()) {
-    np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
-    os << "#pragma omp simd\n" << colLoop;
-    std::vector<char> scope = defined;
-    np.emit(os, innerRoots, scope, "      ");
-    for (size_t i = 0; i < s.stores.size(); ++i)
-      if (info.innerStore[i])
-        os << "      " << np.store(s.stores[i]) << "\n";
-    os << "    }\n";
-  }
+  emitInnerStores(os, np, info, defined, "#pragma omp simd\n" + colLoop);
   os << "  }\n";
 }
 

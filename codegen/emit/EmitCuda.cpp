@@ -116,23 +116,9 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
   std::string colLoop = "    for (" + std::string(it) + " col = lane; col < " + num(info.cols) +
                         "; col += " + group + ") {\n" +
                         coords(s, info.reducedDims, "col", it, "      ");
-  std::vector<int> all = info.allRoots();
   std::vector<char> defined(s.nodes.size(), 0);
   for (int pass = 0; pass < info.passes; ++pass) {
-    np.emit(os, all, defined, "    ", info.outerAfter(pass));
-    std::vector<int> bodies;
-    for (size_t k = 0; k < s.reductions.size(); ++k)
-      if (info.pass[k] == pass) {
-        os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
-        bodies.push_back(s.reductions[k].node);
-      }
-    os << colLoop;
-    std::vector<char> scope = defined;
-    np.emit(os, bodies, scope, "      ");
-    for (size_t k = 0; k < s.reductions.size(); ++k)
-      if (info.pass[k] == pass)
-        os << "      " << reductionUpdate(s.reductions[k].kind, "a" + num(k), var(s.reductions[k].node)) << "\n";
-    os << "    }\n";
+    emitRowPass(os, np, info, pass, defined, colLoop);
     for (size_t k = 0; k < s.reductions.size(); ++k) {
       if (info.pass[k] != pass)
         continue;
@@ -155,17 +141,7 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
         os << "      " << np.store(s.stores[i]) << "\n";
     os << "    }\n";
   }
-  std::vector<int> innerRoots = info.storeRoots(true);
-  if (!innerRoots.empty()) {
-    np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
-    os << colLoop;
-    std::vector<char> scope = defined;
-    np.emit(os, innerRoots, scope, "      ");
-    for (size_t i = 0; i < s.stores.size(); ++i)
-      if (info.innerStore[i])
-        os << "      " << np.store(s.stores[i]) << "\n";
-    os << "    }\n";
-  }
+  emitInnerStores(os, np, info, defined, colLoop);
   os << "  }\n";
 }
 
