@@ -148,8 +148,14 @@ std::string emitSource(const Program &program, Target target, bool training,
   if (!training) {
     emitDescs(os, "kArgs", program.arguments);
     emitDescs(os, "kResults", program.results);
-    os << "\nstatic const otc_function kFunction = {\n  " << targetName << ", "
-       << program.arguments.size() << ", kArgs, " << program.results.size() << ", kResults, "
+    os << "static const int kArgRoles[] = {";
+    for (size_t i = 0; i < program.arguments.size(); ++i)
+      os << (i ? ", " : "") << program.arguments[i].role;
+    if (program.arguments.empty())
+      os << "0";
+    os << "};\n\nstatic const otc_function kFunction = {\n  " << targetName << ", "
+       << program.microBatch << ", " << program.arguments.size() << ", kArgs, kArgRoles, "
+       << program.results.size() << ", kResults, "
        << program.arenaBytes << ", otc_generated_run, OTC_SET_THREADS};\n\n"
        << "extern \"C\" const otc_function *otc_get_function(void) { return &kFunction; }\n";
     return os.str();

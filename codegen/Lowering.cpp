@@ -3,6 +3,7 @@
 // gets a typed buffer, placed in the arena by live range.
 #include "Lowering.h"
 #include "Rules.h"
+#include "otc/runtime/abi.h"
 #include "otc/runtime/limits.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -236,6 +237,35 @@ bool Lowering::classify() {
   return true;
 }
 
+/// `desc` with the range its values must lie in when `arg` holds class
+/// labels or gather indices (which the runtime checks before a step reads
+/// memory through them).
+static TensorDesc indexRange(BlockArgument arg, TensorDesc desc) {
+  // Users, through reshapes (N x C x d labels are flattened).
+  std::vector<Operation *> users(arg.getUsers().begin(), arg.getUsers().end());
+  for (size_t u = 0; u < users.size(); ++u)
+    if (auto r = dyn_cast<ReshapeOp>(users[u]))
+      users.insert(users.end(), r->getUsers().begin(), r->getUsers().end());
+  for (Operation *user : users) {
+    // Indices of a gather: within [-n, n) of the gathered dim.
+    if (auto g = dyn_cast<GatherOp>(user); g && viewBase(g.getIndices()) == arg) {
+      int64_t n = shapeOf(g.getData())[g.getAxis()];
+      desc.numClasses = desc.numClasses ? std::min(desc.numClasses, n) : n;
+      desc.negativeIndices = !desc.hasIgnoreIndex;
+    }
+    if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+      if (viewBase(sce.getLabels()) != arg)
+        continue;
+      desc.numClasses = shapeOf(sce.getLogits())[1];
+      desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
+      if (desc.hasIgnoreIndex)
+        desc.ignoreIndex = sce.getIgnoreIndexAttr().getInt();
+      desc.negativeIndices = false;
+    }
+  }
+  return desc;
+}
+
 bool Lowering::bindArguments() {
   const RuleRegistry &rules = RuleRegistry::get();
   for (BlockArgument arg : func.getArguments()) {
@@ -247,35 +277,20 @@ bool Lowering::bindArguments() {
       if (!tensor)
         return fail(func, "argument " + std::to_string(i) + " has type " +
                               typeText(arg.getType()) + ", which is not supported");
-      prog->arguments.push_back({"arg" + std::to_string(i), type, shapeOf(arg).vec()});
+      // Forward-only executables name their arguments: data inputs by file,
+      // parameters from the embedded model.
+      TensorDesc desc = indexRange(arg, {"arg" + std::to_string(i), type, shapeOf(arg).vec()});
+      if (auto name = named(attr::kInput))
+        desc.name = name.str(), desc.role = OTC_ARG_INPUT;
+      else if (auto name = named(attr::kParam))
+        desc.name = name.str(), desc.role = OTC_ARG_PARAM;
+      prog->arguments.push_back(desc);
       buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Argument, i,
                                "arg" + std::to_string(i));
     } else if (auto name = named(attr::kInput)) {
       if (type != ElemType::F32 && type != ElemType::I64 && type != ElemType::I1)
         return fail(func, "input '" + name.str() + "' must be float32, int64 or bool");
-      TensorDesc desc{name.str(), type, shapeOf(arg).vec()};
-      // Users, through reshapes (N x C x d labels are flattened).
-      std::vector<Operation *> users(arg.getUsers().begin(), arg.getUsers().end());
-      for (size_t u = 0; u < users.size(); ++u)
-        if (auto r = dyn_cast<ReshapeOp>(users[u]))
-          users.insert(users.end(), r->getUsers().begin(), r->getUsers().end());
-      for (Operation *user : users) {
-        // Indices of a gather: within [-n, n) of the gathered dim.
-        if (auto g = dyn_cast<GatherOp>(user); g && viewBase(g.getIndices()) == arg) {
-          int64_t n = shapeOf(g.getData())[g.getAxis()];
-          desc.numClasses = desc.numClasses ? std::min(desc.numClasses, n) : n;
-          desc.negativeIndices = !desc.hasIgnoreIndex;
-        }
-        if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
-          if (viewBase(sce.getLabels()) != arg)
-            continue;
-          desc.numClasses = shapeOf(sce.getLogits())[1];
-          desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
-          if (desc.hasIgnoreIndex)
-            desc.ignoreIndex = sce.getIgnoreIndexAttr().getInt();
-          desc.negativeIndices = false;
-        }
-      }
+      TensorDesc desc = indexRange(arg, {name.str(), type, shapeOf(arg).vec()});
       buffers[arg] = addBuffer(type, desc.shape, Buffer::Place::Input,
                                prog->inputs.size(), name.str());
       prog->inputs.push_back(desc);
@@ -319,7 +334,9 @@ bool Lowering::bindArguments() {
       ElemType type;
       if (!elemTypeOf(v.getType(), type))
         return fail(ret, "result " + std::to_string(r) + " is not a supported tensor");
-      prog->results.push_back({"result" + std::to_string(r), type, shapeOf(v).vec()});
+      auto output = func.getResultAttrOfType<StringAttr>(r, attr::kOutput);
+      prog->results.push_back({output ? output.str() : "result" + std::to_string(r), type,
+                               shapeOf(v).vec()});
       int b = addBuffer(type, shapeOf(v).vec(), Buffer::Place::Result, r,
                         "result" + std::to_string(r));
       if (storable(v) || owned(v))

@@ -143,6 +143,9 @@ struct TensorDesc {
   bool hasIgnoreIndex = false;
   int64_t ignoreIndex = 0;
   bool negativeIndices = false; // gather indices: [-n, n) rather than [0, n)
+  /// A plain function's argument: positional (argN), a named data input or
+  /// a parameter read from the embedded model (otc_arg_role).
+  int role = 0;
 };
 
 struct Program {

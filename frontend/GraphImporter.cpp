@@ -225,6 +225,10 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
                                             const std::string &path) {
   opsetVersion = defaultOpset(model);
   const onnx::GraphProto &g = model.graph();
+  if (g.output_size() == 0) {
+    error = "the model has no outputs";
+    return nullptr;
+  }
   const std::string &lossName = g.output(0).name();
   llvm::StringSet<> reaching = valuesReaching(g, lossName);
   llvm::StringSet<> used;
@@ -285,7 +289,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
     NamedAttrList attrs;
     attrs.append(attr::kParam, b.getStringAttr(init.name()));
-    if (reaching.contains(init.name()) && !frozen(init.name()))
+    if (!forwardOnly && reaching.contains(init.name()) && !frozen(init.name()))
       attrs.append(attr::kTrainable, b.getUnitAttr());
     argAttrs.push_back(attrs);
   }
@@ -298,7 +302,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   Location fileLoc = FileLineColLoc::get(b.getStringAttr(path), 0, 0);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(b, fileLoc, "train_step",
+  auto func = func::FuncOp::create(b, fileLoc, forwardOnly ? "forward" : "train_step",
                                    b.getFunctionType(argTypes, {}));
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     func.setArgAttrs(i, attrs.getDictionary(&ctx));
@@ -325,6 +329,8 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
 
   current = nullptr;
+  if (forwardOnly)
+    return finishForward(module, func, g, argTypes);
   const Entry *loss = lookup(lossName);
   Value lossValue = loss ? loss->value : Value();
   auto lossType = lossValue ? dyn_cast<RankedTensorType>(lossValue.getType()) : nullptr;
@@ -342,6 +348,44 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
     return nullptr;
   }
   return module;
+}
+
+/// Returns every graph output, in order; outputs folded at compile time
+/// become constants.
+OwningOpRef<ModuleOp> GraphImporter::finishForward(OwningOpRef<ModuleOp> &module,
+                                                   func::FuncOp func,
+                                                   const onnx::GraphProto &g,
+                                                   ArrayRef<Type> argTypes) {
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &out : g.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) {
+      error = "output " + quoted(out.name()) + " is not computed by the graph";
+      return nullptr;
+    }
+    Entry &e = it->second;
+    if (!e.value) {
+      if (!elementTypeFor(b, e.host->elemType)) {
+        error = "output " + quoted(out.name()) + " has an unsupported element type";
+        return nullptr;
+      }
+      e.value = ConstantOp::create(b, func.getLoc(), toAttr(b, *e.host));
+    }
+    if (failed(checkArgType(e.value.getType(), "output " + quoted(out.name()))))
+      return nullptr;
+    results.push_back(e.value);
+    resultTypes.push_back(e.value.getType());
+  }
+  func::ReturnOp::create(b, func.getLoc(), results);
+  func.setType(b.getFunctionType(argTypes, resultTypes));
+  for (auto [i, out] : llvm::enumerate(g.output()))
+    func.setResultAttr(i, attr::kOutput, b.getStringAttr(out.name()));
+  if (failed(verify(*module))) {
+    error = "the imported model does not verify: " + oneLine(lastDiagnostic);
+    return nullptr;
+  }
+  return std::move(module);
 }
 
 } // namespace otc

@@ -6,6 +6,7 @@
 #include "HostTensor.h"
 #include "ModelChecks.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -17,11 +18,12 @@ namespace otc {
 class GraphImporter {
 public:
   GraphImporter(mlir::MLIRContext &ctx, std::string &error,
-                std::vector<std::string> freeze = {})
-      : ctx(ctx), b(&ctx), error(error), freeze(std::move(freeze)) {}
+                std::vector<std::string> freeze = {}, bool forwardOnly = false)
+      : ctx(ctx), b(&ctx), error(error), freeze(std::move(freeze)),
+        forwardOnly(forwardOnly) {}
 
   /// Imports a checked, batch-specialised model whose graph has exactly one
-  /// output, the scalar loss.
+  /// output, the scalar loss; or, forward-only, any outputs.
   mlir::OwningOpRef<mlir::ModuleOp> import(const onnx::ModelProto &model,
                                            const std::string &path);
 
@@ -82,11 +84,16 @@ private:
   /// The same for a function argument, outside any node.
   mlir::LogicalResult checkArgType(mlir::Type t, const std::string &what);
   const Entry *lookup(const std::string &name) const;
+  mlir::OwningOpRef<mlir::ModuleOp> finishForward(mlir::OwningOpRef<mlir::ModuleOp> &module,
+                                                  mlir::func::FuncOp func,
+                                                  const onnx::GraphProto &g,
+                                                  llvm::ArrayRef<mlir::Type> argTypes);
 
   mlir::MLIRContext &ctx;
   mlir::OpBuilder b;
   std::string &error;
   std::vector<std::string> freeze;
+  bool forwardOnly;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   const onnx::NodeProto *current = nullptr;

@@ -168,9 +168,11 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
 }
 
 /// Makes every data input static: a symbolic leading dimension becomes the
-/// micro-batch size. Graph outputs lose their shapes so that inference
-/// recomputes them from the specialised inputs.
-bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
+/// micro-batch size `n`. A training step's data inputs all carry the batch
+/// as axis 0; a forward-only graph's may have any fixed shape. Graph outputs
+/// lose their shapes so that inference recomputes them from the inputs.
+bool specialiseBatch(onnx::ModelProto &model, int64_t n, bool forwardOnly,
+                     std::string &error) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::set<std::string> inits;
   for (const auto &i : g.initializer())
@@ -183,7 +185,7 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
       return false;
     }
     auto *shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() == 0) {
+    if (shape->dim_size() == 0 && !forwardOnly) {
       error = "input " + quoted(in.name()) +
               " is a scalar; data inputs need the batch as axis 0";
       return false;
@@ -197,7 +199,7 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, std::string &error) {
           return false;
         }
         dim->set_dim_value(n);
-      } else if (d == 0 && dim->dim_value() != n) {
+      } else if (d == 0 && dim->dim_value() != n && !forwardOnly) {
         error = "input " + quoted(in.name()) + " has a fixed batch dimension of " +
                 std::to_string(dim->dim_value()) + ", but --micro-batch is " +
                 std::to_string(n);
@@ -261,8 +263,12 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     error = quotedPath(name) + " fails the ONNX checker: " + oneLine(e.what());
     return nullptr;
   }
-  if (!applyLoss(model, options.loss, error) ||
-      !specialiseBatch(model, options.microBatch, error))
+  if (options.forwardOnly && !options.loss.empty()) {
+    error = "--loss does not apply to a forward-only executable";
+    return nullptr;
+  }
+  if ((!options.forwardOnly && !applyLoss(model, options.loss, error)) ||
+      !specialiseBatch(model, options.microBatch, options.forwardOnly, error))
     return nullptr;
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
@@ -271,7 +277,7 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     error = "ONNX shape inference rejects the model: " + oneLine(e.what());
     return nullptr;
   }
-  GraphImporter importer(ctx, error, options.freeze);
+  GraphImporter importer(ctx, error, options.freeze, options.forwardOnly);
   return importer.import(model, name);
 }
 

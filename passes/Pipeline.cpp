@@ -13,6 +13,11 @@ void otc::buildTrainingPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
+void otc::buildForwardPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
 void otc::registerOtcPassesAndPipelines() {
   registerOtcPasses();
   PassPipelineRegistration<>("otc-training-pipeline",

@@ -5,9 +5,9 @@
 // reference, on either target.
 #include "Backend.h"
 #include "Npy.h"
+#include "RunSupport.h"
 #include "SafeFile.h"
 #include "otc/runtime/abi.h"
-#include "otc/runtime/kernel_support.h"
 
 #include <chrono>
 #include <cstdio>
@@ -20,44 +20,6 @@ namespace otc {
 namespace {
 
 [[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
-
-int64_t elements(const otc_tensor_desc &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.shape[i];
-  return n;
-}
-
-size_t storageBytes(int dtype) {
-  switch (dtype) {
-  case OTC_F32: return 4;
-  case OTC_F16:
-  case OTC_BF16: return 2;
-  case OTC_I64: return 8;
-  default: return 1;
-  }
-}
-
-bool isFloatType(int dtype) { return dtype == OTC_F32 || dtype == OTC_F16 || dtype == OTC_BF16; }
-
-/// The .npy bytes of `values` (float32, int64 or bool) with `desc`'s shape.
-std::string npyBytes(const otc_tensor_desc &d, const std::vector<char> &values) {
-  const char *descr = isFloatType(d.dtype) ? "<f4" : d.dtype == OTC_I64 ? "<i8" : "|b1";
-  std::string shape = "(";
-  for (int i = 0; i < d.rank; ++i)
-    shape += std::to_string(d.shape[i]) + (d.rank == 1 ? "," : i + 1 < d.rank ? ", " : "");
-  shape += ")";
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " +
-                       shape + ", }";
-  while ((10 + header.size() + 1) % 64)
-    header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY\x01";
-  out += '\0';
-  out += char(header.size() & 0xff);
-  out += char(header.size() >> 8);
-  return out + header + std::string(values.begin(), values.end());
-}
 
 int run(int argc, char **argv) {
   const otc_function &fn = *otc_get_function();
@@ -87,20 +49,13 @@ int run(int argc, char **argv) {
     NpyArray a;
     if (!readNpy(path, a, error))
       die(error);
-    const char *want = isFloatType(d.dtype) ? "<f4" : d.dtype == OTC_I64 ? "<i8" : "|b1";
+    const char *want = npyDtypeFor(d.dtype);
     if (a.dtype != want || (int)a.shape.size() != d.rank ||
         !std::equal(a.shape.begin(), a.shape.end(), d.shape))
       die("'" + path + "' must hold " + want + " of the argument's shape");
-    int64_t n = elements(d);
-    std::vector<char> bytes(n * storageBytes(d.dtype));
-    const float *f = reinterpret_cast<const float *>(a.data.data());
-    for (int64_t k = 0; k < n && isFloatType(d.dtype); ++k) {
-      if (d.dtype == OTC_F32) otc_store(reinterpret_cast<float *>(bytes.data()) + k, f[k]);
-      if (d.dtype == OTC_F16) otc_store(reinterpret_cast<otc_f16 *>(bytes.data()) + k, f[k]);
-      if (d.dtype == OTC_BF16) otc_store(reinterpret_cast<otc_bf16 *>(bytes.data()) + k, f[k]);
-    }
-    if (!isFloatType(d.dtype))
-      bytes = a.data;
+    // No range check on indices: kernel tests feed out-of-range ones on
+    // purpose (the kernels read them as 0).
+    std::vector<char> bytes = toStorage(d.dtype, a.data.data(), elements(d));
     void *p = backend->alloc(bytes.size());
     backend->toDevice(p, bytes.data(), bytes.size());
     args.push_back(p);
@@ -125,20 +80,12 @@ int run(int argc, char **argv) {
   for (int i = 0; i < fn.num_results; ++i) {
     const otc_tensor_desc &d = fn.results[i];
     int64_t n = elements(d);
-    std::vector<char> raw(n * storageBytes(d.dtype)), out;
+    std::vector<char> raw(n * storageBytes(d.dtype));
     backend->toHost(raw.data(), results[i], raw.size());
-    if (isFloatType(d.dtype)) {
-      out.resize(n * 4);
-      float *f = reinterpret_cast<float *>(out.data());
-      for (int64_t k = 0; k < n; ++k)
-        f[k] = d.dtype == OTC_F32   ? reinterpret_cast<float *>(raw.data())[k]
-               : d.dtype == OTC_F16 ? otc_ld(reinterpret_cast<otc_f16 *>(raw.data())[k])
-                                    : otc_ld(reinterpret_cast<otc_bf16 *>(raw.data())[k]);
-    } else {
-      out = raw;
-    }
+    std::vector<char> out = fromStorage(d.dtype, raw.data(), n);
     std::string path = dir + "/result" + std::to_string(i) + ".npy", error;
-    std::string bytes = npyBytes(d, out);
+    std::string bytes = npyFileBytes(npyDtypeFor(d.dtype),
+                                     std::vector<int64_t>(d.shape, d.shape + d.rank), out);
     if (!replaceFile(path, 0666, [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); },
                      error))
       die(error);

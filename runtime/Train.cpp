@@ -4,10 +4,10 @@
 #include "ModelFile.h"
 #include "Npy.h"
 #include "Options.h"
+#include "RunSupport.h"
 #include "SafeFile.h"
 #include "otc/runtime/abi.h"
 
-#include <cctype>
 #include <chrono>
 #include <map>
 #include <cmath>
@@ -22,21 +22,6 @@ namespace otc {
 namespace {
 
 [[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
-
-std::string fileNameFor(const std::string &input) {
-  std::string s = input;
-  for (char &c : s)
-    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-')
-      c = '_';
-  return s + ".npy";
-}
-
-std::string shapeText(const int64_t *dims, int rank) {
-  std::string s = "[";
-  for (int i = 0; i < rank; ++i)
-    s += (i ? ", " : "") + std::to_string(dims[i]);
-  return s + "]";
-}
 
 /// One array per graph input, all with the same number of samples.
 struct Dataset {
@@ -59,7 +44,7 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     std::string error;
     if (!readNpy(path, a, error))
       die(error + " (the data for input '" + d.name + "')");
-    const char *want = d.dtype == OTC_F32 ? "<f4" : d.dtype == OTC_BOOL ? "|b1" : "<i8";
+    const char *want = npyDtypeFor(d.dtype);
     if (a.dtype != want)
       die("'" + path + "' has dtype " + a.dtype + ", but input '" + d.name +
           "' needs " + want +
@@ -75,29 +60,7 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     if (ds.samples >= 0 && a.shape[0] != ds.samples)
       die("'" + path + "' has " + std::to_string(a.shape[0]) + " samples, but '" +
           fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
-    if (d.dtype == OTC_F32) {
-      const float *x = reinterpret_cast<const float *>(a.data.data());
-      size_t n = a.data.size() / sizeof(float), perSample = a.shape[0] ? n / a.shape[0] : 1;
-      for (size_t k = 0; k < n; ++k)
-        if (!std::isfinite(x[k]))
-          die("'" + path + "' holds " + (std::isnan(x[k]) ? "nan" : "inf") +
-              " in sample " + std::to_string(k / perSample) + "; training needs finite data");
-    }
-    if (d.num_classes > 0) {
-      // Every element: gather indices may be [N, T] (token sequences).
-      const int64_t *labels = reinterpret_cast<const int64_t *>(a.data.data());
-      int64_t n = int64_t(a.data.size() / sizeof(int64_t));
-      int64_t perSample = a.shape[0] ? n / a.shape[0] : 1;
-      int64_t low = d.negative_indices ? -d.num_classes : 0;
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t y = labels[k];
-        if ((y < low || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
-          die("'" + path + "' holds " + (d.negative_indices ? "index " : "label ") +
-              std::to_string(y) + " at sample " + std::to_string(k / perSample) + ", outside " +
-              (d.negative_indices ? "" : "the " + std::to_string(d.num_classes) + " classes ") +
-              "[" + std::to_string(low) + ", " + std::to_string(d.num_classes) + ")");
-      }
-    }
+    checkValues(d, a, path, /*requireFinite=*/true);
     ds.samples = a.shape[0];
     ds.sampleBytes.push_back(ds.samples ? a.data.size() / ds.samples : 0);
     ds.arrays.push_back(std::move(a));
@@ -128,13 +91,6 @@ struct Param {
   int64_t count;
   float *value, *grad = nullptr, *m = nullptr, *v = nullptr;
 };
-
-int64_t elements(const otc_tensor_desc &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.shape[i];
-  return n;
-}
 
 /// The --log file. Opened non-blocking, so a FIFO nobody reads is an error
 /// rather than a hang; a pipe or terminal (/dev/stdout) still works.
@@ -306,15 +262,8 @@ int run(int argc, char **argv) {
 } // namespace otc
 
 int main(int argc, char **argv) {
-  // OpenMP (the generated kernels) and OpenBLAS (the GEMMs) each keep a
-  // thread pool; threads that spin while waiting starve the other pool's
-  // (3x slower steps at 2 threads on 2 cores). libgomp reads its wait policy
-  // from the environment only, when it loads, so set it and start again,
-  // same process id, unless the user chose a policy.
-  if (otc_get_program()->set_threads && !std::getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    execv("/proc/self/exe", argv); // on failure, go on with spinning threads
-  }
+  if (otc_get_program()->set_threads)
+    otc::relaunchWithPassiveWait(argv);
   try {
     return otc::run(argc, argv);
   } catch (const otc::Fatal &f) {

@@ -8,7 +8,7 @@ pkgs=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenblas-dev libgtest-dev
   clang-14 libclang-rt-14-dev libomp-14-dev
-  python3-numpy python3-onnx python3-torch python3-sklearn
+  python3-numpy python3-onnx python3-torch python3-sklearn python3-venv
 )
 
 missing=()
@@ -22,4 +22,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# onnxruntime, the consumer of trained models in tests, from PyPI into a
+# virtual environment beside Debian's numpy and onnx (.venv, not tracked).
+ORT_VERSION=1.31.1
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+if ! "$venv/bin/python" -c "import onnxruntime as o; assert o.__version__ == '$ORT_VERSION'" 2>/dev/null; then
+  echo "otc: installing onnxruntime $ORT_VERSION into $venv"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "onnxruntime==$ORT_VERSION"
 fi

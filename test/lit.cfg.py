@@ -17,6 +17,8 @@ config.environment["PATH"] = os.pathsep.join(
 
 # Debian's interpreter has numpy and onnx; the first python3 on PATH may not.
 config.substitutions.append(("%python", "/usr/bin/python3"))
+# The same with onnxruntime, installed by scripts/install-deps.sh.
+config.substitutions.append(("%ortpython", os.path.join(config.otc_src_root, ".venv", "bin", "python")))
 config.substitutions.append(("%fixtures", os.path.join(config.otc_src_root, "test", "e2e", "fixtures")))
 config.substitutions.append(("%inputs", os.path.join(config.otc_src_root, "test", "lit", "Inputs")))
 config.substitutions.append(("%zoo", os.path.join(config.otc_src_root, "test", "zoo", "fixtures")))

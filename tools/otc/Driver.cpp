@@ -126,7 +126,7 @@ std::string commandText(const Args &argv) {
 } // namespace
 
 bool buildExecutable(const std::string &source, const std::string &model,
-                     Target target, bool function, const std::string &output,
+                     Target target, ExecutableKind kind, const std::string &output,
                      std::string &error) {
   bool cuda = target == Target::Cuda;
   if (cuda && !OTC_CUDA_ENABLED) {
@@ -158,8 +158,10 @@ bool buildExecutable(const std::string &source, const std::string &model,
   std::string cxx = envOr("OTC_CXX", OTC_DEFAULT_CXX);
   Args runtimeFlags = words(OTC_RUNTIME_FLAGS);
   Args ldflags = envWords("OTC_LDFLAGS", "");
-  std::string lib = std::string(OTC_LIB_DIR) + (function ? "/libotc_function_" : "/libotc_runtime_") +
-                    (cuda ? "cuda.a" : "cpu.a");
+  const char *libName = kind == ExecutableKind::Train     ? "/libotc_runtime_"
+                        : kind == ExecutableKind::Forward ? "/libotc_forward_"
+                                                          : "/libotc_function_";
+  std::string lib = std::string(OTC_LIB_DIR) + libName + (cuda ? "cuda.a" : "cpu.a");
   Args assemble = {cxx, "-c", dir + "/model.S", "-o", dir + "/model.o"};
   Args link;
   if (cuda) {

@@ -9,11 +9,14 @@
 
 namespace otc {
 
+/// Which main the executable links: the training loop, the forward-only
+/// evaluator (named inputs and outputs) or the function runner (otc kernel).
+enum class ExecutableKind { Train, Forward, Function };
+
 /// Compiles `source` with the runtime and `model` (the ONNX bytes to embed)
 /// into the executable `output`, which is replaced only when all succeeded.
-/// `function`: link the function runner instead of the training loop.
 bool buildExecutable(const std::string &source, const std::string &model,
-                     Target target, bool function, const std::string &output,
+                     Target target, ExecutableKind kind, const std::string &output,
                      std::string &error);
 
 } // namespace otc

@@ -2,7 +2,7 @@
 //
 //   otc compile model.onnx -o train [--target cuda|cpu]
 //       [--optimizer sgd|momentum|adam|adamw] [--micro-batch N] [--loss SPEC]
-//       [--emit mlir|program|source]
+//       [--emit mlir|program|source] [--forward-only]
 //   otc import model.onnx [--micro-batch N] [--loss SPEC]
 //   otc kernel function.mlir -o run [--target cuda|cpu] [--emit program|source]
 #include "Driver.h"
@@ -31,7 +31,7 @@ const char kUsage[] =
     "usage: otc compile MODEL.onnx -o OUTPUT [--target cuda|cpu]\n"
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
-    "           [--freeze NAME|PREFIX* ...]\n"
+    "           [--freeze NAME|PREFIX* ...] [--forward-only]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -70,6 +70,10 @@ Args parseArgs(int argc, char **argv) {
       llvm::outs() << kUsage;
       std::exit(0);
     }
+    if (arg == "--forward-only") {
+      a.import.forwardOnly = true;
+      continue;
+    }
     if (i + 1 >= argc)
       fail(arg + " needs a value", 2);
     std::string v = argv[++i];
@@ -94,6 +98,10 @@ Args parseArgs(int argc, char **argv) {
   }
   if (a.model.empty())
     fail("no model given", 2);
+  if (a.import.forwardOnly && a.command != "compile" && a.command != "import")
+    fail("--forward-only applies to otc compile and otc import", 2);
+  if (a.import.forwardOnly && !a.import.freeze.empty())
+    fail("--freeze does not apply to a forward-only executable", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty())
     fail("no output given (-o)", 2);
   if (a.target != "cuda" && a.target != "cpu")
@@ -126,7 +134,8 @@ int compileKernel(MLIRContext &ctx, const Args &args, otc::CodegenOptions codege
   }
   if (args.emit == "mlir")
     fail("--emit mlir applies to otc compile", 2);
-  if (!otc::buildExecutable(out.source, "", codegen.target, true, args.output, error))
+  if (!otc::buildExecutable(out.source, "", codegen.target, otc::ExecutableKind::Function,
+                            args.output, error))
     fail(error);
   llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ")\n";
   return 0;
@@ -172,16 +181,19 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  bool forward = args.import.forwardOnly;
   PassManager pm(&ctx);
-  otc::buildTrainingPipeline(pm);
+  forward ? otc::buildForwardPipeline(pm) : otc::buildTrainingPipeline(pm);
   if (failed(pm.run(*module)))
-    fail("the training pipeline failed: " + diagnostic.substr(0, diagnostic.find('\n')));
+    fail(std::string(forward ? "the forward" : "the training") + " pipeline failed: " +
+         diagnostic.substr(0, diagnostic.find('\n')));
   if (args.emit == "mlir") {
     module->print(llvm::outs());
     return 0;
   }
 
-  auto func = module->lookupSymbol<func::FuncOp>("train_step");
+  auto func = module->lookupSymbol<func::FuncOp>(forward ? "forward" : "train_step");
+  codegen.training = !forward;
   otc::CodegenOutput out;
   if (!otc::emitCode(func, codegen, out, error))
     fail(error);
@@ -189,9 +201,12 @@ int main(int argc, char **argv) {
     llvm::outs() << (args.emit == "source" ? out.source : out.program);
     return 0;
   }
-  if (!otc::buildExecutable(out.source, embedded, codegen.target, false, args.output, error))
+  if (!otc::buildExecutable(out.source, embedded, codegen.target,
+                            forward ? otc::ExecutableKind::Forward : otc::ExecutableKind::Train,
+                            args.output, error))
     fail(error);
   llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
-               << args.optimizer << ", micro-batch " << args.import.microBatch << ")\n";
+               << (forward ? "forward only" : args.optimizer) << ", micro-batch "
+               << args.import.microBatch << ")\n";
   return 0;
 }

@@ -18,10 +18,14 @@ struct ImportOptions {
   /// Parameters not to train (--freeze): exact names, or prefixes ending in
   /// `*`. Each must match at least one float initializer.
   std::vector<std::string> freeze;
+  /// Import `func.func @forward` returning every graph output (each marked
+  /// `otc.output`), with no loss, for evaluation (--forward-only).
+  bool forwardOnly = false;
 };
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding
-/// `func.func @train_step`, whose single result is the loss. On failure
+/// `func.func @train_step`, whose single result is the loss (or, with
+/// `forwardOnly`, `func.func @forward`). On failure
 /// returns null with one line in `error` naming the culprit. External data
 /// must lie in files inside the model's folder. `embeddedModel`, when given,
 /// receives the bytes a training executable embeds: the model as read, with

@@ -21,6 +21,7 @@ inline constexpr const char kInput[] = "otc.input";
 inline constexpr const char kParam[] = "otc.param";
 inline constexpr const char kTrainable[] = "otc.trainable";
 inline constexpr const char kLoss[] = "otc.loss";
+inline constexpr const char kOutput[] = "otc.output"; // a forward-only result
 inline constexpr const char kLossSeed[] = "otc.loss_seed";
 inline constexpr const char kGradOf[] = "otc.grad_of";
 inline constexpr const char kGradBuffer[] = "otc.grad_buffer";
@@ -30,6 +31,9 @@ inline constexpr const char kTiedArg[] = "otc.tied_arg";
 
 /// Forward graph to training step: cleanups, autodiff, accumulation, cleanups.
 void buildTrainingPipeline(mlir::OpPassManager &pm);
+
+/// The forward graph as imported, cleaned up (--forward-only).
+void buildForwardPipeline(mlir::OpPassManager &pm);
 
 /// Registers the otc passes and the `otc-training-pipeline` with the
 /// command-line pass registry.

@@ -70,7 +70,13 @@ typedef struct otc_program {
                  float *v, int64_t n);
 } otc_program;
 
-/* A plain function (otc kernel): arguments in, results out, no training. */
+/* What a plain function's argument is: positional (otc kernel: argN.npy),
+ * a named data input (--forward-only: NAME.npy) or a parameter, read from
+ * the embedded model. */
+enum otc_arg_role { OTC_ARG_POSITIONAL = 0, OTC_ARG_INPUT = 1, OTC_ARG_PARAM = 2 };
+
+/* A plain function (otc kernel, otc compile --forward-only): arguments in,
+ * results out, no training. */
 typedef struct otc_function_args {
   char *arena;
   void *const *args;
@@ -80,8 +86,10 @@ typedef struct otc_function_args {
 
 typedef struct otc_function {
   const char *target;
+  int64_t micro_batch; /* forward-only: samples per run; 0 for otc kernel */
   int num_args;
   const otc_tensor_desc *args;
+  const int *arg_roles; /* per argument, an otc_arg_role */
   int num_results;
   const otc_tensor_desc *results;
   int64_t arena_bytes;

@@ -1,0 +1,137 @@
+#include "RunSupport.h"
+#include "Backend.h"
+#include "otc/runtime/kernel_support.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+namespace otc {
+
+std::string fileNameFor(const std::string &input) {
+  std::string s = input;
+  for (char &c : s)
+    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-')
+      c = '_';
+  return s + ".npy";
+}
+
+std::string shapeText(const int64_t *dims, int rank) {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+int64_t elements(const otc_tensor_desc &d) {
+  int64_t n = 1;
+  for (int i = 0; i < d.rank; ++i)
+    n *= d.shape[i];
+  return n;
+}
+
+const char *npyDtypeFor(int dtype) {
+  switch (dtype) {
+  case OTC_I64: return "<i8";
+  case OTC_BOOL: return "|b1";
+  default: return "<f4";
+  }
+}
+
+size_t storageBytes(int dtype) {
+  switch (dtype) {
+  case OTC_F32: return 4;
+  case OTC_F16:
+  case OTC_BF16: return 2;
+  case OTC_I64: return 8;
+  default: return 1;
+  }
+}
+
+static bool isFloatType(int dtype) {
+  return dtype == OTC_F32 || dtype == OTC_F16 || dtype == OTC_BF16;
+}
+
+std::vector<char> toStorage(int dtype, const char *npyData, int64_t n) {
+  if (!isFloatType(dtype))
+    return std::vector<char>(npyData, npyData + n * storageBytes(dtype));
+  std::vector<char> out(n * storageBytes(dtype));
+  const float *f = reinterpret_cast<const float *>(npyData);
+  for (int64_t k = 0; k < n; ++k) {
+    float x;
+    std::memcpy(&x, f + k, sizeof x);
+    if (dtype == OTC_F32) reinterpret_cast<float *>(out.data())[k] = x;
+    if (dtype == OTC_F16) otc_store(reinterpret_cast<otc_f16 *>(out.data()) + k, x);
+    if (dtype == OTC_BF16) otc_store(reinterpret_cast<otc_bf16 *>(out.data()) + k, x);
+  }
+  return out;
+}
+
+std::vector<char> fromStorage(int dtype, const char *storage, int64_t n) {
+  if (!isFloatType(dtype) || dtype == OTC_F32)
+    return std::vector<char>(storage, storage + n * storageBytes(dtype));
+  std::vector<char> out(n * 4);
+  float *f = reinterpret_cast<float *>(out.data());
+  for (int64_t k = 0; k < n; ++k)
+    f[k] = dtype == OTC_F16 ? otc_ld(reinterpret_cast<const otc_f16 *>(storage)[k])
+                            : otc_ld(reinterpret_cast<const otc_bf16 *>(storage)[k]);
+  return out;
+}
+
+std::string npyFileBytes(const char *descr, const std::vector<int64_t> &shape,
+                         const std::vector<char> &data) {
+  std::string dims = "(";
+  for (size_t i = 0; i < shape.size(); ++i)
+    dims += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
+  dims += ")";
+  std::string header = "{'descr': '" + std::string(descr) +
+                       "', 'fortran_order': False, 'shape': " + dims + ", }";
+  while ((10 + header.size() + 1) % 64)
+    header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += char(header.size() & 0xff);
+  out += char(header.size() >> 8);
+  return out + header + std::string(data.begin(), data.end());
+}
+
+void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string &path,
+                 bool requireFinite) {
+  int64_t samples = a.shape.empty() ? 1 : a.shape[0];
+  if (requireFinite && a.dtype == "<f4") {
+    const float *x = reinterpret_cast<const float *>(a.data.data());
+    size_t n = a.data.size() / sizeof(float), perSample = samples ? n / samples : 1;
+    for (size_t k = 0; k < n; ++k)
+      if (!std::isfinite(x[k]))
+        throw Fatal{"'" + path + "' holds " + (std::isnan(x[k]) ? "nan" : "inf") +
+                    " in sample " + std::to_string(k / perSample) + "; training needs finite data"};
+  }
+  if (d.num_classes <= 0 || a.dtype != "<i8")
+    return;
+  // Every element: gather indices may be [N, T] (token sequences).
+  const int64_t *labels = reinterpret_cast<const int64_t *>(a.data.data());
+  int64_t n = int64_t(a.data.size() / sizeof(int64_t));
+  int64_t perSample = samples ? n / samples : 1;
+  int64_t low = d.negative_indices ? -d.num_classes : 0;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t y = labels[k];
+    if ((y < low || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
+      throw Fatal{"'" + path + "' holds " + (d.negative_indices ? "index " : "label ") +
+                  std::to_string(y) + " at sample " + std::to_string(k / perSample) +
+                  ", outside " +
+                  (d.negative_indices ? "" : "the " + std::to_string(d.num_classes) + " classes ") +
+                  "[" + std::to_string(low) + ", " + std::to_string(d.num_classes) + ")"};
+  }
+}
+
+void relaunchWithPassiveWait(char **argv) {
+  if (std::getenv("OMP_WAIT_POLICY"))
+    return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  execv("/proc/self/exe", argv); // on failure, go on with spinning threads
+}
+
+} // namespace otc

@@ -1,0 +1,54 @@
+// What the executables' mains share: data file names, checks on data read
+// from disk, and the OpenMP wait policy.
+#ifndef OTC_RUNTIME_RUNSUPPORT_H
+#define OTC_RUNTIME_RUNSUPPORT_H
+
+#include "Npy.h"
+#include "otc/runtime/abi.h"
+
+#include <string>
+#include <vector>
+
+namespace otc {
+
+/// The .npy file that holds the data of input `input`: the name with every
+/// character outside [A-Za-z0-9._-] replaced by '_'.
+std::string fileNameFor(const std::string &input);
+
+std::string shapeText(const int64_t *dims, int rank);
+
+/// The number of elements `d` describes.
+int64_t elements(const otc_tensor_desc &d);
+
+/// The numpy dtype that holds values of `dtype` on disk: float32 for every
+/// float type (16-bit storage is rounded when loaded), int64 or bool.
+const char *npyDtypeFor(int dtype);
+
+/// Bytes per element of `dtype` in device memory.
+size_t storageBytes(int dtype);
+
+/// `n` elements of npy data (float32 for float types) in `dtype`'s storage,
+/// and back.
+std::vector<char> toStorage(int dtype, const char *npyData, int64_t n);
+std::vector<char> fromStorage(int dtype, const char *storage, int64_t n);
+
+/// A whole .npy file holding `data` (C order).
+std::string npyFileBytes(const char *descr, const std::vector<int64_t> &shape,
+                         const std::vector<char> &data);
+
+/// Throws Fatal naming `path` and the sample when `d` describes labels or
+/// indices and `a` holds a value outside their range (a step reads memory
+/// through them), or, with `requireFinite`, a non-finite float.
+void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string &path,
+                 bool requireFinite);
+
+/// OpenMP (the generated kernels) and OpenBLAS (the GEMMs) each keep a
+/// thread pool; threads that spin while waiting starve the other pool's
+/// (3x slower steps at 2 threads on 2 cores). libgomp reads its wait policy
+/// from the environment only, when it loads, so set it and start again,
+/// same process id, unless the user chose a policy. Returns on failure.
+void relaunchWithPassiveWait(char **argv);
+
+} // namespace otc
+
+#endif
