@@ -89,7 +89,7 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
     Value flat = reshaped(imp, batch, {c});
     Value added = MulOp::create(b, loc, statType, flat, constant(factor * (1 - momentum)));
     Value next = AddOp::create(b, loc, statType, kept, added);
-    if (isa<BlockArgument>(running))
+    if (imp.isParameter(running)) // statistics fed as data are not written back
       AssignOp::create(b, loc, running, next);
     return next;
   };

@@ -108,6 +108,14 @@ void GraphImporter::markBuffer(Value v) {
   func.removeArgAttr(arg.getArgNumber(), attr::kTrainable);
 }
 
+bool GraphImporter::isParameter(Value v) const {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg)
+    return false;
+  auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return bool(func.getArgAttr(arg.getArgNumber(), attr::kParam));
+}
+
 LogicalResult GraphImporter::fail(const llvm::Twine &message) {
   if (error.empty())
     error = describeNode(*current) + ": " + message.str();

@@ -50,6 +50,8 @@ public:
   /// Makes a parameter argument a buffer: state the model keeps but never
   /// trains (BatchNorm's running statistics). Other values are left alone.
   void markBuffer(mlir::Value v);
+  /// Whether `v` is a parameter: an argument read from an initializer.
+  bool isParameter(mlir::Value v) const;
   /// Records "node 'NAME' (OP): message" and returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message);
 

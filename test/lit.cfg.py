@@ -31,3 +31,7 @@ config.substitutions.append(
 
 if config.have_cuda:
     config.available_features.add("nvcc")
+
+# ONNX's node tests compile one executable per case on the release build; the
+# sanitizer build runs import and code generation of every case under ASan.
+config.substitutions.append(("%node_test_mode", "--codegen-only" if config.sanitized else ""))
