@@ -26,6 +26,9 @@ mlir::LogicalResult importConv(GraphImporter &imp);
 mlir::LogicalResult importMaxPool(GraphImporter &imp);
 mlir::LogicalResult importAveragePool(GraphImporter &imp);
 mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
+// RecurrentImporters.cpp
+mlir::LogicalResult importLstm(GraphImporter &imp);
+mlir::LogicalResult importGru(GraphImporter &imp);
 // BatchNormImporter.cpp
 mlir::LogicalResult importBatchNormalization(GraphImporter &imp);
 

@@ -2,6 +2,7 @@
 // central finite differences of the forward function, in float64.
 #include "Interpreter.h"
 
+#include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -49,12 +50,52 @@ std::vector<int64_t> shapeOf(Type t) {
 
 class GradientTest : public ::testing::TestWithParam<Case> {};
 
+/// Checks the autodiff gradient of every trainable argument of `forward`'s
+/// function (whose result is the loss) against central differences.
+void checkGradients(ModuleOp forwardModule, const std::string &name,
+                    const std::vector<double> &labels);
+
 TEST_P(GradientTest, MatchesFiniteDifferences) {
   const Case &c = GetParam();
   MLIRContext ctx;
   ctx.loadDialect<otc::OtcDialect, func::FuncDialect>();
   OwningOpRef<ModuleOp> forward = parseSourceString<ModuleOp>(program(c), &ctx);
   ASSERT_TRUE(forward) << program(c);
+  checkGradients(*forward, c.name, c.labels);
+}
+
+/// Recurrent layers as the importer unrolls them, from float64 ONNX models
+/// (Inputs/make_recurrent.py): backpropagation through time, through both
+/// directions and into the initial states.
+class RecurrentGradientTest : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(RecurrentGradientTest, MatchesFiniteDifferences) {
+  MLIRContext ctx;
+  ctx.loadDialect<otc::OtcDialect, func::FuncDialect>();
+  std::string path = std::string(OTC_UNIT_INPUTS) + "/" + GetParam() + ".onnx", error;
+  otc::ImportOptions options;
+  options.forwardOnly = true; // fixed shapes; the loss is the only output
+  OwningOpRef<ModuleOp> forward = otc::importOnnxModel(ctx, path, options, error);
+  ASSERT_TRUE(forward) << error;
+  PassManager cleanup(&ctx);
+  otc::buildForwardPipeline(cleanup);
+  ASSERT_TRUE(succeeded(cleanup.run(*forward)));
+  auto f = *forward->getOps<func::FuncOp>().begin();
+  for (unsigned i = 0; i < f.getNumArguments(); ++i)
+    if (f.getArgAttr(i, otc::attr::kParam))
+      f.setArgAttr(i, otc::attr::kTrainable, UnitAttr::get(&ctx));
+  f.removeResultAttr(0, StringAttr::get(&ctx, otc::attr::kOutput));
+  f.setResultAttr(0, otc::attr::kLoss, UnitAttr::get(&ctx));
+  checkGradients(*forward, GetParam(), {});
+}
+
+INSTANTIATE_TEST_SUITE_P(Onnx, RecurrentGradientTest, ::testing::Values("lstm_f64", "gru_f64"),
+                         [](const auto &info) { return std::string(info.param); });
+
+void checkGradients(ModuleOp forwardModule, const std::string &name,
+                    const std::vector<double> &labels) {
+  MLIRContext &ctx = *forwardModule.getContext();
+  OwningOpRef<ModuleOp> forward = forwardModule.clone();
   OwningOpRef<ModuleOp> backward = forward->clone();
   PassManager pm(&ctx);
   pm.addPass(otc::createAutodiff());
@@ -73,7 +114,7 @@ TEST_P(GradientTest, MatchesFiniteDifferences) {
       n *= d;
     if (fwd.getArgAttrOfType<StringAttr>(a.getArgNumber(), "otc.input") &&
         fwd.getArgAttrOfType<StringAttr>(a.getArgNumber(), "otc.input").getValue() == "labels")
-      t.data = c.labels;
+      t.data = labels;
     else
       for (int64_t i = 0; i < n; ++i) // away from 0: no relu kink, no 1/0
         t.data.push_back(rng() % 2 ? mag(rng) : -mag(rng));
@@ -82,6 +123,7 @@ TEST_P(GradientTest, MatchesFiniteDifferences) {
     args.push_back(t);
   }
 
+  ASSERT_FALSE(trainable.empty()) << name << ": nothing to check";
   std::vector<Tensor> withSeed = args;
   withSeed.push_back({{}, {1.0}});
   std::vector<Tensor> out = otc::test::evaluate(bwd, withSeed);
@@ -97,7 +139,7 @@ TEST_P(GradientTest, MatchesFiniteDifferences) {
       double fd = (otc::test::evaluate(fwd, plus)[0].data[0] -
                    otc::test::evaluate(fwd, minus)[0].data[0]) / (2 * h);
       EXPECT_NEAR(out[1 + k].data[i], fd, 1e-6 * (1 + std::abs(fd)))
-          << c.name << ": argument " << a << " element " << i;
+          << name << ": argument " << a << " element " << i;
     }
   }
 }

@@ -295,6 +295,24 @@ class Recommender(nn.Module):
         return F.binary_cross_entropy_with_logits(logit, clicked)
 
 
+class LSTMTagger(nn.Module):
+    """Embeddings, a 2-layer bidirectional LSTM (batch_first), then a GRU
+    whose initial state is a learned parameter, and a tag per token."""
+    def __init__(self, vocab=12, d=8, h=6, tags=4):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, h, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(2 * h, h, batch_first=True)
+        self.h0 = nn.Parameter(torch.randn(1, 1, h) * 0.5)
+        self.out = nn.Linear(h, tags)
+
+    def forward(self, tokens, tags):
+        y, _ = self.lstm(self.emb(tokens))
+        y, _ = self.gru(y, self.h0.expand(1, tokens.shape[0], -1).contiguous())
+        logits = self.out(y)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tags.reshape(-1))
+
+
 class Finetune(nn.Module):
     """A pretrained-looking MLP whose first layer is frozen (--freeze fc1.*)."""
     def __init__(self):
@@ -355,6 +373,15 @@ def padded(vocab, length, classes):
     return make
 
 
+def tagged(vocab, length, tags):
+    """A tag per token, from the token and its left neighbour."""
+    def make(rng, n):
+        tok = rng.integers(0, vocab, (n, length)).astype(np.int64)
+        prev = np.concatenate([np.zeros((n, 1), np.int64), tok[:, :-1]], axis=1)
+        return {"tokens": tok, "tags": ((tok + prev) % tags).astype(np.int64)}
+    return make
+
+
 def clicks(users, items):
     def make(rng, n):
         return {"user": rng.integers(0, users, n).astype(np.int64),
@@ -380,6 +407,7 @@ CASES = {
     "bert": Case(BERT, padded(16, 8, 3), "adam", 0.01, accum=2),
     "llama": Case(LLaMABlock, sequences(16, 8), "adamw", 0.01, accum=2, weight_decay=0.1),
     "vit": Case(ViT, images(3, 8, 4), "sgd", 0.05),
+    "lstm_tagger": Case(LSTMTagger, tagged(12, 6, 4), "momentum", 0.2, momentum=0.9),
     "recommender": Case(Recommender, clicks(10, 12), "momentum", 0.1, micro=4, momentum=0.9),
     "dropout_mlp": Case(DropoutMLP, separable(8, 4), "adam", 0.01, micro=16, accum=2, steps=40,
                         reference=False),
