@@ -241,6 +241,13 @@ bool Lowering::classify() {
 /// labels or gather indices (which the runtime checks before a step reads
 /// memory through them).
 static TensorDesc indexRange(BlockArgument arg, TensorDesc desc) {
+  auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (auto classes = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), attr::kClasses)) {
+    desc.numClasses = classes.getInt();
+    auto ignore = func.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), attr::kIgnoreIndex);
+    desc.hasIgnoreIndex = bool(ignore);
+    desc.ignoreIndex = ignore ? ignore.getInt() : 0;
+  }
   // Users, through reshapes (N x C x d labels are flattened).
   std::vector<Operation *> users(arg.getUsers().begin(), arg.getUsers().end());
   for (size_t u = 0; u < users.size(); ++u)

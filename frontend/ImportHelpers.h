@@ -29,6 +29,10 @@ mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
 // RecurrentImporters.cpp
 mlir::LogicalResult importLstm(GraphImporter &imp);
 mlir::LogicalResult importGru(GraphImporter &imp);
+// LossImporters.cpp
+mlir::LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &imp);
+mlir::LogicalResult importNegativeLogLikelihoodLoss(GraphImporter &imp);
+mlir::LogicalResult importLog(GraphImporter &imp);
 // BatchNormImporter.cpp
 mlir::LogicalResult importBatchNormalization(GraphImporter &imp);
 

@@ -657,43 +657,6 @@ LogicalResult importLayerNormalization(Imp &imp) {
   return imp.defineResult(imp.create<AddOp>(*y, *bias));
 }
 
-LogicalResult importSoftmaxCrossEntropyLoss(Imp &imp) {
-  const auto *reduction = imp.attr("reduction");
-  if (reduction && reduction->s() != "mean")
-    return imp.fail("only reduction 'mean' is supported, not " + quoted(reduction->s()));
-  if (imp.numInputs() > 2)
-    return imp.fail("class weights are not supported");
-  if (imp.node().output_size() > 1 && !imp.node().output(1).empty())
-    return imp.fail("the log_prob output is not supported");
-  auto logits = imp.input(0), labels = imp.input(1);
-  if (failed(logits) || failed(labels))
-    return failure();
-  // N x C x d1 x ... dk: the classes moved last and every position made a
-  // row. The mean over the N d non-ignored positions is unchanged.
-  auto lt = cast<RankedTensorType>(logits->getType());
-  if (lt.getRank() > 2) {
-    OpBuilder &b = imp.builder();
-    SmallVector<int64_t> perm = {0};
-    for (int64_t d = 2; d < lt.getRank(); ++d)
-      perm.push_back(d);
-    perm.push_back(1);
-    auto moved = imp.create<TransposeOp>(*logits, b.getDenseI64ArrayAttr(perm));
-    if (failed(moved))
-      return failure();
-    int64_t c = lt.getDimSize(1), rows = lt.getNumElements() / c;
-    logits = ReshapeOp::create(b, imp.loc(), withShape(*moved, {rows, c}), *moved).getResult();
-    auto yt = cast<RankedTensorType>(labels->getType());
-    if (yt.getNumElements() != rows)
-      return imp.fail("labels of shape " + std::to_string(yt.getNumElements()) +
-                      " elements do not match the logits' " + std::to_string(rows) + " positions");
-    labels = ReshapeOp::create(b, imp.loc(), withShape(*labels, {rows}), *labels).getResult();
-  }
-  IntegerAttr ignore;
-  if (imp.attr("ignore_index"))
-    ignore = imp.builder().getI64IntegerAttr(imp.intAttr("ignore_index", 0));
-  return imp.defineResult(imp.create<SoftmaxCrossEntropyOp>(*logits, *labels, ignore));
-}
-
 //===----------------------------------------------------------------------===//
 // Compile-time constants and shape computations
 //===----------------------------------------------------------------------===//
@@ -1346,7 +1309,7 @@ const OpImporter kImporters[] = {
     {"LeakyRelu", 6, importLeakyRelu},
     {"Less", 7, importCompare<kLt>},
     {"LessOrEqual", 12, importCompare<kLe>},
-    {"Log", 6, importUnary<LogOp>},
+    {"Log", 6, importLog},
     {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp, true>},
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp, false>},
     {"MatMul", 1, importTwoInputs<MatMulOp>},
@@ -1354,6 +1317,7 @@ const OpImporter kImporters[] = {
     {"MaxPool", 1, importMaxPool},
     {"Min", 8, importMaxMin<false>},
     {"Mul", 7, importBinary<MulOp, MulF>},
+    {"NegativeLogLikelihoodLoss", 12, importNegativeLogLikelihoodLoss},
     {"Neg", 6, importUnary<NegOp>},
     {"Not", 1, importNot},
     {"Or", 7, importLogic<OrOp, OrF>},

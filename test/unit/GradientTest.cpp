@@ -64,12 +64,12 @@ TEST_P(GradientTest, MatchesFiniteDifferences) {
   checkGradients(*forward, c.name, c.labels);
 }
 
-/// Recurrent layers as the importer unrolls them, from float64 ONNX models
-/// (Inputs/make_recurrent.py): backpropagation through time, through both
-/// directions and into the initial states.
-class RecurrentGradientTest : public ::testing::TestWithParam<const char *> {};
+/// What the importer composes, from float64 ONNX models (Inputs/make_models.py):
+/// recurrent layers unrolled (backpropagation through time, through both
+/// directions and into the initial states), and the composed losses.
+class ImportedGradientTest : public ::testing::TestWithParam<const char *> {};
 
-TEST_P(RecurrentGradientTest, MatchesFiniteDifferences) {
+TEST_P(ImportedGradientTest, MatchesFiniteDifferences) {
   MLIRContext ctx;
   ctx.loadDialect<otc::OtcDialect, func::FuncDialect>();
   std::string path = std::string(OTC_UNIT_INPUTS) + "/" + GetParam() + ".onnx", error;
@@ -89,7 +89,8 @@ TEST_P(RecurrentGradientTest, MatchesFiniteDifferences) {
   checkGradients(*forward, GetParam(), {});
 }
 
-INSTANTIATE_TEST_SUITE_P(Onnx, RecurrentGradientTest, ::testing::Values("lstm_f64", "gru_f64"),
+INSTANTIATE_TEST_SUITE_P(Onnx, ImportedGradientTest,
+                         ::testing::Values("lstm_f64", "gru_f64", "losses_f64"),
                          [](const auto &info) { return std::string(info.param); });
 
 void checkGradients(ModuleOp forwardModule, const std::string &name,

@@ -27,6 +27,9 @@ inline constexpr const char kGradOf[] = "otc.grad_of";
 inline constexpr const char kGradBuffer[] = "otc.grad_buffer";
 inline constexpr const char kFirstMicroBatch[] = "otc.first_micro_batch";
 inline constexpr const char kTiedArg[] = "otc.tied_arg";
+/// On an integer input: class labels in [0, otc.classes), or otc.ignore_index.
+inline constexpr const char kClasses[] = "otc.classes";
+inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
 } // namespace attr
 
 /// Forward graph to training step: cleanups, autodiff, accumulation, cleanups.

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Float64 ONNX models for GradientTest's finite-difference checks of what
+the importer composes (deterministic).
+  lstm_f64.onnx: bidirectional, layout 0, bias, learned initial_h/initial_c
+  gru_f64.onnx:  forward, layout 1 (batch first), linear_before_reset 0
+  losses_f64.onnx: SoftmaxCrossEntropyLoss with class weights, ignore_index
+      and its log_prob output; NegativeLogLikelihoodLoss with sum and none
+      reductions over N x C x d; BCE written as Log(Sigmoid) and
+      Log(1 - Sigmoid), as PyTorch exports it
+The recurrent models weight every output with a data input, so each
+element of Y, Y_h (and Y_c) gets its own gradient.
+"""
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = Path(__file__).resolve().parent
+D = TensorProto.DOUBLE
+
+
+def model(name, op, gates, dirs, layout, attrs, states):
+    T, N, I, H = 3, 2, 3, 2
+    rng = np.random.default_rng(0)
+    x_shape = [T, N, I] if layout == 0 else [N, T, I]
+    s_shape = [dirs, N, H] if layout == 0 else [N, dirs, H]
+    y_shape = [T, dirs, N, H] if layout == 0 else [N, T, dirs, H]
+    inits = {"W": (dirs, gates * H, I), "R": (dirs, gates * H, H), "B": (dirs, 2 * gates * H)}
+    for s in states:
+        inits[s] = s_shape
+    init = [numpy_helper.from_array(rng.uniform(-0.8, 0.8, shape), k) for k, shape in inits.items()]
+    outs = ["Y", "Y_h", "Y_c"][:2 + (op == "LSTM")]
+    ins = ["X", "W", "R", "B", ""] + list(states)
+    nodes = [helper.make_node(op, ins, outs, hidden_size=H, layout=layout, **attrs)]
+    inputs = [helper.make_tensor_value_info("X", D, x_shape)]
+    terms = []
+    for o in outs:
+        shape = y_shape if o == "Y" else s_shape
+        inputs.append(helper.make_tensor_value_info("w_" + o, D, shape))
+        nodes.append(helper.make_node("Mul", [o, "w_" + o], ["p_" + o]))
+        nodes.append(helper.make_node("ReduceSum", ["p_" + o], ["s_" + o], keepdims=0))
+        terms.append("s_" + o)
+    nodes.append(helper.make_node("Sum", terms, ["loss"]))
+    g = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info("loss", D, [])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, HERE / f"{name}.onnx")
+
+
+model("lstm_f64", "LSTM", 4, 2, 0, {"direction": "bidirectional"}, ["initial_h", "initial_c"])
+model("gru_f64", "GRU", 3, 1, 1, {"linear_before_reset": 0}, ["initial_h"])
+
+
+def losses():
+    rng = np.random.default_rng(1)
+    N, C, d = 3, 4, 2
+    labels = np.array([[0, 3], [2, 2], [1, 0]], np.int64)  # class 2 is ignored below
+    # The parameters (GradientTest draws their values); the rest constants.
+    init = [numpy_helper.from_array(rng.uniform(-2, 2, (N, C, d)), "logits"),
+            numpy_helper.from_array(rng.uniform(-2, 2, (N, C, d)), "scores"),
+            numpy_helper.from_array(rng.uniform(-2, 2, 6), "z")]
+    consts = {"class_w": np.array([0.5, 2.0, 1.0, 1.5]), "labels": labels,
+              "clicked": np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0]), "one": np.array(1.0)}
+    nodes = [helper.make_node("Constant", [], [k], value=numpy_helper.from_array(v, k))
+             for k, v in consts.items()] + [
+        helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "labels", "class_w"],
+                         ["sce", "log_prob"], ignore_index=2),
+        helper.make_node("ReduceSum", ["log_prob"], ["lp_sum"], keepdims=0),
+        helper.make_node("LogSoftmax", ["scores"], ["logp"], axis=1),
+        helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["nll"], reduction="sum"),
+        helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels", "class_w"], ["nll_each"],
+                         reduction="none"),
+        helper.make_node("Mul", ["nll_each", "nll_each"], ["nll_sq"]),
+        helper.make_node("ReduceSum", ["nll_sq"], ["nll_sq_sum"], keepdims=0),
+        helper.make_node("Sigmoid", ["z"], ["p"]),
+        helper.make_node("Log", ["p"], ["log_p"]),
+        helper.make_node("Sub", ["one", "p"], ["q"]),
+        helper.make_node("Log", ["q"], ["log_q"]),
+        helper.make_node("Mul", ["clicked", "log_p"], ["t1"]),
+        helper.make_node("Sub", ["one", "clicked"], ["not_clicked"]),
+        helper.make_node("Mul", ["not_clicked", "log_q"], ["t2"]),
+        helper.make_node("Add", ["t1", "t2"], ["bce_each"]),
+        helper.make_node("ReduceMean", ["bce_each"], ["bce"], keepdims=0),
+        helper.make_node("Sum", ["sce", "lp_sum", "nll", "nll_sq_sum", "bce"], ["loss"]),
+    ]
+    g = helper.make_graph(nodes, "losses", [], [helper.make_tensor_value_info("loss", D, [])],
+                          init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, HERE / "losses_f64.onnx")
+
+
+losses()
