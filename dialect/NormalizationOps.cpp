@@ -23,7 +23,7 @@ LogicalResult NormalizeOp::verify() {
 LogicalResult NormalizeOp::buildGradients(OpBuilder &b, ValueRange dy,
                                           SmallVectorImpl<Value> &grads) {
   grads.push_back(NormalizeGradOp::create(b, getLoc(), dy[0], getInput(), getAxisAttr(),
-                                          getEpsilonAttr()));
+                                          getEpsilonAttr(), getCenterAttr()));
   return success();
 }
 LogicalResult LogSoftmaxOp::verify() { return verifyAxis(*this); }

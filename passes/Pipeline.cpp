@@ -7,6 +7,7 @@ using namespace mlir;
 
 void otc::buildTrainingPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFuseRmsNorm());
   pm.addPass(createAutodiff());
   pm.addPass(createGradAccumulation());
   pm.addPass(createCanonicalizerPass());
@@ -15,6 +16,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm) {
 
 void otc::buildForwardPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFuseRmsNorm());
   pm.addPass(createCSEPass());
 }
 

@@ -1,7 +1,7 @@
 // Softmax and log-softmax: one RowReduce step over the axis. Each row's max,
 // then the sum of exp(x - max), then the row again for the result.
-// Normalize (layer norm) and its gradient: one RowReduce step each, over the
-// trailing dims.
+// Normalize (layer norm, or RMS norm without centering) and its gradient:
+// one RowReduce step each, over the trailing dims.
 #include "../Rules.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -33,14 +33,16 @@ bool lowerSoftmax(Operation *op, Lowering &l) {
 }
 
 /// The row statistics of normalize: the centred value and 1/sqrt(var + eps)
-/// (two passes: the mean, then the variance of the centred values).
+/// (two passes: the mean, then the variance of the centred values). Without
+/// centering (RMS norm) x itself and one pass for mean(x²).
 struct RowStats {
   int centred, rstd, n;
 };
-RowStats rowStats(NodeBuilder &b, int x, int64_t count, double epsilon) {
+RowStats rowStats(NodeBuilder &b, int x, int64_t count, double epsilon, bool center) {
   int inv = b.constant(1.0 / double(count));
-  int mean = b.binary(Node::Mul, b.reduce(Reduction::Sum, x), inv);
-  int centred = b.binary(Node::Sub, x, mean);
+  int centred = x;
+  if (center)
+    centred = b.binary(Node::Sub, x, b.binary(Node::Mul, b.reduce(Reduction::Sum, x), inv));
   int sq = b.binary(Node::Mul, centred, centred);
   int var = b.binary(Node::Mul, b.reduce(Reduction::Sum, sq), inv);
   int shifted = b.binary(Node::Add, var, b.constant(epsilon));
@@ -66,16 +68,17 @@ bool lowerNormalize(Operation *op, Lowering &l) {
   int x = l.expr(b, op->getOperand(grad ? 1 : 0), map);
   if (x < 0)
     return false;
-  RowStats st = rowStats(b, x, count, nm.getEpsilon().convertToDouble());
+  bool center = nm.getCenter();
+  RowStats st = rowStats(b, x, count, nm.getEpsilon().convertToDouble(), center);
   int y = b.binary(Node::Mul, st.centred, st.rstd);
-  if (grad) { // rstd * (g - mean(g) - y * mean(g * y))
+  if (grad) { // rstd * (g - mean(g) - y * mean(g * y)), no mean(g) for RMS
     int g = l.expr(b, op->getOperand(0), map);
     if (g < 0)
       return false;
-    int meanG = b.binary(Node::Mul, b.reduce(Reduction::Sum, g), st.n);
     int gy = b.binary(Node::Mul, g, y);
     int meanGY = b.binary(Node::Mul, b.reduce(Reduction::Sum, gy), st.n);
-    int centredG = b.binary(Node::Sub, g, meanG);
+    int centredG = center ? b.binary(Node::Sub, g, b.binary(Node::Mul, b.reduce(Reduction::Sum, g), st.n))
+                          : g;
     int correction = b.binary(Node::Mul, y, meanGY);
     y = b.binary(Node::Mul, st.rstd, b.binary(Node::Sub, centredG, correction));
   }

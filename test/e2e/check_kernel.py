@@ -30,7 +30,7 @@ or the log a few ulps more: softmax within (max|x - m| + n + 8) 2^-24 |v|,
 log-softmax within that times (1 + |v|) absolutely; plus u |v| for storage.
 
 `normalize` checks layer normalization's normalize and its gradient over
-rows of n = 60. Each statistic is a float32 sum of n terms, off by at most
+rows of n = 60, then RMS normalization's (no centering). Each statistic is a float32 sum of n terms, off by at most
 n 2^-24 of the sum of |terms|, which reaches y through rstd: y within
 2 n 2^-24 (rstd max|x| + |y|), and the gradient within
 4 n 2^-24 rstd max|g| (1 + |y|).
@@ -114,7 +114,7 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 2, "gather": 2,
+        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
                  "logic": 6, "slice": 3}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
@@ -164,6 +164,14 @@ def main():
                     2 * n * f32 * (rstd * np.abs(x).max() + np.abs(y)))
         ok &= check("normalize_grad", res[1].reshape(4, 60), dx,
                     4 * n * f32 * rstd * np.abs(g).max() * (1 + np.abs(y)))
+        # RMS: the same bounds, with x itself in place of the centred values.
+        rrms = 1 / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5)
+        yr = x * rrms
+        dxr = rrms * (g - yr * (g * yr).mean(axis=1, keepdims=True))
+        ok &= check("rms_normalize", res[2].reshape(4, 60), yr,
+                    2 * n * f32 * (rrms * np.abs(x).max() + np.abs(yr)))
+        ok &= check("rms_normalize_grad", res[3].reshape(4, 60), dxr,
+                    4 * n * f32 * rrms * np.abs(g).max() * (1 + np.abs(yr)))
     elif kind == "softmax":
         x, z = a64
         e = np.exp(x - x.max(axis=1, keepdims=True))

@@ -200,6 +200,8 @@ std::vector<Case> cases() {
        ", tensor<2x3xi1>", t23, {2, 3}},
       {"normalize_rows", kA23, "  %y = otc.normalize %a {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23, t23, {2, 3}},
       {"normalize_whole", kA23, "  %y = otc.normalize %a {axis = 0 : i64, epsilon = 0.1 : f64} : " + t23, t23, {2, 3}},
+      {"rms_normalize_rows", kA23, "  %y = otc.normalize %a {axis = 1 : i64, epsilon = 1.0e-05 : f64, center = false} : " + t23, t23, {2, 3}},
+      {"rms_normalize_whole", kA23, "  %y = otc.normalize %a {axis = 0 : i64, epsilon = 0.1 : f64, center = false} : " + t23, t23, {2, 3}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},
       {"log_softmax_first_axis", kA23, "  %y = otc.log_softmax %a {axis = 0 : i64} : " + t23, t23, {2, 3}},
       // log and sqrt of a^2, which the inputs keep at 0.09 or more.

@@ -356,7 +356,7 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           for (int64_t row = 0; row < count(shape) / n; ++row) {
             const double *xr = &x.data[row * n];
             double mean = 0, var = 0;
-            for (int64_t k = 0; k < n; ++k)
+            for (int64_t k = 0; k < n && op.getCenter(); ++k)
               mean += xr[k] / n;
             for (int64_t k = 0; k < n; ++k)
               var += (xr[k] - mean) * (xr[k] - mean) / n;
@@ -371,7 +371,7 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             const double *g = &get(op->getOperand(0)).data[row * n];
             double sg = 0, sgy = 0;
             for (int64_t k = 0; k < n; ++k) {
-              sg += g[k] / n;
+              sg += op.getCenter() ? g[k] / n : 0.0;
               sgy += g[k] * y[k] / n;
             }
             for (int64_t k = 0; k < n; ++k)

@@ -385,9 +385,17 @@ def Otc_NormalizeOp : Otc_DiffOp<"normalize", [SameOperandsAndResultType]> {
     Layer normalization without its scale and bias, which stay elementwise
     ops so that their gradients come from the primitives. The variance is
     the population variance, as in ONNX LayerNormalization and PyTorch.
+    With `center = false` it is RMS normalization, x / sqrt(mean(x²) +
+    epsilon), which otc-fuse-rms-norm forms from the hand-written pattern.
     Code generation makes it one RowReduce step (mean, variance, result).
+
+    ```mlir
+    %y = otc.normalize %x {axis = 2 : i64, epsilon = 1.0e-6 : f64, center = false}
+        : tensor<2x8x16xf32>
+    ```
   }];
-  let arguments = (ins Otc_FloatTensor:$input, I64Attr:$axis, F64Attr:$epsilon);
+  let arguments = (ins Otc_FloatTensor:$input, I64Attr:$axis, F64Attr:$epsilon,
+                   DefaultValuedAttr<BoolAttr, "true">:$center);
   let results = (outs Otc_FloatTensor:$result);
   let hasVerifier = 1;
   let assemblyFormat = "$input attr-dict `:` type($input)";
@@ -397,10 +405,11 @@ def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultT
   let summary = "Gradient of normalize: rstd * (g - mean(g) - y * mean(g * y))";
   let description = [{
     One fused RowReduce step: it recomputes the row's mean and rstd from the
-    input (cheaper than keeping them), then the two sums over g.
+    input (cheaper than keeping them), then the two sums over g. Without
+    centering (RMS normalization) the mean(g) term drops out.
   }];
   let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$input, I64Attr:$axis,
-                   F64Attr:$epsilon);
+                   F64Attr:$epsilon, DefaultValuedAttr<BoolAttr, "true">:$center);
   let results = (outs Otc_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
 }

@@ -32,7 +32,8 @@ inline constexpr const char kClasses[] = "otc.classes";
 inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
 } // namespace attr
 
-/// Forward graph to training step: cleanups, autodiff, accumulation, cleanups.
+/// Forward graph to training step: cleanups, fusions, autodiff, accumulation,
+/// cleanups.
 void buildTrainingPipeline(mlir::OpPassManager &pm);
 
 /// The forward graph as imported, cleaned up (--forward-only).

@@ -29,6 +29,34 @@ def Autodiff : Pass<"otc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
+  let summary = "Forms otc.normalize {center = false} from hand-written RMSNorm";
+  let description = [{
+    Models write RMSNorm by hand (LLaMA's `x * torch.rsqrt(x.pow(2).mean(-1,
+    keepdim=True) + eps)`), which exports as Pow, ReduceMean, Add, Sqrt and
+    Div or Reciprocal: five passes over memory forward and more backward.
+    This pass matches the pattern over the trailing dims, with the square as
+    `pow(x, 2)` or `x * x`, a constant epsilon, and `x * (1 / s)`,
+    `x * reciprocal(s)` or `x / s`, and replaces it with one
+    `otc.normalize {center = false}`: one RowReduce step, and one for its
+    gradient. Run before autodiff, so the backward sees the fused op;
+    intermediate values that have other users stay.
+
+    ```mlir
+    %sq = otc.pow %x {exponent = 2.0 : f64} : tensor<2x8xf32>
+    %m = otc.reduce_mean %sq [1] {keepdims = true} : tensor<2x8xf32> -> tensor<2x1xf32>
+    %a = otc.add %m, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+    %s = otc.sqrt %a : tensor<2x1xf32>
+    %r = otc.div %one, %s : tensor<f32>, tensor<2x1xf32> -> tensor<2x1xf32>
+    %y = otc.mul %x, %r : tensor<2x8xf32>, tensor<2x1xf32> -> tensor<2x8xf32>
+    // becomes
+    %y = otc.normalize %x {axis = 1 : i64, center = false, epsilon = 1.0e-06 : f64}
+        : tensor<2x8xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
   let summary = "Accumulates parameter gradients into persistent buffers";
   let description = [{
