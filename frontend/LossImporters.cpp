@@ -65,16 +65,18 @@ LogicalResult composedLoss(GraphImporter &imp, Value logp, Value labels, Value w
   Value y = reshaped(imp, labels, labelShape);
   auto boolType = RankedTensorType::get(type.getShape(), b.getI1Type());
   Value hit = CompareOp::create(b, loc, boolType, y, classIds, b.getStringAttr("eq"));
-  Value onehot = CastOp::create(b, loc, type, hit);
+  Value onehot;
   if (ignore && *ignore >= 0 && *ignore < classes) {
     auto keepType = RankedTensorType::get(labelShape, b.getI1Type());
     Value ii = ConstantOp::create(
         b, loc, DenseElementsAttr::get(RankedTensorType::get({}, labelType.getElementType()),
                                        ArrayRef<int64_t>{*ignore}));
     Value keep = CompareOp::create(b, loc, keepType, y, ii, b.getStringAttr("ne"));
-    onehot = MulOp::create(b, loc, type, onehot,
-                           CastOp::create(b, loc, withShape(logp, labelShape), keep));
+    hit = AndOp::create(b, loc, boolType, hit, keep);
+    onehot = CastOp::create(b, loc, type, hit);
   }
+  if (!onehot)
+    onehot = CastOp::create(b, loc, type, hit);
   markLabels(labels, classes, ignore);
 
   auto sumClasses = [&](Value v) {
@@ -82,7 +84,11 @@ LogicalResult composedLoss(GraphImporter &imp, Value logp, Value labels, Value w
                                b.getDenseI64ArrayAttr({1}), b.getBoolAttr(false))
         .getResult();
   };
-  Value picked = sumClasses(MulOp::create(b, loc, type, logp, onehot)); // log p[y], or 0
+  // log p[y], or 0: selected rather than multiplied by the one-hot, so a
+  // -inf at another class (a masked logit, log of a zero probability)
+  // does not make 0 * -inf = NaN.
+  Value picked = sumClasses(WhereOp::create(b, loc, type, hit, logp,
+                                            scalarConstant(b, loc, elem, 0.0)));
   Value w = onehot;
   if (weight)
     w = MulOp::create(b, loc, type, onehot, reshaped(imp, weight, perClass));

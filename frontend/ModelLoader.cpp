@@ -87,6 +87,37 @@ onnx::NodeProto *addNode(onnx::GraphProto &g, const std::string &op,
   return n;
 }
 
+/// Operators newer than libonnx 1.12 that otc imports, each checked by the
+/// checker and shape inference as an older one with the same signature and
+/// type and shape rule. (The importer infers its own types; libonnx's checks
+/// are validation only.)
+const std::pair<const char *, const char *> kStandIns[] = {
+    {"Gelu", "Identity"}, // opset 20: one tensor in, one of the same shape out
+};
+
+/// `model`, or, when it uses such an operator, a copy in `scratch` with the
+/// stand-ins in place (no copy of a model that needs none).
+onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
+  auto standIn = [](const std::string &op) -> const char * {
+    for (const auto &[newer, older] : kStandIns)
+      if (op == newer)
+        return older;
+    return nullptr;
+  };
+  bool any = false;
+  for (const auto &n : model.graph().node())
+    any |= (n.domain().empty() || n.domain() == "ai.onnx") && standIn(n.op_type());
+  if (!any)
+    return model;
+  scratch = model;
+  for (auto &n : *scratch.mutable_graph()->mutable_node())
+    if (const char *older = standIn(n.op_type()); older && (n.domain().empty() || n.domain() == "ai.onnx")) {
+      n.set_op_type(older);
+      n.clear_attribute();
+    }
+  return scratch;
+}
+
 /// Rewrites the graph so its only output is the scalar loss.
 bool applyLoss(onnx::ModelProto &model, const std::string &spec,
                std::string &error) {
@@ -258,7 +289,8 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     ~RestoreCerr() { std::cerr.rdbuf(old); }
   } restore{std::cerr.rdbuf(libonnxChatter.rdbuf())};
   try {
-    onnx::checker::check_model(model);
+    onnx::ModelProto scratch;
+    onnx::checker::check_model(withStandIns(model, scratch));
   } catch (const std::exception &e) {
     error = quotedPath(name) + " fails the ONNX checker: " + oneLine(e.what());
     return nullptr;
@@ -271,7 +303,9 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
       !specialiseBatch(model, options.microBatch, options.forwardOnly, error))
     return nullptr;
   try {
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+    onnx::ModelProto scratch;
+    onnx::shape_inference::InferShapes(withStandIns(model, scratch),
+                                       onnx::OpSchemaRegistry::Instance(),
                                        onnx::ShapeInferenceOptions(true, 1, false));
   } catch (const std::exception &e) {
     error = "ONNX shape inference rejects the model: " + oneLine(e.what());

@@ -497,6 +497,30 @@ LogicalResult importLeakyRelu(Imp &imp) {
   return success();
 }
 
+/// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
+/// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
+LogicalResult importGelu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  std::string approx = imp.attr("approximate") ? imp.attr("approximate")->s() : "none";
+  if (approx != "none" && approx != "tanh")
+    return imp.fail("unknown approximate " + quoted(approx));
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto c = [&](double v) { return scalarLike(imp, *x, v); };
+  Value inner;
+  if (approx == "none") {
+    inner = ErfOp::create(b, loc, MulOp::create(b, loc, *x, c(M_SQRT1_2)));
+  } else {
+    Value cube = MulOp::create(b, loc, MulOp::create(b, loc, *x, *x), *x);
+    Value arg = AddOp::create(b, loc, *x, MulOp::create(b, loc, cube, c(0.044715)));
+    inner = TanhOp::create(b, loc, MulOp::create(b, loc, arg, c(std::sqrt(2.0 / M_PI))));
+  }
+  Value half = MulOp::create(b, loc, *x, c(0.5));
+  imp.define(0, MulOp::create(b, loc, half, AddOp::create(b, loc, inner, c(1.0))).getResult());
+  return success();
+}
 
 LogicalResult importTranspose(Imp &imp) {
   auto x = imp.input(0);
@@ -1297,6 +1321,7 @@ const OpImporter kImporters[] = {
     {"Expand", 8, importExpand},
     {"Flatten", 1, importFlatten},
     {"Gather", 1, importGather},
+    {"Gelu", 20, importGelu},
     {"Gemm", 7, importGemm},
     {"GlobalAveragePool", 1, importGlobalAveragePool},
     {"GlobalMaxPool", 1, importGlobalMaxPool},

@@ -13,6 +13,8 @@ using namespace mlir;
 namespace otc {
 namespace {
 
+constexpr int64_t kMaxUnrolledSteps = 4096;
+
 struct Recurrence {
   GraphImporter &imp;
   int64_t seq, batch, inputSize, hidden, dirs, gates;
@@ -113,6 +115,9 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   auto bias = optional(3), initH = optional(5), initC = optional(IsLstm ? 6 : 99);
   if (failed(x) || failed(w) || failed(r) || failed(bias) || failed(initH) || failed(initC))
     return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  if (xType.getRank() != 3)
+    return imp.fail("X must have rank 3");
   // Every sequence must run to the full length.
   if (imp.numInputs() > 4 && !node.input(4).empty()) {
     const HostTensor *lens = imp.constantInput(4);
@@ -124,12 +129,17 @@ LogicalResult importRecurrent(GraphImporter &imp) {
         return imp.fail("sequences shorter than the input (sequence_lens) are not supported");
   }
 
-  auto xType = cast<RankedTensorType>(x->getType());
-  if (xType.getRank() != 3)
-    return imp.fail("X must have rank 3");
-  Recurrence rec{imp, 0, 0, xType.getDimSize(2), imp.intAttr("hidden_size", 0), dirs, gates,
-                 xType.getElementType()};
+  // hidden_size is optional: R is [dirs, gates·H, H].
+  auto rShape = cast<RankedTensorType>(r->getType()).getShape();
+  if (rShape.size() != 3)
+    return imp.fail("R must have rank 3");
+  Recurrence rec{imp, 0, 0, xType.getDimSize(2), imp.intAttr("hidden_size", rShape[2]), dirs,
+                 gates, xType.getElementType()};
   rec.seq = xType.getDimSize(layout == 0 ? 0 : 1);
+  // Unrolled, each step is a dozen ops: bound the program's size.
+  if (rec.seq > kMaxUnrolledSteps)
+    return imp.fail("sequences of " + std::to_string(rec.seq) + " steps are longer than the " +
+                    std::to_string(kMaxUnrolledSteps) + " otc unrolls");
   rec.batch = xType.getDimSize(layout == 0 ? 1 : 0);
   const int64_t H = rec.hidden, N = rec.batch, T = rec.seq;
   auto hasShape = [](Value v, ArrayRef<int64_t> s) {

@@ -5,6 +5,9 @@ usage: make_losses.py DIR
   DIR/log_sigmoid.onnx: x [6] -> log(sigmoid(x)) and log(1 - sigmoid(x)),
       as PyTorch exports BCE-with-logits; DIR/x/x.npy holds logits up to
       +-100 and DIR/expected.npz the float64 values -softplus(-x), -softplus(x).
+  DIR/nll_zero.onnx: NegativeLogLikelihoodLoss of Log(p), where p holds an
+      exact 0 at a class that is not the label (log p = -inf there); DIR/p/
+      holds p, and the loss must be -(log 0.5 + log 0.8) / 2.
   DIR/weighted.onnx: a Gemm classifier whose loss is SoftmaxCrossEntropyLoss
       with class weights and ignore_index 1 (N x 3 logits); DIR/bad/ holds
       labels with class 3, which does not exist.
@@ -50,3 +53,13 @@ g = helper.make_graph(nodes, "weighted",
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out / "weighted.onnx")
 np.save(out / "bad" / "feat.npy", rng.normal(size=(4, 4)).astype(np.float32))
 np.save(out / "bad" / "labels.npy", np.array([0, 2, 3, 1], np.int64))
+
+(out / "p").mkdir(parents=True, exist_ok=True)
+np.save(out / "p" / "p.npy", np.array([[0.5, 0.5, 0.0], [0.2, 0.0, 0.8]], np.float32))
+labels = numpy_helper.from_array(np.array([0, 2], np.int64), "labels")
+nodes = [helper.make_node("Constant", [], ["labels"], value=labels),
+         helper.make_node("Log", ["p"], ["logp"]),
+         helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["loss"])]
+g = helper.make_graph(nodes, "nll_zero", [helper.make_tensor_value_info("p", F, [2, 3])],
+                      [helper.make_tensor_value_info("loss", F, [])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out / "nll_zero.onnx")

@@ -7,6 +7,7 @@ the importer composes (deterministic).
       and its log_prob output; NegativeLogLikelihoodLoss with sum and none
       reductions over N x C x d; BCE written as Log(Sigmoid) and
       Log(1 - Sigmoid), as PyTorch exports it
+  gelu_f64.onnx: Gelu (opset 20), exact and tanh-approximated
 The recurrent models weight every output with a data input, so each
 element of Y, Y_h (and Y_c) gets its own gradient.
 """
@@ -92,3 +93,19 @@ def losses():
 
 
 losses()
+
+
+def gelu():
+    rng = np.random.default_rng(2)
+    init = [numpy_helper.from_array(rng.uniform(-3, 3, (2, 5)), "x")]
+    nodes = [helper.make_node("Gelu", ["x"], ["a"]),
+             helper.make_node("Gelu", ["x"], ["b"], approximate="tanh"),
+             helper.make_node("Mul", ["a", "b"], ["ab"]),
+             helper.make_node("ReduceSum", ["ab"], ["loss"], keepdims=0)]
+    g = helper.make_graph(nodes, "gelu", [], [helper.make_tensor_value_info("loss", D, [])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    m.ir_version = 8
+    onnx.save(m, HERE / "gelu_f64.onnx")
+
+
+gelu()
