@@ -6,6 +6,8 @@
 #include "emit/Targets.h"
 #include "otc/Codegen/Codegen.h"
 
+#include "llvm/ADT/APFloat.h"
+#include <cstdio>
 #include <sstream>
 
 namespace otc {
@@ -63,19 +65,36 @@ std::string placeOf(const Buffer &b) {
   return "0";
 }
 
+/// `v` rounded to nearest even in binary16 or bfloat16, as a hex literal.
+std::string halfBits(double v, ElemType type) {
+  llvm::APFloat f(v);
+  bool lost;
+  f.convert(type == ElemType::F16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
+            llvm::APFloat::rmNearestTiesToEven, &lost);
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%04x", unsigned(f.bitcastToAPInt().getZExtValue()));
+  return text;
+}
+
 /// Constant tensors as arrays: in device memory on CUDA.
 void emitConstants(std::ostream &os, const Program &program, bool cuda) {
   for (const Buffer &b : program.buffers) {
     if (b.place != Buffer::Place::Constant)
       continue;
-    os << (cuda ? "__device__ " : "static ") << storageType(b.type) << " otc_constant_" << b.id
-       << "[" << b.count() << "] = {";
+    // 16-bit floats as their bit patterns (neither __half nor the CPU's
+    // struct takes a float initializer), rounded to nearest even here.
+    bool bits16 = b.type == ElemType::F16 || b.type == ElemType::BF16;
+    os << (cuda ? "__device__ " : "static ") << (bits16 ? "uint16_t" : storageType(b.type))
+       << " otc_constant_" << b.id << "[" << b.count() << "] = {";
     for (int64_t i = 0; i < b.count(); ++i) {
       os << (i % 8 ? " " : "\n    ");
-      os << (isFloat(b.type)            ? floatLiteral(b.values[i])
-             : b.type == ElemType::I1 ? (b.ivalues[i] ? "true" : "false")
-                                      : intLiteral(b.ivalues[i]))
-         << ",";
+      if (bits16)
+        os << halfBits(b.values[i], b.type);
+      else
+        os << (isFloat(b.type)            ? floatLiteral(b.values[i])
+               : b.type == ElemType::I1 ? (b.ivalues[i] ? "true" : "false")
+                                        : intLiteral(b.ivalues[i]));
+      os << ",";
     }
     os << "};\n\n";
   }

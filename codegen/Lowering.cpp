@@ -198,13 +198,6 @@ bool Lowering::classify() {
       if (!elemTypeOf(t, e))
         return fail(&op, "element type of " + typeText(t) + " is not supported");
     }
-    if (auto c = dyn_cast<ConstantOp>(op)) {
-      ElemType e;
-      elemTypeOf(c.getType(), e);
-      if ((e == ElemType::F16 || e == ElemType::BF16) &&
-          !cast<DenseElementsAttr>(c.getValue()).isSplat())
-        return fail(&op, "non-uniform 16-bit constant tensors are not supported yet");
-    }
     if (!rules.elementwiseRule(&op) && !rules.stepRule(&op))
       return fail(&op, "has no code generation rule");
   }
