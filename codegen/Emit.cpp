@@ -192,7 +192,9 @@ std::string emitSource(const Program &program, Target target, bool training,
      << program.arenaBytes << ", " << int(optimizer)
      << ", otc_generated_step, OTC_SET_THREADS, "
      << (cuda ? std::string("0") : "otc_kernels::optimizer_update<" + std::string(optimizerName(optimizer)) + ">")
-     << "};\n\n"
+     << ",\n  " << program.lossScale.mode << ", " << floatLiteral(program.lossScale.initScale)
+     << ", " << program.lossScale.window << ", " << program.lossScale.hysteresis << ", "
+     << floatLiteral(program.lossScale.minScale) << "};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

@@ -586,6 +586,17 @@ bool Lowering::run(Program &program) {
     return fail(func, "expected a single block");
   if (!classify() || !bindArguments() || !makeBuffers())
     return false;
+  if (auto policy = func->getAttrOfType<DictionaryAttr>(attr::kLossScale)) {
+    auto mode = policy.getAs<StringAttr>("mode");
+    auto init = policy.getAs<FloatAttr>("init_scale"), low = policy.getAs<FloatAttr>("min_scale");
+    auto window = policy.getAs<IntegerAttr>("window");
+    auto hysteresis = policy.getAs<IntegerAttr>("hysteresis");
+    if (!mode || !init || !low || !window || !hysteresis)
+      return fail(func, "malformed otc.loss_scale; run otc-loss-scaling");
+    prog->lossScale = {mode.getValue() == "dynamic" ? 2 : mode.getValue() == "static" ? 1 : 0,
+                       init.getValueAsDouble(), low.getValueAsDouble(), window.getInt(),
+                       hysteresis.getInt()};
+  }
   const RuleRegistry &rules = RuleRegistry::get();
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (op.getNumResults() == 1 && inlined.contains(op.getResult(0)))

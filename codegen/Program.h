@@ -158,6 +158,13 @@ struct Program {
   int numGrads = 0;
   /// For a plain function (not a training step): its arguments and results.
   std::vector<TensorDesc> arguments, results;
+  /// The training step's loss-scaling policy (otc-loss-scaling), for the
+  /// runtime: mode 0 none, 1 static, 2 dynamic.
+  struct LossScale {
+    int mode = 0;
+    double initScale = 1.0, minScale = 0.0;
+    int64_t window = 2000, hysteresis = 1;
+  } lossScale;
 };
 
 /// The program as text, for `otc compile --emit program`.

@@ -5,11 +5,12 @@
 
 using namespace mlir;
 
-void otc::buildTrainingPipeline(OpPassManager &pm) {
+void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &scaling) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createAutodiff());
   pm.addPass(createGradAccumulation());
+  pm.addPass(createLossScaling(scaling));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -24,5 +25,5 @@ void otc::registerOtcPassesAndPipelines() {
   registerOtcPasses();
   PassPipelineRegistration<>("otc-training-pipeline",
                              "Forward graph to accumulating training step",
-                             buildTrainingPipeline);
+                             [](OpPassManager &pm) { buildTrainingPipeline(pm); });
 }

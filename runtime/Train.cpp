@@ -1,6 +1,7 @@
 // The training executable's main: loads the data, loops over micro-batches,
 // steps the optimizer, reports progress and saves the trained model.
 #include "Backend.h"
+#include "LossScaler.h"
 #include "ModelFile.h"
 #include "Npy.h"
 #include "Options.h"
@@ -60,7 +61,9 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     if (ds.samples >= 0 && a.shape[0] != ds.samples)
       die("'" + path + "' has " + std::to_string(a.shape[0]) + " samples, but '" +
           fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
-    checkValues(d, a, path, /*requireFinite=*/true);
+    // With a loss scaler a non-finite sample is a skipped step, as in
+    // PyTorch AMP; without one it could only stop the run later.
+    checkValues(d, a, path, /*requireFinite=*/!prog.loss_scale_mode);
     ds.samples = a.shape[0];
     ds.sampleBytes.push_back(ds.samples ? a.data.size() / ds.samples : 0);
     ds.arrays.push_back(std::move(a));
@@ -83,6 +86,7 @@ OptimizerStep stepScalars(otc_optimizer kind, const TrainOptions &o, int64_t t) 
   s.biasCorr2Sqrt = float(std::sqrt(1.0 - std::pow(o.beta2, double(t))));
   s.decayFactor = float(1.0 - o.lr * o.weightDecay);
   s.firstStep = t == 1;
+  s.gradScale = 1.0f;
   return s;
 }
 
@@ -113,6 +117,14 @@ const Param *firstNonFinite(Backend &backend, const std::vector<Param> &params,
         backend.anyNonFinite(grads ? p.grad : p.value, p.count))
       return &p;
   return nullptr;
+}
+
+std::string jsonNumber(double v) {
+  if (!std::isfinite(v))
+    return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", v);
+  return text;
 }
 
 int run(int argc, char **argv) {
@@ -192,6 +204,9 @@ int run(int argc, char **argv) {
   std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
                (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
 
+  LossScaler scaler(prog.loss_scale_mode, prog.init_scale, prog.scale_window,
+                    prog.scale_hysteresis, prog.min_scale);
+  int64_t updates = 0, skipped = 0; // Adam's step count advances on updates only
   auto start = std::chrono::steady_clock::now();
   double firstLoss = 0, lastLoss = 0;
   for (int64_t s = 0; s < steps; ++s) {
@@ -202,7 +217,7 @@ int run(int argc, char **argv) {
       for (size_t i = 0; i < ds.arrays.size(); ++i)
         backend->toDevice(inputPtrs[i], ds.arrays[i].data.data() + first * ds.sampleBytes[i],
                           ds.sampleBytes[i] * N);
-      args.seed = float(1.0 / double(k));
+      args.seed = float(double(scaler.scale()) / double(k));
       args.first = j == 0;
       args.rng_seed = opt.seed;
       args.rng_offset = uint64_t(s * K + j); // the micro-batch's index in the run
@@ -211,34 +226,59 @@ int run(int argc, char **argv) {
     // The step summed the window's loss on the device: one read per step.
     float lossSum;
     backend->toHost(&lossSum, args.loss, sizeof(float));
-    // fp32 training stops at the first non-finite value; nothing is saved.
+    // Without loss scaling, training stops at the first non-finite value and
+    // nothing is saved. With it, such a step is skipped whole, as GradScaler
+    // skips optimizer.step(): weights and moments untouched.
     std::string where = "step " + std::to_string(s + 1);
-    if (!std::isfinite(lossSum))
-      die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : "inf") +
-          "; stopping without saving (is --lr too large?)");
-    if (const Param *p = firstNonFinite(*backend, params, /*grads=*/true))
-      die(where + ": the gradient of '" + p->desc->name +
+    const Param *bad = firstNonFinite(*backend, params, /*grads=*/true);
+    bool overflow = !std::isfinite(lossSum) || bad;
+    if (overflow && !scaler.enabled()) {
+      if (!std::isfinite(lossSum))
+        die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : "inf") +
+            "; stopping without saving (is --lr too large?)");
+      die(where + ": the gradient of '" + bad->desc->name +
           "' is not finite; stopping without saving");
-    OptimizerStep scalars = stepScalars(kind, opt, s + 1);
-    for (Param &p : params)
-      if (p.grad)
-        backend->update(scalars, p.value, p.grad, p.m, p.v, p.count);
+    }
+    float scaleUsed = scaler.scale();
+    if (overflow) {
+      ++skipped;
+    } else {
+      OptimizerStep scalars = stepScalars(kind, opt, ++updates);
+      scalars.gradScale = scaler.invScale();
+      for (Param &p : params)
+        if (p.grad)
+          backend->update(scalars, p.value, p.grad, p.m, p.v, p.count);
+    }
+    scaler.update(overflow);
     double loss = double(lossSum) / double(k);
     if (s == 0)
       firstLoss = loss;
     lastLoss = loss;
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
     double rate = secs > 0 ? double(k * N) / secs : 0;
-    if (log)
+    if (log && scaler.enabled()) // JSON has no inf or nan: a skipped step's loss may be null
+      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"samples_per_second\": "
+                   "%.6g, \"loss_scale\": %.9g, \"skipped\": %s}\n",
+                   (long long)(s + 1), jsonNumber(loss).c_str(), opt.lr, rate, double(scaleUsed),
+                   overflow ? "true" : "false");
+    else if (log)
       std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"samples_per_second\": %.6g}\n",
                    (long long)(s + 1), loss, opt.lr, rate);
     int64_t every = std::max<int64_t>(1, steps / 20);
-    if ((s + 1) % every == 0 || s + 1 == steps)
-      std::fprintf(stderr, "step %lld/%lld  loss %.6f  %.0f samples/s\n",
-                   (long long)(s + 1), (long long)steps, loss, rate);
+    if ((s + 1) % every == 0 || s + 1 == steps) {
+      std::fprintf(stderr, "step %lld/%lld  loss %.6f  %.0f samples/s", (long long)(s + 1),
+                   (long long)steps, loss, rate);
+      if (scaler.enabled())
+        std::fprintf(stderr, "  scale %g  skipped %lld", double(scaler.scale()), (long long)skipped);
+      std::fputc('\n', stderr);
+    }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f\n", secs, firstLoss, lastLoss);
+  std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f", secs, firstLoss, lastLoss);
+  if (scaler.enabled())
+    std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
+                 (long long)steps, double(scaler.scale()));
+  std::fputc('\n', stderr);
   logFile.reset();
   if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
     die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +

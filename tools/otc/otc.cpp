@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -32,6 +33,8 @@ const char kUsage[] =
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
     "           [--freeze NAME|PREFIX* ...] [--forward-only]\n"
+    "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
+    "           [--scale-hysteresis N] [--min-scale S]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -45,7 +48,30 @@ const char kUsage[] =
 struct Args {
   std::string command, model, output, target = "cuda", optimizer = "sgd", emit;
   otc::ImportOptions import;
+  otc::LossScalingOptions scaling;
+  bool scalingFlags = false; // any of the options that need a scaler
 };
+
+double positiveNumber(const std::string &flag, const std::string &v, bool allowZero) {
+  char *end;
+  errno = 0;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end || errno == ERANGE || !std::isfinite(float(x)) ||
+      !(allowZero ? x >= 0 : x > 0))
+    fail(flag + " expects a " + (allowZero ? "non-negative" : "positive") +
+             " number finite in float32, got '" + v.substr(0, 40) + "'",
+         2);
+  return x;
+}
+
+int64_t count(const std::string &flag, const std::string &v) {
+  char *end;
+  errno = 0;
+  long long n = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno == ERANGE || n < 1 || n > (1LL << 40))
+    fail(flag + " expects an integer from 1 to 2^40, got '" + v.substr(0, 40) + "'", 2);
+  return n;
+}
 
 Args parseArgs(int argc, char **argv) {
   if (argc < 2)
@@ -83,6 +109,29 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--loss") a.import.loss = v;
     else if (arg == "--emit") a.emit = v;
     else if (arg == "--freeze") a.import.freeze.push_back(v);
+    else if (arg == "--loss-scale") {
+      if (v == "none" || v == "dynamic") {
+        a.scaling.mode = v;
+      } else if (v.rfind("static:", 0) == 0) {
+        a.scaling.mode = "static";
+        a.scaling.initScale = positiveNumber("--loss-scale static:S", v.substr(7), false);
+      } else {
+        fail("unknown --loss-scale '" + v.substr(0, 40) + "' (expected none, static:S or dynamic)",
+             2);
+      }
+    } else if (arg == "--init-scale") {
+      a.scaling.initScale = positiveNumber(arg, v, false);
+      a.scalingFlags = true;
+    } else if (arg == "--scale-window") {
+      a.scaling.window = count(arg, v);
+      a.scalingFlags = true;
+    } else if (arg == "--scale-hysteresis") {
+      a.scaling.hysteresis = count(arg, v);
+      a.scalingFlags = true;
+    } else if (arg == "--min-scale") {
+      a.scaling.minScale = positiveNumber(arg, v, true);
+      a.scalingFlags = true;
+    }
     else if (arg == "--micro-batch") {
       char *end;
       errno = 0;
@@ -102,6 +151,14 @@ Args parseArgs(int argc, char **argv) {
     fail("--forward-only applies to otc compile and otc import", 2);
   if (a.import.forwardOnly && !a.import.freeze.empty())
     fail("--freeze does not apply to a forward-only executable", 2);
+  if (a.scalingFlags && a.scaling.mode != "dynamic")
+    fail("--init-scale, --scale-window, --scale-hysteresis and --min-scale need "
+         "--loss-scale dynamic",
+         2);
+  if (a.scaling.minScale > a.scaling.initScale)
+    fail("--min-scale must not exceed the initial scale", 2);
+  if (a.import.forwardOnly && a.scaling.mode != "none")
+    fail("--loss-scale does not apply to a forward-only executable", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty())
     fail("no output given (-o)", 2);
   if (a.target != "cuda" && a.target != "cpu")
@@ -183,7 +240,7 @@ int main(int argc, char **argv) {
 
   bool forward = args.import.forwardOnly;
   PassManager pm(&ctx);
-  forward ? otc::buildForwardPipeline(pm) : otc::buildTrainingPipeline(pm);
+  forward ? otc::buildForwardPipeline(pm) : otc::buildTrainingPipeline(pm, args.scaling);
   if (failed(pm.run(*module)))
     fail(std::string(forward ? "the forward" : "the training") + " pipeline failed: " +
          diagnostic.substr(0, diagnostic.find('\n')));

@@ -30,11 +30,13 @@ inline constexpr const char kTiedArg[] = "otc.tied_arg";
 /// On an integer input: class labels in [0, otc.classes), or otc.ignore_index.
 inline constexpr const char kClasses[] = "otc.classes";
 inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
+/// On the training step: the loss-scaling policy (otc-loss-scaling).
+inline constexpr const char kLossScale[] = "otc.loss_scale";
 } // namespace attr
 
 /// Forward graph to training step: cleanups, fusions, autodiff, accumulation,
 /// cleanups.
-void buildTrainingPipeline(mlir::OpPassManager &pm);
+void buildTrainingPipeline(mlir::OpPassManager &pm, const LossScalingOptions &scaling = {});
 
 /// The forward graph as imported, cleaned up (--forward-only).
 void buildForwardPipeline(mlir::OpPassManager &pm);

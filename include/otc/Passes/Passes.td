@@ -82,4 +82,46 @@ def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
+  let summary = "Records the loss-scaling policy of the training step";
+  let description = [{
+    Loss scaling multiplies the loss seed (`otc.loss_seed`, which the
+    runtime sets to scale / k for a window of k micro-batches) so that small
+    gradients survive low-precision arithmetic, and the optimizer update
+    multiplies each gradient by 1/scale in the same kernel. This pass checks
+    the policy and records it on the step as `otc.loss_scale`, which code
+    generation gives the runtime:
+
+    - `none`: no scaling; a non-finite loss or gradient stops training.
+    - `static`: a fixed scale; a step whose gradients overflow is skipped.
+    - `dynamic`: PyTorch GradScaler's rules. The scale starts at
+      `init-scale` (2^16), halves on overflow (after `hysteresis`
+      consecutive overflows, DeepSpeed's option; 1 is GradScaler's) but not
+      below `min-scale`, and doubles after `window` (2000) good steps in a
+      row. An overflowing step is skipped whole: weights, momentum and Adam
+      moments untouched, Adam's step count not advanced.
+
+    ```mlir
+    func.func @train_step(...) -> (tensor<f32> {otc.loss}, ...)
+    // with mode=dynamic becomes
+    func.func @train_step(...) -> (tensor<f32> {otc.loss}, ...)
+        attributes {otc.loss_scale = {hysteresis = 1 : i64, init_scale = 65536.0 : f64,
+                    min_scale = 0.0 : f64, mode = "dynamic", window = 2000 : i64}}
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
+           "none, static or dynamic">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "the scale (static) or the initial scale (dynamic)">,
+    Option<"window", "window", "int64_t", /*default=*/"2000",
+           "good steps in a row before the scale doubles">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
+           "overflowing steps in a row before the scale halves">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "the scale never halves below this">,
+  ];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 #endif // OTC_PASSES

@@ -27,6 +27,7 @@ struct OptimizerStep {
   float stepSize;      // lr / (1 - beta1^t)
   float biasCorr2Sqrt; // sqrt(1 - beta2^t)
   float decayFactor;   // 1 - lr * weight_decay, for AdamW
+  float gradScale;     // 1 / loss scale (float32, as GradScaler's inv_scale), or 1
   bool firstStep;
 };
 
@@ -34,6 +35,7 @@ struct OptimizerStep {
 template <otc_optimizer Kind>
 OTC_UPDATE_HD inline void updateElementOf(const OptimizerStep &s, float &p, float g,
                                           float &m, float &v) {
+  g = g * s.gradScale; // unscaling, fused (exact when the scale is 1)
   if constexpr (Kind == OTC_SGD || Kind == OTC_MOMENTUM) {
     float d = s.weightDecay != 0.0f ? g + s.weightDecay * p : g;
     if constexpr (Kind == OTC_MOMENTUM) {

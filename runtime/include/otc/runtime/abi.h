@@ -68,6 +68,12 @@ typedef struct otc_program {
   /* The CPU optimizer update (otc::OptimizerStep at `step`); null on CUDA. */
   void (*update)(const void *step, float *param, const float *grad, float *m,
                  float *v, int64_t n);
+  /* Loss scaling (otc-loss-scaling): 0 none, 1 static, 2 dynamic with
+   * GradScaler's rules. The seed is scale / k; updates multiply by 1/scale. */
+  int loss_scale_mode;
+  double init_scale;
+  int64_t scale_window, scale_hysteresis;
+  double min_scale;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),

@@ -1,0 +1,38 @@
+// The loss scale of a training run: static, or dynamic with PyTorch
+// GradScaler's rules (and DeepSpeed's hysteresis and minimum scale).
+#ifndef OTC_RUNTIME_LOSSSCALER_H
+#define OTC_RUNTIME_LOSSSCALER_H
+
+#include <cstdint>
+
+namespace otc {
+
+class LossScaler {
+public:
+  enum Mode { None = 0, Static = 1, Dynamic = 2 };
+  LossScaler(int mode, double initScale, int64_t window, int64_t hysteresis, double minScale)
+      : mode(Mode(mode)), current(mode == None ? 1.0f : float(initScale)), window(window),
+        hysteresis(hysteresis), hysteresisLeft(hysteresis), minScale(float(minScale)) {}
+
+  bool enabled() const { return mode != None; }
+  /// The scale, a float32 as GradScaler keeps it.
+  float scale() const { return current; }
+  /// What the update multiplies gradients by: GradScaler's inv_scale, the
+  /// reciprocal in double rounded to float32.
+  float invScale() const { return float(1.0 / double(current)); }
+
+  /// After a step: an overflowing one backs the scale off (×0.5, after
+  /// `hysteresis` overflows in a row, never below the minimum); `window`
+  /// good steps in a row grow it (×2, if that stays finite).
+  void update(bool overflow);
+
+private:
+  Mode mode;
+  float current;
+  int64_t window, hysteresis, hysteresisLeft, goodSteps = 0;
+  float minScale;
+};
+
+} // namespace otc
+
+#endif
