@@ -5,9 +5,11 @@
 
 using namespace mlir;
 
-void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &scaling) {
+void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &scaling,
+                                const MixedPrecisionOptions &precision) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
+  pm.addPass(createMixedPrecision(precision));
   pm.addPass(createAutodiff());
   pm.addPass(createGradAccumulation());
   pm.addPass(createLossScaling(scaling));

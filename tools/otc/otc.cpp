@@ -34,7 +34,8 @@ const char kUsage[] =
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
     "           [--freeze NAME|PREFIX* ...] [--forward-only]\n"
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
-    "           [--scale-hysteresis N] [--min-scale S]\n"
+    "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
+    "           [--keep-fp32 OPTYPE|NODE ...]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -49,6 +50,8 @@ struct Args {
   std::string command, model, output, target = "cuda", optimizer = "sgd", emit;
   otc::ImportOptions import;
   otc::LossScalingOptions scaling;
+  otc::MixedPrecisionOptions precision;
+  bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
 };
 
@@ -109,7 +112,14 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--loss") a.import.loss = v;
     else if (arg == "--emit") a.emit = v;
     else if (arg == "--freeze") a.import.freeze.push_back(v);
-    else if (arg == "--loss-scale") {
+    else if (arg == "--precision") {
+      if (v != "fp32" && v != "fp16" && v != "bf16")
+        fail("unknown --precision '" + v.substr(0, 40) + "' (expected fp32, fp16 or bf16)", 2);
+      a.precision.precision = v;
+    } else if (arg == "--keep-fp32") {
+      a.precision.keepFp32.push_back(v);
+    } else if (arg == "--loss-scale") {
+      a.lossScaleGiven = true;
       if (v == "none" || v == "dynamic") {
         a.scaling.mode = v;
       } else if (v.rfind("static:", 0) == 0) {
@@ -151,6 +161,9 @@ Args parseArgs(int argc, char **argv) {
     fail("--forward-only applies to otc compile and otc import", 2);
   if (a.import.forwardOnly && !a.import.freeze.empty())
     fail("--freeze does not apply to a forward-only executable", 2);
+  // fp16's narrow range needs scaling by default, as AMP's GradScaler.
+  if (!a.lossScaleGiven && a.precision.precision == "fp16")
+    a.scaling.mode = "dynamic";
   if (a.scalingFlags && a.scaling.mode != "dynamic")
     fail("--init-scale, --scale-window, --scale-hysteresis and --min-scale need "
          "--loss-scale dynamic",
@@ -240,7 +253,8 @@ int main(int argc, char **argv) {
 
   bool forward = args.import.forwardOnly;
   PassManager pm(&ctx);
-  forward ? otc::buildForwardPipeline(pm) : otc::buildTrainingPipeline(pm, args.scaling);
+  forward ? otc::buildForwardPipeline(pm)
+          : otc::buildTrainingPipeline(pm, args.scaling, args.precision);
   if (failed(pm.run(*module)))
     fail(std::string(forward ? "the forward" : "the training") + " pipeline failed: " +
          diagnostic.substr(0, diagnostic.find('\n')));

@@ -36,7 +36,8 @@ inline constexpr const char kLossScale[] = "otc.loss_scale";
 
 /// Forward graph to training step: cleanups, fusions, autodiff, accumulation,
 /// cleanups.
-void buildTrainingPipeline(mlir::OpPassManager &pm, const LossScalingOptions &scaling = {});
+void buildTrainingPipeline(mlir::OpPassManager &pm, const LossScalingOptions &scaling = {},
+                           const MixedPrecisionOptions &precision = {});
 
 /// The forward graph as imported, cleaned up (--forward-only).
 void buildForwardPipeline(mlir::OpPassManager &pm);

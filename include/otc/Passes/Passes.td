@@ -82,6 +82,42 @@ def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def MixedPrecision : Pass<"otc-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Rewrites the forward graph's element types, autocast-style";
+  let description = [{
+    Runs before autodiff, so the backward follows the types. One table
+    (`policyOf`) says where each op runs:
+    - low (fp16 or bf16 operands, float32 accumulation): matmul, gemm;
+    - float32: normalize, softmax, log-softmax, reductions, exp, log, pow,
+      sqrt, reciprocal, erf, the losses, the window kernels, dropout;
+    - the rest: the widest type of its float operands.
+    Casts are inserted where an operand's type differs; parameters stay
+    float32 (master weights) and reach low-precision ops through casts, whose
+    gradients cast back, so gradient buffers and optimizer state stay float32.
+    `keep-fp32` names op types (`matmul`) or ONNX nodes that stay float32.
+    Each rewritten op is marked `otc.precision` with its class, and the table
+    is printed on the module as `otc.precision_policy`.
+
+    ```mlir
+    %y = otc.gemm %x, %w, %b {trans_b = true}
+        : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    // with precision=bf16 becomes
+    %0 = otc.cast %x : tensor<2x4xf32> -> tensor<2x4xbf16>
+    %1 = otc.cast %w : tensor<3x4xf32> -> tensor<3x4xbf16>
+    %2 = otc.cast %b : tensor<3xf32> -> tensor<3xbf16>
+    %y = otc.gemm %0, %1, %2 {otc.precision = "low", trans_b = true}
+        : (tensor<2x4xbf16>, tensor<3x4xbf16>, tensor<3xbf16>) -> tensor<2x3xbf16>
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "fp32, fp16 or bf16">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "op types (matmul) or node names kept in float32">,
+  ];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
   let summary = "Records the loss-scaling policy of the training step";
   let description = [{

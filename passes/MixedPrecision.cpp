@@ -1,0 +1,154 @@
+// otc-mixed-precision: rewrites the forward graph's element types with an
+// autocast-like policy (one table, below), before autodiff, so the backward
+// follows the types. Parameters stay float32 (master weights); the casts to
+// the low type sit in the graph, so their gradients cast back.
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace otc {
+#define GEN_PASS_DEF_MIXEDPRECISION
+#include "otc/Passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+enum class Policy { Low, F32, Widest };
+
+/// The policy table. GEMMs run on low-precision operands (accumulating in
+/// float32); statistics, reductions, exp/log/pow, the losses and the window
+/// kernels (float32 only) in float32; everything else in the widest type of
+/// its float operands.
+Policy policyOf(Operation *op) {
+  if (isa<MatMulOp, GemmOp>(op))
+    return Policy::Low;
+  if (isa<NormalizeOp, SoftmaxOp, LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ExpOp, LogOp, PowOp,
+          SqrtOp, ReciprocalOp, ErfOp, SoftmaxCrossEntropyOp, Im2ColOp, MaxPoolOp, AvgPoolOp,
+          DropoutOp, AssignOp>(op))
+    return Policy::F32;
+  return Policy::Widest;
+}
+
+const char *policyName(Policy p) {
+  return p == Policy::Low ? "low" : p == Policy::F32 ? "f32" : "widest";
+}
+
+bool isFloatTensor(Type t) {
+  auto r = dyn_cast<RankedTensorType>(t);
+  return r && isa<FloatType>(r.getElementType());
+}
+
+Type withElement(Type t, Type elem) {
+  auto r = cast<RankedTensorType>(t);
+  return RankedTensorType::get(r.getShape(), elem);
+}
+
+struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
+  using MixedPrecisionBase::MixedPrecisionBase;
+
+  /// Whether --keep-fp32 names the op's type (e.g. matmul) or its node.
+  bool keptInF32(Operation *op) {
+    StringRef name = op->getName().getStringRef();
+    name.consume_front("otc.");
+    std::string node;
+    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+      node = loc.getName().str();
+    for (const std::string &k : keepFp32)
+      if (k == name || k == node)
+        return true;
+    return false;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (precision == "fp32")
+      return;
+    if (precision != "fp16" && precision != "bf16") {
+      module.emitError("otc-mixed-precision: unknown precision '")
+          << precision << "' (expected fp32, fp16 or bf16)";
+      return signalPassFailure();
+    }
+    Builder builder(module.getContext());
+    Type low = precision == "fp16" ? Type(builder.getF16Type()) : Type(builder.getBF16Type());
+    Type f32 = builder.getF32Type();
+    for (auto func : module.getOps<func::FuncOp>())
+      rewrite(func, low, f32);
+    // The table, for --emit mlir.
+    NamedAttrList table;
+    table.append("precision", builder.getStringAttr(precision));
+    table.append("low", builder.getStrArrayAttr({"matmul", "gemm"}));
+    table.append("f32", builder.getStrArrayAttr(
+                            {"normalize", "softmax", "log_softmax", "reduce_sum", "reduce_mean",
+                             "exp", "log", "pow", "sqrt", "reciprocal", "erf",
+                             "softmax_cross_entropy", "im2col", "max_pool", "avg_pool", "dropout",
+                             "assign"}));
+    table.append("other", builder.getStringAttr("the widest type of the float operands"));
+    SmallVector<Attribute> kept;
+    for (const std::string &k : keepFp32)
+      kept.push_back(builder.getStringAttr(k));
+    table.append("keep_fp32", builder.getArrayAttr(kept));
+    module->setAttr("otc.precision_policy", table.getDictionary(module.getContext()));
+  }
+
+  void rewrite(func::FuncOp func, Type low, Type f32) {
+    OpBuilder b(func.getContext());
+    auto castTo = [&](Value v, Type elem, Location loc) -> Value {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (t.getElementType() == elem)
+        return v;
+      return CastOp::create(b, loc, withElement(t, elem), v);
+    };
+    for (Operation &opRef : llvm::make_early_inc_range(func.getBody().front())) {
+      Operation *op = &opRef;
+      if (isa<ConstantOp, CastOp, func::ReturnOp>(op))
+        continue;
+      SmallVector<unsigned> floats;
+      bool anyF64 = false, allLow = true;
+      for (auto [i, v] : llvm::enumerate(op->getOperands()))
+        if (isFloatTensor(v.getType())) {
+          Type e = cast<RankedTensorType>(v.getType()).getElementType();
+          anyF64 |= e.isF64();
+          allLow &= e == low;
+          floats.push_back(i);
+        }
+      if (floats.empty() || anyF64)
+        continue;
+      Policy p = keptInF32(op) ? Policy::F32 : policyOf(op);
+      Type target = p == Policy::Low ? low : p == Policy::F32 ? f32 : (allLow ? low : f32);
+      b.setInsertionPoint(op);
+      for (unsigned i : floats)
+        op->setOperand(i, castTo(op->getOperand(i), target, op->getLoc()));
+      op->setAttr("otc.precision", b.getStringAttr(policyName(p)));
+      // Float results take the target type: the op is rebuilt when that
+      // changes them.
+      SmallVector<Type> results;
+      bool changed = false;
+      for (Type t : op->getResultTypes()) {
+        bool f = isFloatTensor(t) && cast<RankedTensorType>(t).getElementType() != target;
+        results.push_back(f ? withElement(t, target) : t);
+        changed |= f;
+      }
+      if (!changed)
+        continue;
+      OperationState state(op->getLoc(), op->getName(), op->getOperands(), results,
+                           op->getAttrs());
+      Operation *fresh = b.create(state);
+      op->replaceAllUsesWith(fresh->getResults());
+      op->erase();
+    }
+    // The function's results keep their types (the loss stays float32).
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    b.setInsertionPoint(ret);
+    for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+      if (v.getType() != func.getResultTypes()[i])
+        ret.setOperand(i, castTo(v, cast<RankedTensorType>(func.getResultTypes()[i]).getElementType(),
+                                 ret.getLoc()));
+  }
+};
+
+} // namespace
