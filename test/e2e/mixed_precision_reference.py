@@ -1,9 +1,9 @@
 """Mixed-precision training against a PyTorch reference that rounds at the
 same points.
 
-  make DIR   model.onnx: x [N, 6] -> Gemm(8) -> Tanh -> Gemm(3) -> SoftmaxCrossEntropyLoss,
+  make DIR [GAIN]  model.onnx: x [N, 6] -> Gemm(8) -> Tanh -> Gemm(3) -> SoftmaxCrossEntropyLoss,
              and data/ (16 samples).
-  check DIR SAVED fp16|bf16 STEPS K LR SCALE
+  check DIR SAVED fp16|bf16 STEPS K LR SCALE [LOG]
              Replays otc's policy in float32 PyTorch, rounding with
              r(t) = t.to(low).float() where otc stores a low-precision value:
                h = r(r(x) r(W1)ᵀ + r(b1))    gemm: low operands, f32 sums
@@ -12,8 +12,12 @@ same points.
                loss = cross_entropy(z)       float32
              Autograd's backward through r() rounds each gradient where otc's
              cast gradients do. SCALE multiplies the loss seed and 1/SCALE
-             the gradients (fp16's default dynamic scaling, which does not
-             overflow here). SGD, K micro-batches per step.
+             the gradients. With LOG (otc's --log of a --loss-scale dynamic
+             run), SCALE is the initial scale and GradScaler's rules run in
+             the reference too (written out in `update_scale`): a step whose
+             rounded gradients hold an infinity is skipped and halves the
+             scale, 2000 good steps double it; LOG's scales and skipped steps
+             must equal the reference's. SGD, K micro-batches per step.
              Tolerance per tensor: 2 u max_t(lr max|g_t|) + 1e-6 max|w|, with
              u the low type's unit roundoff (2^-11 fp16, 2^-8 bf16). The two
              differ only in float32 summation order (n 2^-24 relative), which
@@ -35,13 +39,14 @@ from onnx import TensorProto, helper, numpy_helper
 NAMES = ["w1", "b1", "w2", "b2"]
 
 
-def make(out):
+def make(out, gain=1.0):
+    """GAIN scales the inputs: at 64, fp16 gradients times 2^16 overflow."""
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     init = {"w1": rng.normal(0, 0.5, (8, 6)), "b1": rng.normal(0, 0.1, 8),
             "w2": rng.normal(0, 0.5, (3, 8)), "b2": rng.normal(0, 0.1, 3)}
-    np.save(out / "data" / "x.npy", rng.normal(size=(16, 6)).astype(np.float32))
+    np.save(out / "data" / "x.npy", (gain * rng.normal(size=(16, 6))).astype(np.float32))
     np.save(out / "data" / "labels.npy", rng.integers(0, 3, 16).astype(np.int64))
     nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
              helper.make_node("Tanh", ["h"], ["a"]),
@@ -71,7 +76,15 @@ class RoundedTanh(torch.autograd.Function):
         return (dy.to(ctx.low).float() * (1 - y * y)).to(ctx.low).float(), None
 
 
-def check(out, saved, precision, steps, k, lr, scale):
+def update_scale(scale, good, overflow, window=2000):
+    """GradScaler's rules: (new scale, good steps in a row)."""
+    if overflow:
+        return scale * 0.5, 0
+    good += 1
+    return (scale * 2.0, 0) if good == window else (scale, good)
+
+
+def check(out, saved, precision, steps, k, lr, scale, log=None):
     out = Path(out)
     low = torch.float16 if precision == "fp16" else torch.bfloat16
     u = 2.0 ** -11 if precision == "fp16" else 2.0 ** -8
@@ -82,6 +95,7 @@ def check(out, saved, precision, steps, k, lr, scale):
     y = torch.from_numpy(np.load(out / "data" / "labels.npy"))
     n, m = 4, 4
     gmax = {k_: 0.0 for k_ in NAMES}
+    good, sequence = 0, []
     for s in range(steps):
         for q in p.values():
             q.grad = None
@@ -91,12 +105,27 @@ def check(out, saved, precision, steps, k, lr, scale):
             a = RoundedTanh.apply(h, low)
             z = r(a @ r(p["w2"]).T + r(p["b2"]))
             (F.cross_entropy(z, y[f:f + n]) / k * scale).backward()
+        overflow = not all(bool(torch.isfinite(q.grad).all()) for q in p.values())
+        sequence.append((scale, overflow))
+        if log and overflow:
+            scale, good = update_scale(scale, good, True)
+            continue
         with torch.no_grad():
             inv = torch.tensor(float(scale)).double().reciprocal().float()
             for name, q in p.items():
                 g = q.grad * inv
                 gmax[name] = max(gmax[name], lr * float(g.abs().max()))
                 q -= lr * g
+        if log:
+            scale, good = update_scale(scale, good, False)
+    if log:
+        import json
+        got = [(r["loss_scale"], r["skipped"]) for r in map(json.loads, open(log))]
+        print("reference:", " ".join(f"{sc:g}{'*' if sk else ''}" for sc, sk in sequence))
+        print("otc:      ", " ".join(f"{sc:g}{'*' if sk else ''}" for sc, sk in got))
+        if got != sequence:
+            print("the scale sequence differs")
+            sys.exit(1)
     trained = {i.name: numpy_helper.to_array(i) for i in onnx.load(saved).graph.initializer}
     ok = True
     for name in NAMES:
@@ -113,7 +142,7 @@ def check(out, saved, precision, steps, k, lr, scale):
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
-        make(sys.argv[2])
+        make(sys.argv[2], *map(float, sys.argv[3:4]))
     else:
         check(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
-              float(sys.argv[7]), float(sys.argv[8]))
+              float(sys.argv[7]), float(sys.argv[8]), *sys.argv[9:10])
