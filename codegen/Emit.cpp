@@ -209,6 +209,10 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
   if (!lowering.run(program))
     return false;
   out.program = printProgram(program);
+  if (options.training) {
+    out.memory = memoryReport(program, optimizerSlots(options.optimizer));
+    out.program += "\n" + out.memory;
+  }
   out.source = emitSource(program, options.target, options.training, options.optimizer);
   return true;
 }

@@ -412,6 +412,18 @@ bool Lowering::makeBuffers() {
     std::string name = op.getName().getStringRef().str();
     int id = addBuffer(type, shapeOf(r).vec(), Buffer::Place::Arena, 0, name);
     buffers[r] = id;
+    if (isa<CastOp>(op) && (type == ElemType::F16 || type == ElemType::BF16)) {
+      // A parameter, perhaps transposed or reshaped on the way (a Linear's
+      // weight), cast to 16 bits.
+      Value v = op.getOperand(0);
+      while (Operation *def = v.getDefiningOp()) {
+        if (!isa<ReshapeOp, TransposeOp, SliceOp>(def))
+          break;
+        v = def->getOperand(0);
+      }
+      auto arg = dyn_cast<BlockArgument>(v);
+      prog->buffers[id].lowCopy = arg && func.getArgAttr(arg.getArgNumber(), attr::kParam);
+    }
     int64_t last = position[&op];
     for (Operation *u : r.getUsers())
       last = std::max(last, usePosition(u));

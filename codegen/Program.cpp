@@ -1,6 +1,7 @@
 // Element types, dim collapsing and the printed form of the kernel program.
 #include "Program.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace otc {
@@ -198,6 +199,57 @@ std::string printProgram(const Program &p) {
     os << "]\n";
     printNodes(os, s);
   }
+  return os.str();
+}
+
+} // namespace otc
+
+namespace otc {
+
+std::string memoryReport(const Program &program, int optimizerSlots) {
+  auto bytesOf = [](const TensorDesc &d) {
+    int64_t n = byteSize(d.type);
+    for (int64_t s : d.shape)
+      n *= s;
+    return n;
+  };
+  int64_t params = 0, trained = 0, inputs = 0, constants = 0, lowCopies = 0;
+  for (size_t i = 0; i < program.params.size(); ++i) {
+    params += bytesOf(program.params[i]);
+    if (program.gradIndex[i] >= 0)
+      trained += bytesOf(program.params[i]);
+  }
+  for (const TensorDesc &d : program.inputs)
+    inputs += bytesOf(d);
+  for (const Buffer &b : program.buffers) {
+    if (b.place == Buffer::Place::Constant)
+      constants += b.bytes();
+    if (b.place == Buffer::Place::Arena && b.lowCopy)
+      lowCopies += b.bytes();
+  }
+  // The copies live in the arena; the rest of its planned size is
+  // activations, temporaries and alignment.
+  lowCopies = std::min(lowCopies, program.arenaBytes);
+  struct Row {
+    const char *what;
+    int64_t bytes;
+  } rows[] = {
+      {"parameters (float32)", params},
+      {"low-precision weight copies", lowCopies},
+      {"gradient buffers (float32)", trained},
+      {"optimizer state (float32)", trained * optimizerSlots},
+      {"activations and temporaries", program.arenaBytes - lowCopies},
+      {"data inputs (one micro-batch)", inputs},
+      {"constants", constants},
+  };
+  std::ostringstream os;
+  os << "memory plan (bytes):\n";
+  int64_t total = 0;
+  for (const Row &r : rows) {
+    os << "  " << r.what << std::string(32 - std::string(r.what).size(), ' ') << r.bytes << "\n";
+    total += r.bytes;
+  }
+  os << "  total" << std::string(27, ' ') << total << "\n";
   return os.str();
 }
 

@@ -33,6 +33,9 @@ struct Buffer {
   /// emitted into the generated source.
   std::vector<double> values;
   std::vector<int64_t> ivalues;
+  /// Arena: a low-precision copy of a parameter (a cast of it), which the
+  /// memory report counts apart from activations.
+  bool lowCopy = false;
 
   int64_t count() const;
   int64_t bytes() const { return count() * byteSize(type); }
@@ -169,6 +172,11 @@ struct Program {
 
 /// The program as text, for `otc compile --emit program`.
 std::string printProgram(const Program &program);
+
+/// Bytes per category of the step's memory, which sum to the total: the
+/// memory report `otc compile` prints. `optimizerSlots` is the number of
+/// float32 state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).
+std::string memoryReport(const Program &program, int optimizerSlots);
 
 /// Merges adjacent iteration dims that every access walks contiguously, so
 /// an identity map becomes one flat loop. Keeps a RowReduce's last dim.

@@ -34,8 +34,10 @@ public:
     // The generated code's loop: compiled, threaded and vectorised with it.
     if (kernel)
       return kernel(&s, param, grad, m, v, n);
-    for (int64_t i = 0; i < n; ++i)
-      updateElement(s, param[i], grad[i], m[i], v[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      float m0 = 0.0f, v0 = 0.0f; // state this optimizer does not keep
+      updateElement(s, param[i], grad[i], m ? m[i] : m0, v ? v[i] : v0);
+    }
   }
   bool anyNonFinite(const float *p, int64_t n) override {
     // NaN and infinity are the floats whose exponent bits are all ones; an

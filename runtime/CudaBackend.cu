@@ -9,8 +9,9 @@ namespace {
 __global__ void updateKernel(OptimizerStep s, float *param, const float *grad,
                              float *m, float *v, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  float m0 = 0.0f, v0 = 0.0f; // state this optimizer does not keep (null)
   if (i < n)
-    updateElement(s, param[i], grad[i], m[i], v[i]);
+    updateElement(s, param[i], grad[i], m ? m[i] : m0, v ? v[i] : v0);
 }
 
 /// Sets *flag when any element is NaN or infinite (grid-stride).

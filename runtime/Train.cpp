@@ -178,8 +178,12 @@ int run(int argc, char **argv) {
     backend->toDevice(p.value, values[p.desc->name].data(), p.count * sizeof(float));
     if (prog.grad_index[i] >= 0) {
       p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
-      p.m = (float *)backend->alloc(p.count * sizeof(float));
-      p.v = (float *)backend->alloc(p.count * sizeof(float));
+      // State as the optimizer needs it: none for SGD, m for momentum, m
+      // and v for Adam (the memory report counts the same).
+      if (kind != OTC_SGD)
+        p.m = (float *)backend->alloc(p.count * sizeof(float));
+      if (kind == OTC_ADAM || kind == OTC_ADAMW)
+        p.v = (float *)backend->alloc(p.count * sizeof(float));
     }
     paramPtrs.push_back(p.value);
     params.push_back(p);

@@ -277,7 +277,8 @@ int main(int argc, char **argv) {
                             args.output, error))
     fail(error);
   llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
-               << (forward ? "forward only" : args.optimizer) << ", micro-batch "
-               << args.import.microBatch << ")\n";
+               << (forward ? "forward only" : args.optimizer) << ", "
+               << args.precision.precision << ", micro-batch " << args.import.microBatch << ")\n"
+               << out.memory;
   return 0;
 }

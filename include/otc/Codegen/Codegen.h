@@ -24,7 +24,13 @@ struct CodegenOptions {
 struct CodegenOutput {
   std::string source;  // the target's source
   std::string program; // the kernel program as text (--emit program)
+  std::string memory;  // the training step's memory report
 };
+
+/// Float32 state tensors the optimizer keeps per trained parameter.
+inline int optimizerSlots(otc_optimizer o) {
+  return o == OTC_SGD ? 0 : o == OTC_MOMENTUM ? 1 : 2;
+}
 
 /// Returns false with one line in `error` on unsupported input.
 bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOutput &out,

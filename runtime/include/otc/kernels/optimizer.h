@@ -76,9 +76,14 @@ void optimizer_update(const void *step, float *__restrict__ param,
                       const float *__restrict__ grad, float *__restrict__ m,
                       float *__restrict__ v, int64_t n) {
   const otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
+  // State the optimizer does not keep is not allocated (null): a local
+  // stands in for it, never read.
+  constexpr bool hasM = Kind != OTC_SGD, hasV = Kind == OTC_ADAM || Kind == OTC_ADAMW;
 #pragma omp parallel for simd if (n >= (1 << 20))
-  for (int64_t i = 0; i < n; ++i)
-    otc::updateElementOf<Kind>(s, param[i], grad[i], m[i], v[i]);
+  for (int64_t i = 0; i < n; ++i) {
+    float m0 = 0.0f, v0 = 0.0f;
+    otc::updateElementOf<Kind>(s, param[i], grad[i], hasM ? m[i] : m0, hasV ? v[i] : v0);
+  }
 }
 
 } // namespace otc_kernels
