@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <cctype>
+#include <map>
 #include <cmath>
 #include <sstream>
 
@@ -443,6 +444,16 @@ bool Lowering::placeArena() {
   }
   for (size_t i = 0; i < intervals.size(); ++i)
     prog->buffers[intervalBuffer[i]].offset = intervals[i].offset;
+  // The copies' peak: the arena reuses their bytes once they are dead.
+  std::map<int64_t, int64_t> delta; // live lowCopy bytes change at each position
+  for (size_t i = 0; i < intervals.size(); ++i)
+    if (prog->buffers[intervalBuffer[i]].lowCopy) {
+      delta[intervals[i].begin] += intervals[i].bytes;
+      delta[intervals[i].end + 1] -= intervals[i].bytes;
+    }
+  int64_t live = 0;
+  for (auto [at, d] : delta)
+    prog->lowCopyBytes = std::max(prog->lowCopyBytes, live += d);
   return true;
 }
 

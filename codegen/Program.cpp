@@ -213,7 +213,7 @@ std::string memoryReport(const Program &program, int optimizerSlots) {
       n *= s;
     return n;
   };
-  int64_t params = 0, trained = 0, inputs = 0, constants = 0, lowCopies = 0;
+  int64_t params = 0, trained = 0, inputs = 0, constants = 0;
   for (size_t i = 0; i < program.params.size(); ++i) {
     params += bytesOf(program.params[i]);
     if (program.gradIndex[i] >= 0)
@@ -224,12 +224,10 @@ std::string memoryReport(const Program &program, int optimizerSlots) {
   for (const Buffer &b : program.buffers) {
     if (b.place == Buffer::Place::Constant)
       constants += b.bytes();
-    if (b.place == Buffer::Place::Arena && b.lowCopy)
-      lowCopies += b.bytes();
   }
-  // The copies live in the arena; the rest of its planned size is
-  // activations, temporaries and alignment.
-  lowCopies = std::min(lowCopies, program.arenaBytes);
+  // The copies live in the arena (at most this many bytes at once); the
+  // rest of its planned size is activations, temporaries and alignment.
+  int64_t lowCopies = std::min(program.lowCopyBytes, program.arenaBytes);
   struct Row {
     const char *what;
     int64_t bytes;

@@ -168,6 +168,8 @@ struct Program {
     double initScale = 1.0, minScale = 0.0;
     int64_t window = 2000, hysteresis = 1;
   } lossScale;
+  /// The most bytes of low-precision weight copies live at once in the arena.
+  int64_t lowCopyBytes = 0;
 };
 
 /// The program as text, for `otc compile --emit program`.

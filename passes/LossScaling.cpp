@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <cfloat>
 #include <cmath>
 
 namespace otc {
@@ -27,10 +28,11 @@ struct LossScalingPass : otc::impl::LossScalingBase<LossScalingPass> {
       return signalPassFailure();
     }
     // Powers of two keep scaling and unscaling exact.
-    if (!(initScale > 0) || !std::isfinite(float(initScale)) || !(minScale >= 0) ||
+    if (!(initScale > 0) || !std::isfinite(float(initScale)) || float(initScale) < FLT_MIN ||
+        !(minScale >= 0) ||
         !std::isfinite(float(minScale)) || minScale > initScale || window < 1 ||
         hysteresis < 1) {
-      module.emitError("otc-loss-scaling: the scale must be positive and finite in "
+      module.emitError("otc-loss-scaling: the scale must be positive and normal in "
                        "float32, min-scale within [0, scale], window and hysteresis "
                        "at least 1");
       return signalPassFailure();

@@ -17,9 +17,10 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createCSEPass());
 }
 
-void otc::buildForwardPipeline(OpPassManager &pm) {
+void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
+  pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());
 }
 

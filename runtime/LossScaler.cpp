@@ -10,10 +10,13 @@ void LossScaler::update(bool overflow) {
     return;
   if (overflow) {
     goodSteps = 0;
-    if (--hysteresisLeft > 0)
+    // DeepSpeed's hysteresis: the first H - 1 overflows since the last
+    // growth are tolerated, every later one halves.
+    if (hysteresisLeft > 1) {
+      --hysteresisLeft;
       return;
+    }
     current = std::max(current * 0.5f, minScale);
-    hysteresisLeft = hysteresis;
     return;
   }
   if (++goodSteps < window)

@@ -21,9 +21,10 @@ public:
   /// reciprocal in double rounded to float32.
   float invScale() const { return float(1.0 / double(current)); }
 
-  /// After a step: an overflowing one backs the scale off (×0.5, after
-  /// `hysteresis` overflows in a row, never below the minimum); `window`
-  /// good steps in a row grow it (×2, if that stays finite).
+  /// After a step: an overflowing one backs the scale off (×0.5, never
+  /// below the minimum; with DeepSpeed's hysteresis H the first H - 1
+  /// overflows since the last growth are tolerated); `window` good steps in
+  /// a row grow it (×2, if that stays finite) and restore the hysteresis.
   void update(bool overflow);
 
 private:

@@ -234,8 +234,10 @@ int run(int argc, char **argv) {
     // nothing is saved. With it, such a step is skipped whole, as GradScaler
     // skips optimizer.step(): weights and moments untouched.
     std::string where = "step " + std::to_string(s + 1);
+    // As GradScaler, only the gradients decide: a non-finite loss with finite
+    // gradients (a term no parameter reaches) still steps.
     const Param *bad = firstNonFinite(*backend, params, /*grads=*/true);
-    bool overflow = !std::isfinite(lossSum) || bad;
+    bool overflow = scaler.enabled() ? bad != nullptr : !std::isfinite(lossSum) || bad;
     if (overflow && !scaler.enabled()) {
       if (!std::isfinite(lossSum))
         die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : "inf") +

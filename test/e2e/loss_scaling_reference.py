@@ -9,8 +9,10 @@
                 micro-batches' (loss / K * scale).backward(), then GradScaler's
                 rules written out here: a non-finite gradient skips
                 optimizer.step() (Adam's moments and step count untouched) and
-                backs the scale off (x0.5, after HYSTERESIS overflows in a
-                row); WINDOW good steps in a row double it; otherwise the
+                backs the scale off (x0.5; DeepSpeed's HYSTERESIS tolerates
+                the first HYSTERESIS - 1 overflows since the last growth);
+                WINDOW good steps in a row double it and restore the
+                hysteresis; otherwise the
                 gradients are multiplied by float32(1 / scale) and Adam steps.
                 LOG's loss_scale and skipped must equal the reference's
                 exactly; SAVED's weight must match within 1e-6 relative (the
@@ -69,10 +71,10 @@ def check(out, log, saved, k, steps, window, hysteresis):
         want.append((float(scale), overflow))
         if overflow:
             good = 0
-            left -= 1
-            if left <= 0:
+            if left > 1:  # DeepSpeed: H - 1 overflows since the last growth tolerated
+                left -= 1
+            else:
                 scale = scale * 0.5
-                left = hysteresis
         else:
             w.grad.mul_(scale.double().reciprocal().float())
             opt.step()

@@ -20,6 +20,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -59,10 +60,11 @@ double positiveNumber(const std::string &flag, const std::string &v, bool allowZ
   char *end;
   errno = 0;
   double x = std::strtod(v.c_str(), &end);
+  // A scale below float32's normal range would make 1/scale infinite.
   if (v.empty() || *end || errno == ERANGE || !std::isfinite(float(x)) ||
-      !(allowZero ? x >= 0 : x > 0))
+      !(allowZero ? x >= 0 : x > 0) || (x != 0 && float(x) < FLT_MIN))
     fail(flag + " expects a " + (allowZero ? "non-negative" : "positive") +
-             " number finite in float32, got '" + v.substr(0, 40) + "'",
+             " number within float32's normal range, got '" + v.substr(0, 40) + "'",
          2);
   return x;
 }
@@ -162,7 +164,7 @@ Args parseArgs(int argc, char **argv) {
   if (a.import.forwardOnly && !a.import.freeze.empty())
     fail("--freeze does not apply to a forward-only executable", 2);
   // fp16's narrow range needs scaling by default, as AMP's GradScaler.
-  if (!a.lossScaleGiven && a.precision.precision == "fp16")
+  if (!a.lossScaleGiven && a.precision.precision == "fp16" && !a.import.forwardOnly)
     a.scaling.mode = "dynamic";
   if (a.scalingFlags && a.scaling.mode != "dynamic")
     fail("--init-scale, --scale-window, --scale-hysteresis and --min-scale need "
@@ -253,7 +255,7 @@ int main(int argc, char **argv) {
 
   bool forward = args.import.forwardOnly;
   PassManager pm(&ctx);
-  forward ? otc::buildForwardPipeline(pm)
+  forward ? otc::buildForwardPipeline(pm, args.precision)
           : otc::buildTrainingPipeline(pm, args.scaling, args.precision);
   if (failed(pm.run(*module)))
     fail(std::string(forward ? "the forward" : "the training") + " pipeline failed: " +

@@ -40,7 +40,7 @@ void buildTrainingPipeline(mlir::OpPassManager &pm, const LossScalingOptions &sc
                            const MixedPrecisionOptions &precision = {});
 
 /// The forward graph as imported, cleaned up (--forward-only).
-void buildForwardPipeline(mlir::OpPassManager &pm);
+void buildForwardPipeline(mlir::OpPassManager &pm, const MixedPrecisionOptions &precision = {});
 
 /// Registers the otc passes and the `otc-training-pipeline` with the
 /// command-line pass registry.

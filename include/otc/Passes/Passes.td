@@ -131,10 +131,10 @@ def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
     - `none`: no scaling; a non-finite loss or gradient stops training.
     - `static`: a fixed scale; a step whose gradients overflow is skipped.
     - `dynamic`: PyTorch GradScaler's rules. The scale starts at
-      `init-scale` (2^16), halves on overflow (after `hysteresis`
-      consecutive overflows, DeepSpeed's option; 1 is GradScaler's) but not
-      below `min-scale`, and doubles after `window` (2000) good steps in a
-      row. An overflowing step is skipped whole: weights, momentum and Adam
+      `init-scale` (2^16), halves on overflow but not below `min-scale`,
+      and doubles after `window` (2000) good steps in a row. DeepSpeed's
+      `hysteresis` H tolerates the first H - 1 overflows since the last
+      growth (1, the default, is GradScaler's rule). An overflowing step is skipped whole: weights, momentum and Adam
       moments untouched, Adam's step count not advanced.
 
     ```mlir
@@ -153,7 +153,7 @@ def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
     Option<"window", "window", "int64_t", /*default=*/"2000",
            "good steps in a row before the scale doubles">,
     Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
-           "overflowing steps in a row before the scale halves">,
+           "DeepSpeed's hysteresis: overflows since the last growth before the scale halves">,
     Option<"minScale", "min-scale", "double", /*default=*/"0.0",
            "the scale never halves below this">,
   ];

@@ -14,7 +14,7 @@
 // DYN-LABEL: func.func @helper
 // DYN-NOT: otc.loss_scale
 // BAD: error: otc-loss-scaling: unknown mode 'sometimes' (expected none, static or dynamic)
-// RANGE: error: otc-loss-scaling: the scale must be positive and finite in float32, min-scale within [0, scale]
+// RANGE: error: otc-loss-scaling: the scale must be positive and normal in float32, min-scale within [0, scale]
 func.func @step(%l: tensor<f32>, %seed: tensor<f32> {otc.loss_seed}) -> (tensor<f32> {otc.loss}) {
   return %l : tensor<f32>
 }
