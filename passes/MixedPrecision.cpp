@@ -95,6 +95,24 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     module->setAttr("otc.precision_policy", table.getDictionary(module.getContext()));
   }
 
+  /// An add of a low-precision GEMM result and a parameter (a bias,
+  /// perhaps reshaped).
+  static bool isBiasAdd(Operation *op, Type low) {
+    auto isParam = [](Value v) {
+      while (auto r = v.getDefiningOp<ReshapeOp>())
+        v = r.getInput();
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                        .getArgAttr(arg.getArgNumber(), attr::kParam);
+    };
+    auto isLowGemm = [&](Value v) {
+      return isa_and_nonnull<MatMulOp, GemmOp>(v.getDefiningOp()) &&
+             cast<RankedTensorType>(v.getType()).getElementType() == low;
+    };
+    Value a = op->getOperand(0), b = op->getOperand(1);
+    return (isLowGemm(a) && isParam(b)) || (isLowGemm(b) && isParam(a));
+  }
+
   void rewrite(func::FuncOp func, Type low, Type f32) {
     OpBuilder b(func.getContext());
     auto castTo = [&](Value v, Type elem, Location loc) -> Value {
@@ -120,6 +138,10 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
         continue;
       Policy p = keptInF32(op) ? Policy::F32 : policyOf(op);
       Type target = p == Policy::Low ? low : p == Policy::F32 ? f32 : (allLow ? low : f32);
+      // A GEMM's bias added after it (PyTorch exports Linear on 3-D inputs
+      // as MatMul + Add) runs in the low type, as autocast's linear does.
+      if (p == Policy::Widest && isa<AddOp>(op) && isBiasAdd(op, low))
+        target = low;
       b.setInsertionPoint(op);
       for (unsigned i : floats)
         op->setOperand(i, castTo(op->getOperand(i), target, op->getLoc()));

@@ -90,7 +90,10 @@ def MixedPrecision : Pass<"otc-mixed-precision", "mlir::ModuleOp"> {
     - low (fp16 or bf16 operands, float32 accumulation): matmul, gemm;
     - float32: normalize, softmax, log-softmax, reductions, exp, log, pow,
       sqrt, reciprocal, erf, the losses, the window kernels, dropout;
-    - the rest: the widest type of its float operands.
+    - the rest: the widest type of its float operands, except that a
+      parameter added to a low-precision GEMM result (a Linear's bias,
+      which PyTorch exports as MatMul + Add) is cast to the low type, as
+      autocast's linear does.
     Casts are inserted where an operand's type differs; parameters stay
     float32 (master weights) and reach low-precision ops through casts, whose
     gradients cast back, so gradient buffers and optimizer state stay float32.

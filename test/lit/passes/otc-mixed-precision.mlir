@@ -1,4 +1,5 @@
 // RUN: otc-opt %s --otc-mixed-precision="precision=fp16" | FileCheck %s
+// RUN: otc-opt %s --otc-mixed-precision="precision=fp16" --split-input-file | FileCheck %s --check-prefix=BIAS
 // RUN: otc-opt %s --otc-mixed-precision="precision=fp16 keep-fp32=matmul" | FileCheck %s --check-prefix=KEEP
 // RUN: otc-opt %s --otc-mixed-precision | FileCheck %s --check-prefix=FP32
 // RUN: not otc-opt %s --otc-mixed-precision="precision=fp8" 2>&1 | FileCheck %s --check-prefix=BAD
@@ -26,5 +27,22 @@ func.func @block(%x: tensor<4x8xf32>, %w: tensor<8x8xf32> {otc.param = "w", otc.
   %a = otc.matmul %s, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   %r = otc.add %x, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   %l = otc.reduce_mean %r [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+// A Linear on 3-D input as PyTorch exports it (MatMul, then Add of the bias
+// parameter): the bias is cast and the add runs in fp16, as autocast's
+// linear does; an add of two activations still takes the widest type.
+// BIAS-LABEL: func.func @linear
+// BIAS: %[[B16:.*]] = otc.cast %arg2 : tensor<8xf32> -> tensor<8xf16>
+// BIAS: otc.add %{{.*}}, %[[B16]] {otc.precision = "widest"} : tensor<2x4x8xf16>, tensor<8xf16> -> tensor<2x4x8xf16>
+// BIAS: otc.add %arg0, %{{.*}} {otc.precision = "widest"} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32> {otc.param = "w", otc.trainable},
+                  %b: tensor<8xf32> {otc.param = "b", otc.trainable}) -> (tensor<f32> {otc.loss}) {
+  %y = otc.matmul %x, %w : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+  %z = otc.add %y, %b : tensor<2x4x8xf32>, tensor<8xf32> -> tensor<2x4x8xf32>
+  %r = otc.add %x, %z : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %l = otc.reduce_mean %r [0, 1, 2] : tensor<2x4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
