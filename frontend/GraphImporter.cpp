@@ -40,13 +40,18 @@ FailureOr<Value> GraphImporter::input(size_t i) {
   auto it = values.find(current->input(i));
   if (it == values.end())
     return fail("input " + quoted(current->input(i)) + " is not defined");
-  Entry &e = it->second;
-  if (!e.value) {
-    if (!elementTypeFor(b, e.host->elemType))
-      return fail("input " + quoted(current->input(i)) + " has an unsupported type");
-    e.value = ConstantOp::create(b, nodeLoc, toAttr(b, *e.host));
-  }
-  return e.value;
+  if (!materialize(it->second, nodeLoc))
+    return fail("input " + quoted(current->input(i)) + " has an unsupported type");
+  return it->second.value;
+}
+
+bool GraphImporter::materialize(Entry &e, Location loc) {
+  if (e.value)
+    return true;
+  if (!elementTypeFor(b, e.host->elemType))
+    return false;
+  e.value = ConstantOp::create(b, loc, toAttr(b, *e.host));
+  return true;
 }
 
 void GraphImporter::define(size_t output, Value v) {
@@ -373,12 +378,9 @@ OwningOpRef<ModuleOp> GraphImporter::finishForward(OwningOpRef<ModuleOp> &module
       return nullptr;
     }
     Entry &e = it->second;
-    if (!e.value) {
-      if (!elementTypeFor(b, e.host->elemType)) {
-        error = "output " + quoted(out.name()) + " has an unsupported element type";
-        return nullptr;
-      }
-      e.value = ConstantOp::create(b, func.getLoc(), toAttr(b, *e.host));
+    if (!materialize(e, func.getLoc())) {
+      error = "output " + quoted(out.name()) + " has an unsupported element type";
+      return nullptr;
     }
     if (failed(checkArgType(e.value.getType(), "output " + quoted(out.name()))))
       return nullptr;

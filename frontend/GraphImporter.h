@@ -86,6 +86,9 @@ private:
   /// The same for a function argument, outside any node.
   mlir::LogicalResult checkArgType(mlir::Type t, const std::string &what);
   const Entry *lookup(const std::string &name) const;
+  /// Gives a host tensor's entry an otc.constant; false for a type otc
+  /// cannot hold at run time.
+  bool materialize(Entry &e, mlir::Location loc);
   mlir::OwningOpRef<mlir::ModuleOp> finishForward(mlir::OwningOpRef<mlir::ModuleOp> &module,
                                                   mlir::func::FuncOp func,
                                                   const onnx::GraphProto &g,

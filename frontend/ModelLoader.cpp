@@ -5,6 +5,7 @@
 #include "otc/Frontend/Import.h"
 #include "otc/runtime/limits.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -95,23 +96,24 @@ const std::pair<const char *, const char *> kStandIns[] = {
     {"Gelu", "Identity"}, // opset 20: one tensor in, one of the same shape out
 };
 
+/// The older operator node `n` is checked as, or null.
+const char *standInFor(const onnx::NodeProto &n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return nullptr;
+  for (const auto &[newer, older] : kStandIns)
+    if (n.op_type() == newer)
+      return older;
+  return nullptr;
+}
+
 /// `model`, or, when it uses such an operator, a copy in `scratch` with the
 /// stand-ins in place (no copy of a model that needs none).
 onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
-  auto standIn = [](const std::string &op) -> const char * {
-    for (const auto &[newer, older] : kStandIns)
-      if (op == newer)
-        return older;
-    return nullptr;
-  };
-  bool any = false;
-  for (const auto &n : model.graph().node())
-    any |= (n.domain().empty() || n.domain() == "ai.onnx") && standIn(n.op_type());
-  if (!any)
+  if (llvm::none_of(model.graph().node(), standInFor))
     return model;
   scratch = model;
   for (auto &n : *scratch.mutable_graph()->mutable_node())
-    if (const char *older = standIn(n.op_type()); older && (n.domain().empty() || n.domain() == "ai.onnx")) {
+    if (const char *older = standInFor(n)) {
       n.set_op_type(older);
       n.clear_attribute();
     }

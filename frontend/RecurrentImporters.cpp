@@ -34,6 +34,15 @@ struct Recurrence {
     auto type = RankedTensorType::get(shape, elem);
     return ConstantOp::create(b(), loc(), DenseElementsAttr::get(type, b().getZeroAttr(elem)));
   }
+  /// `v` with its dims permuted.
+  Value transpose(Value v, ArrayRef<int64_t> perm) {
+    auto shape = cast<RankedTensorType>(v.getType()).getShape();
+    SmallVector<int64_t> out;
+    for (int64_t p : perm)
+      out.push_back(shape[p]);
+    return TransposeOp::create(b(), loc(), RankedTensorType::get(out, elem), v,
+                               b().getDenseI64ArrayAttr(perm));
+  }
   Value add(Value x, Value y) { return AddOp::create(b(), loc(), x.getType(), x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b(), loc(), x.getType(), x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b(), loc(), x.getType(), x, y); }
@@ -158,13 +167,7 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
   // Layout 1 keeps the batch first: [N, T, I] and states [N, D, H].
-  auto toSeqFirst = [&](Value v) {
-    return TransposeOp::create(b, loc, withShape(v, {cast<RankedTensorType>(v.getType()).getDimSize(1),
-                                                      cast<RankedTensorType>(v.getType()).getDimSize(0),
-                                                      cast<RankedTensorType>(v.getType()).getDimSize(2)}),
-                               v, b.getDenseI64ArrayAttr({1, 0, 2}))
-        .getResult();
-  };
+  auto toSeqFirst = [&](Value v) { return rec.transpose(v, {1, 0, 2}); };
   Value xs = layout == 0 ? *x : toSeqFirst(*x);
   Value h0 = *initH && layout == 1 ? toSeqFirst(*initH) : *initH;
   Value c0 = *initC && layout == 1 ? toSeqFirst(*initC) : *initC;
@@ -231,8 +234,7 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   Value yh = concat(lastH, 0);           // [D, N, H]
   Value yc = IsLstm ? concat(lastC, 0) : Value();
   if (layout == 1) {
-    y = TransposeOp::create(b, loc, RankedTensorType::get({N, T, dirs, H}, rec.elem), y,
-                            b.getDenseI64ArrayAttr({2, 0, 1, 3}));
+    y = rec.transpose(y, {2, 0, 1, 3}); // [N, T, D, H]
     yh = toSeqFirst(yh);
     yc = yc ? toSeqFirst(yc) : yc;
   }

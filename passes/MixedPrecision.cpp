@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
 
 namespace otc {
 #define GEN_PASS_DEF_MIXEDPRECISION
@@ -20,16 +21,24 @@ namespace {
 
 enum class Policy { Low, F32, Widest };
 
-/// The policy table. GEMMs run on low-precision operands (accumulating in
-/// float32); statistics, reductions, exp/log/pow, the losses and the window
-/// kernels (float32 only) in float32; everything else in the widest type of
-/// its float operands.
+/// The policy table: op names without the `otc.` prefix, matched by
+/// policyOf and printed on the module. GEMMs run on low-precision operands
+/// (accumulating in float32); statistics, reductions, exp/log/pow, the
+/// losses and the window kernels (float32 only) in float32; everything else
+/// in the widest type of its float operands.
+const llvm::StringRef kLowOps[] = {"matmul", "gemm"};
+const llvm::StringRef kF32Ops[] = {
+    "normalize", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "exp",
+    "log", "pow", "sqrt", "reciprocal", "erf", "softmax_cross_entropy",
+    "im2col", "max_pool", "avg_pool", "dropout", "assign"};
+
 Policy policyOf(Operation *op) {
-  if (isa<MatMulOp, GemmOp>(op))
+  StringRef name = op->getName().getStringRef();
+  if (!name.consume_front("otc."))
+    return Policy::Widest;
+  if (llvm::is_contained(kLowOps, name))
     return Policy::Low;
-  if (isa<NormalizeOp, SoftmaxOp, LogSoftmaxOp, ReduceSumOp, ReduceMeanOp, ExpOp, LogOp, PowOp,
-          SqrtOp, ReciprocalOp, ErfOp, SoftmaxCrossEntropyOp, Im2ColOp, MaxPoolOp, AvgPoolOp,
-          DropoutOp, AssignOp>(op))
+  if (llvm::is_contained(kF32Ops, name))
     return Policy::F32;
   return Policy::Widest;
 }
@@ -81,12 +90,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     // The table, for --emit mlir.
     NamedAttrList table;
     table.append("precision", builder.getStringAttr(precision));
-    table.append("low", builder.getStrArrayAttr({"matmul", "gemm"}));
-    table.append("f32", builder.getStrArrayAttr(
-                            {"normalize", "softmax", "log_softmax", "reduce_sum", "reduce_mean",
-                             "exp", "log", "pow", "sqrt", "reciprocal", "erf",
-                             "softmax_cross_entropy", "im2col", "max_pool", "avg_pool", "dropout",
-                             "assign"}));
+    table.append("low", builder.getStrArrayAttr(kLowOps));
+    table.append("f32", builder.getStrArrayAttr(kF32Ops));
     table.append("other", builder.getStringAttr("the widest type of the float operands"));
     SmallVector<Attribute> kept;
     for (const std::string &k : keepFp32)

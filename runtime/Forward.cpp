@@ -6,7 +6,6 @@
 #include "ModelFile.h"
 #include "Npy.h"
 #include "RunSupport.h"
-#include "SafeFile.h"
 #include "otc/runtime/abi.h"
 
 #include <cerrno>
@@ -172,11 +171,7 @@ int run(int argc, char **argv) {
       shape[0] *= runs;
     else if (runs > 1)
       shape.insert(shape.begin(), runs);
-    std::string path = opt.out + "/" + seen->first;
-    std::string bytes = npyFileBytes(npyDtypeFor(d.dtype), shape, outputs[i]);
-    if (!replaceFile(path, 0666,
-                     [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); }, error))
-      die(error);
+    writeNpyFile(opt.out + "/" + seen->first, d.dtype, shape, outputs[i]);
   }
   std::fprintf(stderr, "forward: %lld run%s, %d output%s written to %s\n", (long long)runs,
                runs == 1 ? "" : "s", fn.num_results, fn.num_results == 1 ? "" : "s",
@@ -190,13 +185,5 @@ int run(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (otc_get_function()->set_threads)
     otc::relaunchWithPassiveWait(argv);
-  try {
-    return otc::run(argc, argv);
-  } catch (const otc::Fatal &f) {
-    std::fprintf(stderr, "forward: error: %s\n", f.message.c_str());
-    return f.code;
-  } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "forward: error: out of host memory\n");
-    return 1;
-  }
+  return otc::runReportingErrors("forward", otc::run, argc, argv);
 }

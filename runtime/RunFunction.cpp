@@ -6,7 +6,6 @@
 #include "Backend.h"
 #include "Npy.h"
 #include "RunSupport.h"
-#include "SafeFile.h"
 #include "otc/runtime/abi.h"
 
 #include <chrono>
@@ -83,12 +82,8 @@ int run(int argc, char **argv) {
     std::vector<char> raw(n * storageBytes(d.dtype));
     backend->toHost(raw.data(), results[i], raw.size());
     std::vector<char> out = fromStorage(d.dtype, raw.data(), n);
-    std::string path = dir + "/result" + std::to_string(i) + ".npy", error;
-    std::string bytes = npyFileBytes(npyDtypeFor(d.dtype),
-                                     std::vector<int64_t>(d.shape, d.shape + d.rank), out);
-    if (!replaceFile(path, 0666, [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); },
-                     error))
-      die(error);
+    writeNpyFile(dir + "/result" + std::to_string(i) + ".npy", d.dtype,
+                 std::vector<int64_t>(d.shape, d.shape + d.rank), out);
   }
   return 0;
 }
@@ -97,10 +92,5 @@ int run(int argc, char **argv) {
 } // namespace otc
 
 int main(int argc, char **argv) {
-  try {
-    return otc::run(argc, argv);
-  } catch (const otc::Fatal &f) {
-    std::fprintf(stderr, "run: error: %s\n", f.message.c_str());
-    return f.code;
-  }
+  return otc::runReportingErrors("run", otc::run, argc, argv);
 }

@@ -1,10 +1,13 @@
 #include "RunSupport.h"
 #include "Backend.h"
+#include "SafeFile.h"
 #include "otc/runtime/kernel_support.h"
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <cstring>
 #include <unistd.h>
 
@@ -80,8 +83,8 @@ std::vector<char> fromStorage(int dtype, const char *storage, int64_t n) {
   return out;
 }
 
-std::string npyFileBytes(const char *descr, const std::vector<int64_t> &shape,
-                         const std::vector<char> &data) {
+static std::string npyFileBytes(const char *descr, const std::vector<int64_t> &shape,
+                                const std::vector<char> &data) {
   std::string dims = "(";
   for (size_t i = 0; i < shape.size(); ++i)
     dims += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
@@ -96,6 +99,14 @@ std::string npyFileBytes(const char *descr, const std::vector<int64_t> &shape,
   out += char(header.size() & 0xff);
   out += char(header.size() >> 8);
   return out + header + std::string(data.begin(), data.end());
+}
+
+void writeNpyFile(const std::string &path, int dtype, const std::vector<int64_t> &shape,
+                  const std::vector<char> &data) {
+  std::string bytes = npyFileBytes(npyDtypeFor(dtype), shape, data), error;
+  if (!replaceFile(path, 0666, [&](int fd) { return writeAll(fd, bytes.data(), bytes.size()); },
+                   error))
+    throw Fatal{error};
 }
 
 void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string &path,
@@ -132,6 +143,22 @@ void relaunchWithPassiveWait(char **argv) {
     return;
   setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   execv("/proc/self/exe", argv); // on failure, go on with spinning threads
+}
+
+} // namespace otc
+
+namespace otc {
+
+int runReportingErrors(const char *tool, int (*run)(int, char **), int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Fatal &f) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, f.message.c_str());
+    return f.code;
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "%s: error: out of host memory\n", tool);
+    return 1;
+  }
 }
 
 } // namespace otc

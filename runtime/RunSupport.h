@@ -32,9 +32,10 @@ size_t storageBytes(int dtype);
 std::vector<char> toStorage(int dtype, const char *npyData, int64_t n);
 std::vector<char> fromStorage(int dtype, const char *storage, int64_t n);
 
-/// A whole .npy file holding `data` (C order).
-std::string npyFileBytes(const char *descr, const std::vector<int64_t> &shape,
-                         const std::vector<char> &data);
+/// Writes `data` (npy bytes of `dtype`'s npy type, C order) as the .npy file
+/// `path` through replaceFile; throws Fatal on failure.
+void writeNpyFile(const std::string &path, int dtype, const std::vector<int64_t> &shape,
+                  const std::vector<char> &data);
 
 /// Throws Fatal naming `path` and the sample when `d` describes labels or
 /// indices and `a` holds a value outside their range (a step reads memory
@@ -48,6 +49,10 @@ void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string 
 /// from the environment only, when it loads, so set it and start again,
 /// same process id, unless the user chose a policy. Returns on failure.
 void relaunchWithPassiveWait(char **argv);
+
+/// The mains' shared body: runs `run`, reporting a Fatal or running out of
+/// memory as one line "TOOL: error: ..." and the exit code.
+int runReportingErrors(const char *tool, int (*run)(int, char **), int argc, char **argv);
 
 } // namespace otc
 

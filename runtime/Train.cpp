@@ -262,14 +262,14 @@ int run(int argc, char **argv) {
     lastLoss = loss;
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
     double rate = secs > 0 ? double(k * N) / secs : 0;
-    if (log && scaler.enabled()) // JSON has no inf or nan: a skipped step's loss may be null
-      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"samples_per_second\": "
-                   "%.6g, \"loss_scale\": %.9g, \"skipped\": %s}\n",
-                   (long long)(s + 1), jsonNumber(loss).c_str(), opt.lr, rate, double(scaleUsed),
-                   overflow ? "true" : "false");
-    else if (log)
-      std::fprintf(log, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"samples_per_second\": %.6g}\n",
-                   (long long)(s + 1), loss, opt.lr, rate);
+    if (log) { // JSON has no inf or nan: a skipped step's loss is null
+      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"samples_per_second\": %.6g",
+                   (long long)(s + 1), jsonNumber(loss).c_str(), opt.lr, rate);
+      if (scaler.enabled())
+        std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s", double(scaleUsed),
+                     overflow ? "true" : "false");
+      std::fputs("}\n", log);
+    }
     int64_t every = std::max<int64_t>(1, steps / 20);
     if ((s + 1) % every == 0 || s + 1 == steps) {
       std::fprintf(stderr, "step %lld/%lld  loss %.6f  %.0f samples/s", (long long)(s + 1),
@@ -310,13 +310,5 @@ int run(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (otc_get_program()->set_threads)
     otc::relaunchWithPassiveWait(argv);
-  try {
-    return otc::run(argc, argv);
-  } catch (const otc::Fatal &f) {
-    std::fprintf(stderr, "train: error: %s\n", f.message.c_str());
-    return f.code;
-  } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "train: error: out of host memory\n");
-    return 1;
-  }
+  return otc::runReportingErrors("train", otc::run, argc, argv);
 }

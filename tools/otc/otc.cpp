@@ -69,12 +69,15 @@ double positiveNumber(const std::string &flag, const std::string &v, bool allowZ
   return x;
 }
 
-int64_t count(const std::string &flag, const std::string &v) {
+/// An integer flag value from 1 to `max` (spelled `maxText` in the error).
+int64_t count(const std::string &flag, const std::string &v, long long max = 1LL << 40,
+              const std::string &maxText = "2^40") {
   char *end;
   errno = 0;
   long long n = std::strtoll(v.c_str(), &end, 10);
-  if (v.empty() || *end || errno == ERANGE || n < 1 || n > (1LL << 40))
-    fail(flag + " expects an integer from 1 to 2^40, got '" + v.substr(0, 40) + "'", 2);
+  if (v.empty() || *end || errno == ERANGE || n < 1 || n > max)
+    fail(flag + " expects an integer from 1 to " + maxText + ", got '" + v.substr(0, 40) + "'",
+         2);
   return n;
 }
 
@@ -143,16 +146,9 @@ Args parseArgs(int argc, char **argv) {
     } else if (arg == "--min-scale") {
       a.scaling.minScale = positiveNumber(arg, v, true);
       a.scalingFlags = true;
-    }
-    else if (arg == "--micro-batch") {
-      char *end;
-      errno = 0;
-      long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end || errno == ERANGE || n < 1 || n > OTC_MAX_MICRO_BATCH)
-        fail("--micro-batch expects an integer from 1 to " +
-                 std::to_string(OTC_MAX_MICRO_BATCH) + ", got '" + v.substr(0, 40) + "'",
-             2);
-      a.import.microBatch = n;
+    } else if (arg == "--micro-batch") {
+      a.import.microBatch =
+          count(arg, v, OTC_MAX_MICRO_BATCH, std::to_string(OTC_MAX_MICRO_BATCH));
     } else {
       fail("unknown flag '" + arg.substr(0, 40) + "'", 2);
     }
