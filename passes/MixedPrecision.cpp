@@ -29,7 +29,7 @@ enum class Policy { Low, F32, Widest };
 const llvm::StringRef kLowOps[] = {"matmul", "gemm"};
 const llvm::StringRef kF32Ops[] = {
     "normalize", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "exp",
-    "log", "pow", "sqrt", "reciprocal", "erf", "softmax_cross_entropy",
+    "log", "pow", "sqrt", "reciprocal", "softmax_cross_entropy",
     "im2col", "max_pool", "avg_pool", "dropout", "assign"};
 
 Policy policyOf(Operation *op) {
@@ -55,6 +55,17 @@ bool isFloatTensor(Type t) {
 Type withElement(Type t, Type elem) {
   auto r = cast<RankedTensorType>(t);
   return RankedTensorType::get(r.getShape(), elem);
+}
+
+/// A float constant whose elements are all equal: PyTorch's exporter writes
+/// Python scalars (`x * 0.5`, `att / sqrt(d)`) as float32 constants, which
+/// autocast treats as weak types, so they do not widen the op.
+DenseElementsAttr splatConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense || !dense.isSplat() || !isa<FloatType>(dense.getElementType()))
+    return {};
+  return dense;
 }
 
 struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
@@ -92,7 +103,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     table.append("precision", builder.getStringAttr(precision));
     table.append("low", builder.getStrArrayAttr(kLowOps));
     table.append("f32", builder.getStrArrayAttr(kF32Ops));
-    table.append("other", builder.getStringAttr("the widest type of the float operands"));
+    table.append("other", builder.getStringAttr(
+        "the widest type of the float operands, splat constants excluded"));
     SmallVector<Attribute> kept;
     for (const std::string &k : keepFp32)
       kept.push_back(builder.getStringAttr(k));
@@ -124,6 +136,14 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       auto t = cast<RankedTensorType>(v.getType());
       if (t.getElementType() == elem)
         return v;
+      if (DenseElementsAttr splat = splatConstant(v)) {
+        // Rounded once here, to nearest even, rather than by a cast kernel.
+        APFloat x = splat.getSplatValue<APFloat>();
+        bool lost;
+        x.convert(cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        auto type = cast<ShapedType>(withElement(t, elem));
+        return ConstantOp::create(b, loc, DenseElementsAttr::get(type, x));
+      }
       return CastOp::create(b, loc, withElement(t, elem), v);
     };
     for (Operation &opRef : llvm::make_early_inc_range(func.getBody().front())) {
@@ -131,14 +151,18 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       if (isa<ConstantOp, CastOp, func::ReturnOp>(op))
         continue;
       SmallVector<unsigned> floats;
-      bool anyF64 = false, allLow = true;
+      bool anyF64 = false, allLow = true, anyStrong = false;
       for (auto [i, v] : llvm::enumerate(op->getOperands()))
         if (isFloatTensor(v.getType())) {
           Type e = cast<RankedTensorType>(v.getType()).getElementType();
           anyF64 |= e.isF64();
-          allLow &= e == low;
+          if (!splatConstant(v)) {
+            allLow &= e == low;
+            anyStrong = true;
+          }
           floats.push_back(i);
         }
+      allLow &= anyStrong;
       if (floats.empty() || anyF64)
         continue;
       Policy p = keptInF32(op) ? Policy::F32 : policyOf(op);

@@ -6,6 +6,8 @@ and activations split the planned arena, constants are the constant
 buffers, and the categories sum to the total.
 
 usage: otc compile ... --emit program | check_memory_report.py SLOTS
+       check_memory_report.py ratio LOW.txt F32.txt MAX
+           the activations of LOW's report over F32's must be at most MAX
 """
 import re
 import sys
@@ -13,7 +15,19 @@ import sys
 SIZES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i1": 1}
 
 
+def activations(text):
+    return int(re.search(r"^  activations and temporaries\s+(\d+)$", text, re.M).group(1))
+
+
+def ratio(low, f32, most):
+    r = activations(open(low).read()) / activations(open(f32).read())
+    print(f"activations ratio {r:.3f} (at most {most})")
+    sys.exit(0 if r <= most else 1)
+
+
 def main():
+    if sys.argv[1] == "ratio":
+        return ratio(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     slots = int(sys.argv[1])
     text = sys.stdin.read()
     arena = int(re.search(r"arena (\d+) bytes", text).group(1))

@@ -46,3 +46,33 @@ func.func @linear(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32> {otc.param = "w", o
   %l = otc.reduce_mean %r [0, 1, 2] : tensor<2x4x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+// GELU as PyTorch exports it: the scalars (float32 splat constants) are
+// weak, as autocast's Python scalars, so the chain stays in fp16, erf
+// included (autocast keeps only erfinv in float32); the constants are
+// rounded in the pass. A full-shape constant still widens.
+// BIAS-LABEL: func.func @gelu
+// BIAS: %[[Y:.*]] = otc.matmul {{.*}} -> tensor<2x8xf16>
+// BIAS: %[[ROOT2:.*]] = otc.constant dense<1.414060e+00> : tensor<f16>
+// BIAS: %[[D:.*]] = otc.div %[[Y]], %[[ROOT2]] {otc.precision = "widest"} : tensor<2x8xf16>, tensor<f16> -> tensor<2x8xf16>
+// BIAS: otc.erf %[[D]] {otc.precision = "widest"} : tensor<2x8xf16>
+// BIAS: %[[HALF:.*]] = otc.constant dense<5.000000e-01> : tensor<f16>
+// BIAS: otc.mul %{{.*}}, %[[HALF]] {otc.precision = "widest"} : tensor<2x8xf16>, tensor<f16> -> tensor<2x8xf16>
+// BIAS: otc.add %{{.*}}, %{{.*}} {otc.precision = "widest"} : tensor<2x8xf32>, tensor<1x8xf32> -> tensor<2x8xf32>
+func.func @gelu(%x: tensor<2x8xf32>, %w: tensor<8x8xf32> {otc.param = "w", otc.trainable})
+    -> (tensor<f32> {otc.loss}) {
+  %root2 = otc.constant dense<1.41421354> : tensor<f32>
+  %one = otc.constant dense<1.0> : tensor<f32>
+  %half = otc.constant dense<0.5> : tensor<f32>
+  %ramp = otc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]]> : tensor<1x8xf32>
+  %y = otc.matmul %x, %w : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
+  %d = otc.div %y, %root2 : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %e = otc.erf %d : tensor<2x8xf32>
+  %p = otc.add %e, %one : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %m = otc.mul %y, %p : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x8xf32>
+  %g = otc.mul %m, %half : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+  %r = otc.add %g, %ramp : tensor<2x8xf32>, tensor<1x8xf32> -> tensor<2x8xf32>
+  %l = otc.reduce_mean %r [0, 1] : tensor<2x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
