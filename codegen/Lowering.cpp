@@ -372,20 +372,40 @@ bool Lowering::bindArguments() {
       return false;
     buffers[acc.getResult()] = accBuffer;
     // Through reshapes (views in the same element order) to the producer.
-    Value g = acc.getGrad();
-    while (g.hasOneUse() && g.getDefiningOp<ReshapeOp>())
-      g = g.getDefiningOp<ReshapeOp>().getInput();
-    Operation *p = g.getDefiningOp();
-    if (!p || !g.hasOneUse() || inlined.contains(g))
-      continue;
-    const StepRule *rule = rules.stepRule(p);
-    if (owned(g) && rule->accumulates && rule->accumulates(p))
-      nativeAccumulator[p] = accBuffer;
-    else if (storable(g))
-      targets[g] = {accBuffer, true};
-    else
-      continue;
-    fusedAccumulates[acc] = g;
+    auto throughViews = [](Value g) {
+      while (g.hasOneUse() && g.getDefiningOp<ReshapeOp>())
+        g = g.getDefiningOp<ReshapeOp>().getInput();
+      return g;
+    };
+    // Whether the producer of `g` can accumulate it into the buffer itself.
+    auto fuse = [&](Value g) {
+      Operation *p = g.getDefiningOp();
+      if (!p || !g.hasOneUse() || inlined.contains(g))
+        return false;
+      const StepRule *rule = rules.stepRule(p);
+      if (owned(g) && rule->accumulates && rule->accumulates(p))
+        nativeAccumulator[p] = accBuffer;
+      else if (storable(g))
+        targets[g] = {accBuffer, true};
+      else
+        return false;
+      fusedAccumulates[acc] = g;
+      return true;
+    };
+    Value g = throughViews(acc.getGrad());
+    // Or through a widening cast of a 16-bit gradient (a low-precision
+    // GEMM's or reduction's): its producer sums in float32 anyway, so it
+    // writes the float32 buffer and the gradient never rounds to 16 bits.
+    // The cast then has no step of its own.
+    if (auto c = g.getDefiningOp<CastOp>(); c && g.hasOneUse()) {
+      Value in = throughViews(c.getInput());
+      Type from = cast<RankedTensorType>(in.getType()).getElementType();
+      if ((from.isF16() || from.isBF16()) && fuse(in)) {
+        inlined.insert(c.getResult());
+        continue;
+      }
+    }
+    fuse(g);
   }
   return true;
 }

@@ -2,6 +2,8 @@
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 using namespace mlir;
 using namespace otc;
 
@@ -46,6 +48,30 @@ static Value flattenToMatrix(OpBuilder &b, Location loc, Value v) {
   auto type = RankedTensorType::get({t.getNumElements() / cols, cols},
                                     t.getElementType());
   return ReshapeOp::create(b, loc, type, v);
+}
+
+namespace {
+/// matmul(x, transpose(w)) with a 2-D w is a gemm with trans_b over the
+/// rows of x, so the transposed copy is never made. PyTorch's exporter
+/// writes Linear on 3-D inputs in this form, and matmul's input gradient
+/// has it too.
+struct MatMulOfTransposed : OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rw) const override {
+    auto t = op.getRhs().getDefiningOp<TransposeOp>();
+    if (!t || tensorType(op.getRhs()).getRank() != 2)
+      return failure();
+    Location loc = op.getLoc();
+    Value y = gemm(rw, loc, flattenToMatrix(rw, loc, op.getLhs()), t.getInput(),
+                   /*ta=*/false, /*tb=*/true, 1.0);
+    rw.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), y);
+    return success();
+  }
+};
+} // namespace
+
+void MatMulOp::getCanonicalizationPatterns(RewritePatternSet &results, MLIRContext *ctx) {
+  results.add<MatMulOfTransposed>(ctx);
 }
 
 // dA = dY * B^T; dB = A^T * dY, summed over the leading dimensions when B is

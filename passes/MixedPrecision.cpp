@@ -112,8 +112,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     module->setAttr("otc.precision_policy", table.getDictionary(module.getContext()));
   }
 
-  /// An add of a low-precision GEMM result and a parameter (a bias,
-  /// perhaps reshaped).
+  /// An add of a low-precision GEMM result and a parameter (a bias), either
+  /// perhaps reshaped.
   static bool isBiasAdd(Operation *op, Type low) {
     auto isParam = [](Value v) {
       while (auto r = v.getDefiningOp<ReshapeOp>())
@@ -123,6 +123,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
                         .getArgAttr(arg.getArgNumber(), attr::kParam);
     };
     auto isLowGemm = [&](Value v) {
+      while (auto r = v.getDefiningOp<ReshapeOp>())
+        v = r.getInput();
       return isa_and_nonnull<MatMulOp, GemmOp>(v.getDefiningOp()) &&
              cast<RankedTensorType>(v.getType()).getElementType() == low;
     };

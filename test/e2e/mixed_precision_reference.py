@@ -11,7 +11,8 @@ same points.
                z = r(a r(W2)ᵀ + r(b2))
                loss = cross_entropy(z)       float32
              Autograd's backward through r() rounds each gradient where otc's
-             cast gradients do. SCALE multiplies the loss seed and 1/SCALE
+             cast gradients do, except at the weights (Master): otc's
+             weight-gradient GEMMs and bias sums write float32. SCALE multiplies the loss seed and 1/SCALE
              the gradients. With LOG (otc's --log of a --loss-scale dynamic
              run), SCALE is the initial scale and GradScaler's rules run in
              the reference too (written out in `update_scale`): a step whose
@@ -40,13 +41,15 @@ NAMES = ["w1", "b1", "w2", "b2"]
 
 
 def make(out, gain=1.0):
-    """GAIN scales the inputs: at 64, fp16 gradients times 2^16 overflow."""
+    """GAIN scales w2, and with it the fp16 gradient of the hidden layer,
+    da = dz w2: at 16, da times 2^16 passes fp16's 65504. (The weights'
+    own gradients are float32 sums and do not overflow.)"""
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(0)
     init = {"w1": rng.normal(0, 0.5, (8, 6)), "b1": rng.normal(0, 0.1, 8),
-            "w2": rng.normal(0, 0.5, (3, 8)), "b2": rng.normal(0, 0.1, 3)}
-    np.save(out / "data" / "x.npy", (gain * rng.normal(size=(16, 6))).astype(np.float32))
+            "w2": gain * rng.normal(0, 0.5, (3, 8)), "b2": rng.normal(0, 0.1, 3)}
+    np.save(out / "data" / "x.npy", rng.normal(size=(16, 6)).astype(np.float32))
     np.save(out / "data" / "labels.npy", rng.integers(0, 3, 16).astype(np.int64))
     nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
              helper.make_node("Tanh", ["h"], ["a"]),
@@ -76,6 +79,19 @@ class RoundedTanh(torch.autograd.Function):
         return (dy.to(ctx.low).float() * (1 - y * y)).to(ctx.low).float(), None
 
 
+class Master(torch.autograd.Function):
+    """A float32 master weight's low-precision copy, r(w) forward. Its
+    gradient is not rounded: otc's weight-gradient GEMMs and bias
+    reductions sum in float32 straight into the float32 gradient buffer."""
+    @staticmethod
+    def forward(ctx, w, low):
+        return w.to(low).float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
 def update_scale(scale, good, overflow, window=2000):
     """GradScaler's rules: (new scale, good steps in a row)."""
     if overflow:
@@ -101,9 +117,10 @@ def check(out, saved, precision, steps, k, lr, scale, log=None):
             q.grad = None
         for j in range(k):
             f = ((s * k + j) % m) * n
-            h = r(r(x[f:f + n]) @ r(p["w1"]).T + r(p["b1"]))
+            w = {name: Master.apply(q, low) for name, q in p.items()}
+            h = r(r(x[f:f + n]) @ w["w1"].T + w["b1"])
             a = RoundedTanh.apply(h, low)
-            z = r(a @ r(p["w2"]).T + r(p["b2"]))
+            z = r(a @ w["w2"].T + w["b2"])
             (F.cross_entropy(z, y[f:f + n]) / k * scale).backward()
         overflow = not all(bool(torch.isfinite(q.grad).all()) for q in p.values())
         sequence.append((scale, overflow))

@@ -232,6 +232,7 @@ def Otc_MatMulOp : Otc_DiffOp<"matmul", [InferTypeOpAdaptor,
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
+  let hasCanonicalizer = 1;
 }
 
 def Otc_GemmOp : Otc_DiffOp<"gemm", [InferTypeOpAdaptor]> {
