@@ -71,6 +71,22 @@ DenseElementsAttr splatConstant(Value v) {
 struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
   using MixedPrecisionBase::MixedPrecisionBase;
 
+  /// `v` as `elem`: a cast, or a splat constant converted here.
+  static Value castTo(OpBuilder &b, Value v, Type elem, Location loc) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getElementType() == elem)
+      return v;
+    if (DenseElementsAttr splat = splatConstant(v)) {
+      // Rounded once here, to nearest even, rather than by a cast kernel.
+      APFloat x = splat.getSplatValue<APFloat>();
+      bool lost;
+      x.convert(cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      auto type = cast<ShapedType>(withElement(t, elem));
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(type, x));
+    }
+    return CastOp::create(b, loc, withElement(t, elem), v);
+  }
+
   /// Whether --keep-fp32 names the op's type (e.g. matmul) or its node.
   bool keptInF32(Operation *op) {
     StringRef name = op->getName().getStringRef();
@@ -105,6 +121,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     table.append("f32", builder.getStrArrayAttr(kF32Ops));
     table.append("other", builder.getStringAttr(
         "the widest type of the float operands, splat constants excluded"));
+    table.append("low_users", builder.getStringAttr(
+        "an op whose every use casts it to the low type runs in it"));
     SmallVector<Attribute> kept;
     for (const std::string &k : keepFp32)
       kept.push_back(builder.getStringAttr(k));
@@ -132,21 +150,70 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     return (isLowGemm(a) && isParam(b)) || (isLowGemm(b) && isParam(a));
   }
 
+  /// An op whose every use rounds its float32 result to the low type runs
+  /// in the low type: the LayerNorm affine before a low GEMM, attention's
+  /// softmax before its product with V. Walked backwards, so chains follow.
+  /// A float32-policy op (softmax, log-softmax) qualifies only when its
+  /// operands were low already, so its statistics see the same values; its
+  /// kernel still computes them in float32.
+  void demoteRoundedResults(func::FuncOp func, Type low) {
+    OpBuilder b(func.getContext());
+    auto lowCast = [&](Operation *u) {
+      auto c = dyn_cast<CastOp>(u);
+      return c && cast<RankedTensorType>(c.getType()).getElementType() == low;
+    };
+    auto fromLow = [&](Value v) -> Value {
+      auto c = v.getDefiningOp<CastOp>();
+      if (c && cast<RankedTensorType>(c.getInput().getType()).getElementType() == low)
+        return c.getInput();
+      return {};
+    };
+    SmallVector<Operation *> ops;
+    for (Operation &op : func.getBody().front())
+      ops.push_back(&op);
+    for (Operation *op : llvm::reverse(ops)) {
+      if (isa<ConstantOp, CastOp, func::ReturnOp>(op) || op->getNumResults() != 1 ||
+          keptInF32(op) || !isFloatTensor(op->getResult(0).getType()) ||
+          op->getResult(0).use_empty() || !llvm::all_of(op->getUsers(), lowCast))
+        continue;
+      StringRef name = op->getName().getStringRef();
+      name.consume_front("otc.");
+      bool rowStatistics = name == "softmax" || name == "log_softmax";
+      Policy p = policyOf(op);
+      if (p == Policy::Low || (p == Policy::F32 && !rowStatistics))
+        continue;
+      bool ok = true;
+      for (Value v : op->getOperands())
+        if (isFloatTensor(v.getType()) && p == Policy::F32 && !fromLow(v))
+          ok = false;
+      if (!ok)
+        continue;
+      b.setInsertionPoint(op);
+      for (OpOperand &o : op->getOpOperands()) {
+        if (!isFloatTensor(o.get().getType()))
+          continue;
+        if (Value v = fromLow(o.get()))
+          o.set(v);
+        else
+          o.set(castTo(b, o.get(), low, op->getLoc()));
+      }
+      OperationState state(op->getLoc(), op->getName(), op->getOperands(),
+                           TypeRange{withElement(op->getResult(0).getType(), low)},
+                           op->getAttrs());
+      Operation *fresh = b.create(state);
+      fresh->setAttr("otc.precision", b.getStringAttr("low_users"));
+      for (Operation *u : llvm::make_early_inc_range(op->getUsers())) {
+        u->getResult(0).replaceAllUsesWith(fresh->getResult(0));
+        u->erase();
+      }
+      op->erase();
+    }
+  }
+
   void rewrite(func::FuncOp func, Type low, Type f32) {
     OpBuilder b(func.getContext());
-    auto castTo = [&](Value v, Type elem, Location loc) -> Value {
-      auto t = cast<RankedTensorType>(v.getType());
-      if (t.getElementType() == elem)
-        return v;
-      if (DenseElementsAttr splat = splatConstant(v)) {
-        // Rounded once here, to nearest even, rather than by a cast kernel.
-        APFloat x = splat.getSplatValue<APFloat>();
-        bool lost;
-        x.convert(cast<FloatType>(elem).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-        auto type = cast<ShapedType>(withElement(t, elem));
-        return ConstantOp::create(b, loc, DenseElementsAttr::get(type, x));
-      }
-      return CastOp::create(b, loc, withElement(t, elem), v);
+    auto castTo = [&](Value v, Type elem, Location loc) {
+      return MixedPrecisionPass::castTo(b, v, elem, loc);
     };
     for (Operation &opRef : llvm::make_early_inc_range(func.getBody().front())) {
       Operation *op = &opRef;
@@ -194,6 +261,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       op->replaceAllUsesWith(fresh->getResults());
       op->erase();
     }
+    demoteRoundedResults(func, low);
     // The function's results keep their types (the loss stays float32).
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     b.setInsertionPoint(ret);

@@ -5,15 +5,17 @@
 // RUN: not otc-opt %s --otc-mixed-precision="precision=fp8" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // A transformer-style block: the matmuls in fp16 on cast float32 operands,
-// the residual add in float32 (the widest operand), softmax and the mean
-// in float32, and the loss stays float32.
+// the residual add in float32 (the widest operand), the mean in float32,
+// and the loss stays float32. The softmax (float32 by the table) reads an
+// fp16 value and only feeds an fp16 matmul, so it stores fp16 ("low_users"):
+// its kernel still sums in float32, and no float32 copy is kept.
 // CHECK: module attributes {otc.precision_policy = {{{.*}}precision = "fp16"
 // CHECK-LABEL: func.func @block
 // CHECK: %[[X16:.*]] = otc.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xf16>
 // CHECK: %[[W16:.*]] = otc.cast %arg1 : tensor<8x8xf32> -> tensor<8x8xf16>
 // CHECK: %[[Q:.*]] = otc.matmul %[[X16]], %[[W16]] {otc.precision = "low"} : tensor<4x8xf16>, tensor<8x8xf16> -> tensor<4x8xf16>
-// CHECK: %[[S:.*]] = otc.softmax %{{.*}} {axis = 1 : i64, otc.precision = "f32"} : tensor<4x8xf32>
-// CHECK: %[[A:.*]] = otc.matmul {{.*}} -> tensor<4x8xf16>
+// CHECK: %[[S:.*]] = otc.softmax %[[Q]] {axis = 1 : i64, otc.precision = "low_users"} : tensor<4x8xf16>
+// CHECK: %[[A:.*]] = otc.matmul %[[S]], {{.*}} -> tensor<4x8xf16>
 // CHECK: %[[A32:.*]] = otc.cast %[[A]] : tensor<4x8xf16> -> tensor<4x8xf32>
 // CHECK: otc.add %arg0, %[[A32]] {otc.precision = "widest"} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
 // CHECK: otc.reduce_mean {{.*}} : tensor<4x8xf32> -> tensor<f32>
