@@ -553,12 +553,8 @@ int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
     // A 16-bit result rounds here, so a fused chain rounds at every op
     // boundary as an unfused one does: results never depend on fusion.
     ElemType t;
-    if (n >= 0 && elemTypeOf(cur.getType(), t) && b.getStep().nodes[n].type == ElemType::F32) {
-      if (t == ElemType::F16 && b.getStep().nodes[n].op != Node::RoundF16)
-        n = b.unary(Node::RoundF16, n);
-      else if (t == ElemType::BF16 && b.getStep().nodes[n].op != Node::RoundBF16)
-        n = b.unary(Node::RoundBF16, n);
-    }
+    if (n >= 0 && elemTypeOf(cur.getType(), t))
+      n = b.roundTo(n, t);
     b.values[key(cur, stack.back().map)] = n;
     stack.pop_back();
   }

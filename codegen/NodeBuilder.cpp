@@ -77,6 +77,14 @@ int NodeBuilder::unary(Node::Op op, int a) {
   return add(std::move(n));
 }
 
+int NodeBuilder::roundTo(int a, ElemType storage) {
+  Node::Op op = storage == ElemType::F16 ? Node::RoundF16 : Node::RoundBF16;
+  if ((storage != ElemType::F16 && storage != ElemType::BF16) ||
+      step.nodes[a].type != ElemType::F32 || step.nodes[a].op == op)
+    return a;
+  return unary(op, a);
+}
+
 int NodeBuilder::pow(int a, double exponent) {
   Node n{Node::Pow, ElemType::F32};
   n.args = {a};

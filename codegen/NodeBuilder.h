@@ -28,6 +28,9 @@ public:
   /// Adds a reduction of `node` and returns the node holding its result.
   int reduce(Reduction::Kind kind, int node);
   int unary(Node::Op op, int a);
+  /// The F32 node `a` rounded to `storage` when that is F16 or BF16 (and
+  /// not already rounded); `a` itself otherwise.
+  int roundTo(int a, ElemType storage);
   int pow(int a, double exponent);
   int binary(Node::Op op, int a, int b);
   int select(int cond, int a, int b);

@@ -87,6 +87,14 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     return CastOp::create(b, loc, withElement(t, elem), v);
   }
 
+  /// `op` rebuilt before itself with result types `results`; the caller
+  /// moves its uses and erases it.
+  static Operation *withResults(OpBuilder &b, Operation *op, TypeRange results) {
+    OperationState state(op->getLoc(), op->getName(), op->getOperands(), results,
+                         op->getAttrs());
+    return b.create(state);
+  }
+
   /// Whether --keep-fp32 names the op's type (e.g. matmul) or its node.
   bool keptInF32(Operation *op) {
     StringRef name = op->getName().getStringRef();
@@ -133,16 +141,19 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
   /// An add of a low-precision GEMM result and a parameter (a bias), either
   /// perhaps reshaped.
   static bool isBiasAdd(Operation *op, Type low) {
-    auto isParam = [](Value v) {
+    auto throughReshapes = [](Value v) {
       while (auto r = v.getDefiningOp<ReshapeOp>())
         v = r.getInput();
+      return v;
+    };
+    auto isParam = [&](Value v) {
+      v = throughReshapes(v);
       auto arg = dyn_cast<BlockArgument>(v);
       return arg && cast<func::FuncOp>(arg.getOwner()->getParentOp())
                         .getArgAttr(arg.getArgNumber(), attr::kParam);
     };
     auto isLowGemm = [&](Value v) {
-      while (auto r = v.getDefiningOp<ReshapeOp>())
-        v = r.getInput();
+      v = throughReshapes(v);
       return isa_and_nonnull<MatMulOp, GemmOp>(v.getDefiningOp()) &&
              cast<RankedTensorType>(v.getType()).getElementType() == low;
     };
@@ -182,11 +193,9 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       Policy p = policyOf(op);
       if (p == Policy::Low || (p == Policy::F32 && !rowStatistics))
         continue;
-      bool ok = true;
-      for (Value v : op->getOperands())
-        if (isFloatTensor(v.getType()) && p == Policy::F32 && !fromLow(v))
-          ok = false;
-      if (!ok)
+      if (p == Policy::F32 && !llvm::all_of(op->getOperands(), [&](Value v) {
+            return !isFloatTensor(v.getType()) || fromLow(v);
+          }))
         continue;
       b.setInsertionPoint(op);
       for (OpOperand &o : op->getOpOperands()) {
@@ -197,10 +206,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
         else
           o.set(castTo(b, o.get(), low, op->getLoc()));
       }
-      OperationState state(op->getLoc(), op->getName(), op->getOperands(),
-                           TypeRange{withElement(op->getResult(0).getType(), low)},
-                           op->getAttrs());
-      Operation *fresh = b.create(state);
+      Operation *fresh =
+          withResults(b, op, TypeRange{withElement(op->getResult(0).getType(), low)});
       fresh->setAttr("otc.precision", b.getStringAttr("low_users"));
       for (Operation *u : llvm::make_early_inc_range(op->getUsers())) {
         u->getResult(0).replaceAllUsesWith(fresh->getResult(0));
@@ -212,9 +219,6 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
 
   void rewrite(func::FuncOp func, Type low, Type f32) {
     OpBuilder b(func.getContext());
-    auto castTo = [&](Value v, Type elem, Location loc) {
-      return MixedPrecisionPass::castTo(b, v, elem, loc);
-    };
     for (Operation &opRef : llvm::make_early_inc_range(func.getBody().front())) {
       Operation *op = &opRef;
       if (isa<ConstantOp, CastOp, func::ReturnOp>(op))
@@ -242,7 +246,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
         target = low;
       b.setInsertionPoint(op);
       for (unsigned i : floats)
-        op->setOperand(i, castTo(op->getOperand(i), target, op->getLoc()));
+        op->setOperand(i, castTo(b, op->getOperand(i), target, op->getLoc()));
       op->setAttr("otc.precision", b.getStringAttr(policyName(p)));
       // Float results take the target type: the op is rebuilt when that
       // changes them.
@@ -255,9 +259,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       }
       if (!changed)
         continue;
-      OperationState state(op->getLoc(), op->getName(), op->getOperands(), results,
-                           op->getAttrs());
-      Operation *fresh = b.create(state);
+      Operation *fresh = withResults(b, op, results);
       op->replaceAllUsesWith(fresh->getResults());
       op->erase();
     }
@@ -267,7 +269,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     b.setInsertionPoint(ret);
     for (auto [i, v] : llvm::enumerate(ret.getOperands()))
       if (v.getType() != func.getResultTypes()[i])
-        ret.setOperand(i, castTo(v, cast<RankedTensorType>(func.getResultTypes()[i]).getElementType(),
+        ret.setOperand(i, castTo(b, v, cast<RankedTensorType>(func.getResultTypes()[i]).getElementType(),
                                  ret.getLoc()));
   }
 };

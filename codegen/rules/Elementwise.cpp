@@ -64,11 +64,7 @@ int castTo(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
     return from == ElemType::I64 ? v : b.unary(Node::ToI64, v);
   if (from != ElemType::F32)
     v = b.unary(Node::ToF32, v);
-  if (to == ElemType::F16)
-    return b.unary(Node::RoundF16, v);
-  if (to == ElemType::BF16)
-    return b.unary(Node::RoundBF16, v);
-  return v;
+  return b.roundTo(v, to);
 }
 
 // Result dim i is input dim perm[i].

@@ -91,15 +91,14 @@ class Policy(TorchFunctionMode):
                   if isinstance(a, torch.Tensor) and a.is_floating_point()]
         if name in VIEWS or not floats:
             return func(*args, **kwargs)
+        if name in SPECIAL:
+            return SPECIAL[name](self, *args, **kwargs)
         if name in LOW_OPS:
             target = self.low
         elif name in F32_OPS:
             target = torch.float32
         else:
             target = self.low if all(t.dtype == self.low for t in floats) else torch.float32
-
-        if name in SPECIAL and self.low is not None:
-            return SPECIAL[name](self, *args, **kwargs)
 
         def operand(a):
             if not (isinstance(a, torch.Tensor) and a.is_floating_point()):
