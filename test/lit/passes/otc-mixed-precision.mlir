@@ -78,3 +78,24 @@ func.func @gelu(%x: tensor<2x8xf32>, %w: tensor<8x8xf32> {otc.param = "w", otc.t
   %l = otc.reduce_mean %r [0, 1] : tensor<2x8xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+// A LayerNorm before a GEMM: the statistics run in float32 on the float32
+// input, and the affine, whose only use is the fp16 GEMM, runs in fp16
+// ("low_users") on the rounded x̂.
+// BIAS-LABEL: func.func @layer_norm
+// BIAS: %[[N:.*]] = otc.normalize %arg0 {{.*}}otc.precision = "f32"{{.*}} : tensor<4x8xf32>
+// BIAS: %[[N16:.*]] = otc.cast %[[N]] : tensor<4x8xf32> -> tensor<4x8xf16>
+// BIAS: %[[S:.*]] = otc.mul %[[N16]], %{{.*}} {otc.precision = "low_users"} : tensor<4x8xf16>, tensor<8xf16> -> tensor<4x8xf16>
+// BIAS: %[[A:.*]] = otc.add %[[S]], %{{.*}} {otc.precision = "low_users"} : tensor<4x8xf16>, tensor<8xf16> -> tensor<4x8xf16>
+// BIAS: otc.matmul %[[A]], {{.*}} -> tensor<4x8xf16>
+func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32> {otc.param = "g", otc.trainable},
+                      %b: tensor<8xf32> {otc.param = "b", otc.trainable},
+                      %w: tensor<8x8xf32> {otc.param = "w", otc.trainable}) -> (tensor<f32> {otc.loss}) {
+  %n = otc.normalize %x {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<4x8xf32>
+  %s = otc.mul %n, %g : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %a = otc.add %s, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %y = otc.matmul %a, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+  %l = otc.reduce_mean %y [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
