@@ -30,6 +30,15 @@ public:
   virtual void setUpdateKernel(decltype(otc_program::update)) {}
   /// Whether any of the `n` floats at `p` is NaN or infinite.
   virtual bool anyNonFinite(const float *p, int64_t n) = 0;
+  /// Bytes requested through alloc() so far.
+  size_t allocatedBytes() const { return allocated; }
+  /// What the device reports beyond allocatedBytes() (CUDA: the growth of
+  /// device memory in use since the backend started, which also counts
+  /// cuBLAS's workspace); empty where nothing more is known.
+  virtual std::string deviceMemoryNote() { return ""; }
+
+protected:
+  size_t allocated = 0;
 };
 
 /// An error that ends the run: main prints `message` and exits with `code`.

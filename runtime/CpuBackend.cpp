@@ -19,6 +19,7 @@ public:
     if (!p)
       throw Fatal{"out of memory allocating " + std::to_string(bytes) + " bytes"};
     blocks.push_back(p);
+    allocated += bytes;
     return p;
   }
   void toDevice(void *dst, const void *src, size_t bytes) override {

@@ -27,6 +27,10 @@ __global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
 class CudaBackend final : public Backend {
 public:
   CudaBackend() {
+    // The context first, so that the baseline excludes it but counts cuBLAS.
+    OTC_CUDA_CHECK(cudaFree(nullptr));
+    size_t total = 0;
+    OTC_CUDA_CHECK(cudaMemGetInfo(&freeAtStart, &total));
     OTC_CUBLAS_CHECK(cublasCreate(&handle));
     flag = static_cast<int *>(alloc(sizeof(int)));
   }
@@ -43,6 +47,7 @@ public:
       throw Fatal{"out of GPU memory allocating " + std::to_string(bytes) + " bytes"};
     OTC_CUDA_CHECK(err);
     blocks.push_back(p);
+    allocated += bytes;
     OTC_CUDA_CHECK(cudaMemset(p, 0, bytes ? bytes : 1));
     return p;
   }
@@ -68,7 +73,16 @@ public:
     return host != 0;
   }
 
+  std::string deviceMemoryNote() override {
+    size_t free = 0, total = 0;
+    OTC_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    long long grew = (long long)freeAtStart - (long long)free;
+    return "device memory in use grew by " + std::to_string(grew) +
+           " bytes since start (cuBLAS workspace and allocation rounding included)";
+  }
+
 private:
+  size_t freeAtStart = 0;
   cublasHandle_t handle;
   std::vector<void *> blocks;
   int *flag = nullptr;

@@ -285,6 +285,9 @@ int run(int argc, char **argv) {
     std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
                  (long long)steps, double(scaler.scale()));
   std::fputc('\n', stderr);
+  std::string note = backend->deviceMemoryNote();
+  std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
+               note.empty() ? "" : "; ", note.c_str());
   logFile.reset();
   if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
     die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +
