@@ -6,7 +6,7 @@
 namespace otc {
 
 int64_t placeBuffers(std::vector<Interval> &intervals) {
-  constexpr int64_t kAlign = 256; // cuBLAS and vector loads like aligned bases
+  constexpr int64_t kAlign = 64; // a cache line; cuBLAS and 16-byte vector loads need 16
   std::vector<size_t> order(intervals.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;

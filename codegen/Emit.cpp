@@ -31,10 +31,11 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
     for (size_t i = 0; i < d.shape.size(); ++i)
       os << (i ? ", " : "") << d.shape[i];
     os << "}, " << d.numClasses << ", " << intLiteral(d.ignoreIndex) << ", "
-       << d.hasIgnoreIndex << ", " << d.negativeIndices << "},\n";
+       << d.hasIgnoreIndex << ", " << d.negativeIndices << ", "
+       << (d.lowType == ElemType::F32 ? "0" : dtypeName(d.lowType)) << "},\n";
   }
   if (descs.empty())
-    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0},\n";
+    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0},\n";
   os << "};\n";
 }
 
@@ -61,6 +62,7 @@ std::string placeOf(const Buffer &b) {
   case Buffer::Place::Argument: return t + "a->args[" + i + "]";
   case Buffer::Place::Result: return t + "a->results[" + i + "]";
   case Buffer::Place::Constant: return t + "otc_constant_" + std::to_string(b.id);
+  case Buffer::Place::LowParam: return t + "a->low_params[" + i + "]";
   }
   return "0";
 }

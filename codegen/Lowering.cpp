@@ -205,25 +205,47 @@ bool Lowering::classify() {
 
   // Fusion groups, from the last op up: an elementwise value is computed
   // inside its users' loops when they all read it there and share one root.
+  // A widening cast of a 16-bit value is a load's conversion, free to repeat:
+  // it is computed in every user's loop even across roots, so no float32
+  // copy is kept (the float32 logits that a cross-entropy's forward and
+  // gradient both read). Its operand then keeps a buffer.
   llvm::DenseMap<Operation *, Operation *> &root = rootOf;
+  llvm::DenseSet<Operation *> repeated; // widening casts inlined across roots
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     root[&op] = &op;
     if (!rules.elementwiseRule(&op) || op.getNumResults() != 1)
       continue;
     Value v = op.getResult(0);
-    Operation *common = nullptr;
-    bool ok = !v.use_empty();
+    Operation *common = nullptr, *latest = nullptr;
+    bool ok = !v.use_empty(), shared = true;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
       const StepRule *step = rules.stepRule(user);
       bool reads = rules.elementwiseRule(user) ||
                    (step && step->readsInLoop && step->readsInLoop(user, use.getOperandNumber()));
       Operation *r = root.lookup(user);
-      if (!reads || !r || (common && r != common))
+      if (!reads || !r || repeated.contains(user))
         ok = false;
+      else if (common && r != common)
+        shared = false;
       common = r;
+      if (r && (!latest || position[r] > position[latest]))
+        latest = r;
     }
-    if (ok) {
+    auto widening = [&] {
+      auto c = dyn_cast<CastOp>(op);
+      if (!c)
+        return false;
+      Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
+      Type to = cast<RankedTensorType>(v.getType()).getElementType();
+      return (from.isF16() || from.isBF16()) && to.isF32();
+    };
+    if (ok && !shared && widening()) {
+      repeated.insert(&op);
+      shared = true;
+      common = latest; // the operand's buffer lives until the last user
+    }
+    if (ok && shared) {
       inlined.insert(v);
       root[&op] = common;
     }
@@ -422,7 +444,27 @@ int64_t Lowering::usePosition(Operation *op) {
   return position[op];
 }
 
+/// The parameter `v` is (through reshapes, which keep the element order), as
+/// an index in the program's parameters, or -1. Parameters the step writes
+/// itself (otc.assign: BatchNorm's running statistics) count as none.
+static int paramOf(Value v, func::FuncOp func, const Program &prog,
+                   const llvm::DenseSet<Value> &assigned) {
+  while (auto r = v.getDefiningOp<ReshapeOp>())
+    v = r.getOperand();
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || assigned.contains(v))
+    return -1;
+  auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
+  for (size_t p = 0; name && p < prog.params.size(); ++p)
+    if (prog.params[p].name == name.getValue())
+      return (int)p;
+  return -1;
+}
+
 bool Lowering::makeBuffers() {
+  const RuleRegistry &rules = RuleRegistry::get();
+  llvm::DenseSet<Value> assigned;
+  func.walk([&](AssignOp a) { assigned.insert(a.getTarget()); });
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||
@@ -431,6 +473,38 @@ bool Lowering::makeBuffers() {
     ElemType type;
     elemTypeOf(r.getType(), type);
     std::string name = op.getName().getStringRef().str();
+    // A training step's 16-bit copy of a parameter is written by the
+    // optimizer update, in the same kernel, and kept between steps: no cast
+    // kernel per micro-batch.
+    int p = isa<CastOp>(op) && training && (type == ElemType::F16 || type == ElemType::BF16)
+                ? paramOf(op.getOperand(0), func, *prog, assigned)
+                : -1;
+    if (p >= 0 && (prog->params[p].lowType == ElemType::F32 || prog->params[p].lowType == type)) {
+      prog->params[p].lowType = type;
+      buffers[r] = addBuffer(type, shapeOf(r).vec(), Buffer::Place::LowParam, p,
+                             prog->params[p].name + ".low");
+      continue;
+    }
+    // A step's float32 result whose one use narrows it to 16 bits (the
+    // cross-entropy gradient before a low-precision GEMM) is stored narrowed:
+    // the store rounds to nearest even as the cast would, and no float32 copy
+    // is kept. The cast then reads the 16-bit buffer, or has no step at all.
+    Value live = r; // whose uses end the buffer's life
+    Operation *narrowing = r.hasOneUse() ? *r.getUsers().begin() : nullptr;
+    const StepRule *producer = rules.stepRule(&op);
+    ElemType to;
+    if (narrowing && isa<CastOp>(narrowing) && type == ElemType::F32 && producer &&
+        producer->output == StepRule::Output::Store &&
+        elemTypeOf(narrowing->getResult(0).getType(), to) &&
+        (to == ElemType::F16 || to == ElemType::BF16)) {
+      Value c = narrowing->getResult(0);
+      type = to;
+      if (!inlined.contains(c) && !targets.count(c)) {
+        foldedCasts.insert(narrowing);
+        buffers[c] = (int)prog->buffers.size(); // the buffer made below
+        live = c;
+      }
+    }
     int id = addBuffer(type, shapeOf(r).vec(), Buffer::Place::Arena, 0, name);
     buffers[r] = id;
     if (isa<CastOp>(op) && (type == ElemType::F16 || type == ElemType::BF16)) {
@@ -446,7 +520,7 @@ bool Lowering::makeBuffers() {
       prog->buffers[id].lowCopy = arg && func.getArgAttr(arg.getArgNumber(), attr::kParam);
     }
     int64_t last = position[&op];
-    for (Operation *u : r.getUsers())
+    for (Operation *u : live.getUsers())
       last = std::max(last, usePosition(u));
     intervals.push_back({prog->buffers[id].bytes(), position[&op], last});
     intervalBuffer.push_back(id);
@@ -650,6 +724,10 @@ bool Lowering::run(Program &program) {
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (op.getNumResults() == 1 && inlined.contains(op.getResult(0)))
       continue;
+    if (auto it = buffers.find(op.getNumResults() == 1 ? op.getResult(0) : Value());
+        (it != buffers.end() && prog->buffers[it->second].place == Buffer::Place::LowParam) ||
+        foldedCasts.contains(&op))
+      continue; // the optimizer update writes it, or its producer's store
     current = &op;
     size_t before = prog->steps.size();
     const StepRule *step = rules.stepRule(&op);

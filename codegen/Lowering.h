@@ -109,6 +109,8 @@ private:
   std::vector<int> resultBuffers;
   llvm::DenseSet<mlir::Value> writtenByOwner;
   llvm::DenseSet<mlir::Value> inlined;
+  /// Narrowing casts whose producer stores the 16-bit value itself.
+  llvm::DenseSet<mlir::Operation *> foldedCasts;
   llvm::DenseMap<mlir::Value, int> buffers;
   /// Values written somewhere other than their own arena buffer.
   struct Target {

@@ -100,6 +100,7 @@ const char *placeName(Buffer::Place p) {
   case Buffer::Place::Argument: return "argument";
   case Buffer::Place::Result: return "result";
   case Buffer::Place::Constant: return "constant";
+  case Buffer::Place::LowParam: return "low_param";
   }
   return "?";
 }
@@ -213,9 +214,11 @@ std::string memoryReport(const Program &program, int optimizerSlots) {
       n *= s;
     return n;
   };
-  int64_t params = 0, trained = 0, inputs = 0, constants = 0;
+  int64_t params = 0, trained = 0, inputs = 0, constants = 0, persistentCopies = 0;
   for (size_t i = 0; i < program.params.size(); ++i) {
     params += bytesOf(program.params[i]);
+    if (program.params[i].lowType != ElemType::F32)
+      persistentCopies += bytesOf(program.params[i]) / 4 * byteSize(program.params[i].lowType);
     if (program.gradIndex[i] >= 0)
       trained += bytesOf(program.params[i]);
   }
@@ -225,18 +228,20 @@ std::string memoryReport(const Program &program, int optimizerSlots) {
     if (b.place == Buffer::Place::Constant)
       constants += b.bytes();
   }
-  // The copies live in the arena (at most this many bytes at once); the
-  // rest of its planned size is activations, temporaries and alignment.
-  int64_t lowCopies = std::min(program.lowCopyBytes, program.arenaBytes);
+  // Copies the optimizer update writes persist beside the parameters; cast
+  // kernels' copies (of transposed or sliced parameters) live in the arena,
+  // at most lowCopyBytes at once. The rest of the arena's planned size is
+  // activations, temporaries and alignment.
+  int64_t arenaCopies = std::min(program.lowCopyBytes, program.arenaBytes);
   struct Row {
     const char *what;
     int64_t bytes;
   } rows[] = {
       {"parameters (float32)", params},
-      {"low-precision weight copies", lowCopies},
+      {"low-precision weight copies", persistentCopies + arenaCopies},
       {"gradient buffers (float32)", trained},
       {"optimizer state (float32)", trained * optimizerSlots},
-      {"activations and temporaries", program.arenaBytes - lowCopies},
+      {"activations and temporaries", program.arenaBytes - arenaCopies},
       {"data inputs (one micro-batch)", inputs},
       {"constants", constants},
   };

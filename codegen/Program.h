@@ -21,13 +21,15 @@ bool isFloat(ElemType t);
 
 struct Buffer {
   /// Where the bytes live: an arena offset, or a runtime-owned tensor.
-  enum class Place { Arena, Input, Param, Grad, Loss, Argument, Result, Constant };
+  /// LowParam: a parameter's low-precision copy, which the optimizer update
+  /// writes and the runtime owns (binding: the parameter's index).
+  enum class Place { Arena, Input, Param, Grad, Loss, Argument, Result, Constant, LowParam };
   int id = 0;
   ElemType type = ElemType::F32;
   std::vector<int64_t> shape;
   Place place = Place::Arena;
   int64_t offset = 0; // Arena: bytes from the arena's base
-  int binding = 0;    // Input, Param, Grad, Argument, Result: the index
+  int binding = 0;    // Input, Param, Grad, Argument, Result, LowParam: the index
   std::string name;   // for readers of --emit program
   /// Constant: the elements, as doubles (floats) or integers (I64, I1),
   /// emitted into the generated source.
@@ -149,6 +151,9 @@ struct TensorDesc {
   /// A plain function's argument: positional (argN), a named data input or
   /// a parameter read from the embedded model (otc_arg_role).
   int role = 0;
+  /// A parameter's low-precision copy written by the optimizer update (F16
+  /// or BF16), or F32 for none.
+  ElemType lowType = ElemType::F32;
 };
 
 struct Program {

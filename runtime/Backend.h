@@ -24,8 +24,9 @@ public:
   /// The BLAS handle generated code receives (null on the CPU).
   virtual void *blas() = 0;
   /// Applies one optimizer step to `n` elements; `m` and `v` are its state.
+  /// `low` (null for none) receives the new values rounded to `lowDtype`.
   virtual void update(const OptimizerStep &s, float *param, const float *grad,
-                      float *m, float *v, int64_t n) = 0;
+                      float *m, float *v, void *low, int lowDtype, int64_t n) = 0;
   /// The generated program's CPU update, used by backends that take one.
   virtual void setUpdateKernel(decltype(otc_program::update)) {}
   /// Whether any of the `n` floats at `p` is NaN or infinite.

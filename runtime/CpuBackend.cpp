@@ -31,13 +31,17 @@ public:
   void *blas() override { return nullptr; }
   void setUpdateKernel(decltype(otc_program::update) k) override { kernel = k; }
   void update(const OptimizerStep &s, float *param, const float *grad, float *m,
-              float *v, int64_t n) override {
+              float *v, void *low, int lowDtype, int64_t n) override {
     // The generated code's loop: compiled, threaded and vectorised with it.
     if (kernel)
-      return kernel(&s, param, grad, m, v, n);
+      return kernel(&s, param, grad, m, v, low, lowDtype, n);
     for (int64_t i = 0; i < n; ++i) {
       float m0 = 0.0f, v0 = 0.0f; // state this optimizer does not keep
       updateElement(s, param[i], grad[i], m ? m[i] : m0, v ? v[i] : v0);
+      if (low && lowDtype == OTC_F16)
+        otc_store(static_cast<otc_f16 *>(low) + i, param[i]);
+      else if (low && lowDtype == OTC_BF16)
+        otc_store(static_cast<otc_bf16 *>(low) + i, param[i]);
     }
   }
   bool anyNonFinite(const float *p, int64_t n) override {

@@ -6,12 +6,18 @@
 namespace otc {
 namespace {
 
+/// One optimizer step; `low` (Low = float: none) receives the step's 16-bit
+/// copy of the new values.
+template <typename Low>
 __global__ void updateKernel(OptimizerStep s, float *param, const float *grad,
-                             float *m, float *v, int64_t n) {
+                             float *m, float *v, Low *low, int64_t n) {
   int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   float m0 = 0.0f, v0 = 0.0f; // state this optimizer does not keep (null)
-  if (i < n)
+  if (i < n) {
     updateElement(s, param[i], grad[i], m ? m[i] : m0, v ? v[i] : v0);
+    if constexpr (!std::is_same_v<Low, float>)
+      otc_store(&low[i], param[i]);
+  }
 }
 
 /// Sets *flag when any element is NaN or infinite (grid-stride).
@@ -59,8 +65,14 @@ public:
   }
   void *blas() override { return handle; }
   void update(const OptimizerStep &s, float *param, const float *grad, float *m,
-              float *v, int64_t n) override {
-    updateKernel<<<(unsigned)((n + 255) / 256), 256>>>(s, param, grad, m, v, n);
+              float *v, void *low, int lowDtype, int64_t n) override {
+    unsigned grid = (unsigned)((n + 255) / 256);
+    if (low && lowDtype == OTC_F16)
+      updateKernel<<<grid, 256>>>(s, param, grad, m, v, static_cast<otc_f16 *>(low), n);
+    else if (low && lowDtype == OTC_BF16)
+      updateKernel<<<grid, 256>>>(s, param, grad, m, v, static_cast<otc_bf16 *>(low), n);
+    else
+      updateKernel<<<grid, 256>>>(s, param, grad, m, v, (float *)nullptr, n);
     OTC_CUDA_CHECK(cudaGetLastError());
   }
   bool anyNonFinite(const float *p, int64_t n) override {

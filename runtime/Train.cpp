@@ -94,7 +94,26 @@ struct Param {
   const otc_tensor_desc *desc;
   int64_t count;
   float *value, *grad = nullptr, *m = nullptr, *v = nullptr;
+  void *low = nullptr; // the 16-bit copy the step reads, or null
 };
+
+/// `values` rounded to nearest even in the 16-bit type `dtype`, as bytes:
+/// the parameter's low-precision copy before the first update writes it.
+std::vector<uint16_t> lowCopy(const std::vector<float> &values, int dtype) {
+  std::vector<uint16_t> bits(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == OTC_F16) {
+      otc_f16 h;
+      otc_store(&h, values[i]);
+      bits[i] = h.bits;
+    } else {
+      otc_bf16 b;
+      otc_store(&b, values[i]);
+      bits[i] = b.bits;
+    }
+  }
+  return bits;
+}
 
 /// The --log file. Opened non-blocking, so a FIFO nobody reads is an error
 /// rather than a hang; a pipe or terminal (/dev/stdout) still works.
@@ -172,10 +191,16 @@ int run(int argc, char **argv) {
 
   std::vector<Param> params;
   std::vector<float *> paramPtrs, gradPtrs(prog.num_grads);
+  std::vector<void *> lowPtrs;
   for (int i = 0; i < prog.num_params; ++i) {
     Param p{&prog.params[i], elements(prog.params[i]), nullptr};
     p.value = (float *)backend->alloc(p.count * sizeof(float));
     backend->toDevice(p.value, values[p.desc->name].data(), p.count * sizeof(float));
+    if (p.desc->low_dtype == OTC_F16 || p.desc->low_dtype == OTC_BF16) {
+      std::vector<uint16_t> bits = lowCopy(values[p.desc->name], p.desc->low_dtype);
+      p.low = backend->alloc(bits.size() * sizeof(uint16_t));
+      backend->toDevice(p.low, bits.data(), bits.size() * sizeof(uint16_t));
+    }
     if (prog.grad_index[i] >= 0) {
       p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
       // State as the optimizer needs it: none for SGD, m for momentum, m
@@ -186,6 +211,7 @@ int run(int argc, char **argv) {
         p.v = (float *)backend->alloc(p.count * sizeof(float));
     }
     paramPtrs.push_back(p.value);
+    lowPtrs.push_back(p.low);
     params.push_back(p);
   }
   std::vector<void *> inputPtrs;
@@ -196,6 +222,7 @@ int run(int argc, char **argv) {
   args.arena = (char *)backend->alloc(prog.arena_bytes);
   args.inputs = inputPtrs.data();
   args.params = paramPtrs.data();
+  args.low_params = lowPtrs.data();
   args.grads = gradPtrs.data();
   args.loss = (float *)backend->alloc(sizeof(float));
   args.blas = backend->blas();
@@ -253,7 +280,7 @@ int run(int argc, char **argv) {
       scalars.gradScale = scaler.invScale();
       for (Param &p : params)
         if (p.grad)
-          backend->update(scalars, p.value, p.grad, p.m, p.v, p.count);
+          backend->update(scalars, p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.count);
     }
     scaler.update(overflow);
     double loss = double(lossSum) / double(k);

@@ -2,8 +2,9 @@
 against the program's own buffer table (read from stdin): parameters,
 gradient buffers and data inputs are the sums of those buffers' sizes,
 optimizer state is SLOTS times the gradient buffers, low-precision copies
-and activations split the planned arena, constants are the constant
-buffers, and the categories sum to the total.
+are the optimizer-written ones (low_param buffers, each parameter once)
+plus their share of the planned arena, which activations take the rest of,
+constants are the constant buffers, and the categories sum to the total.
 
 usage: otc compile ... --emit program | check_memory_report.py SLOTS
        check_memory_report.py ratio LOW.txt F32.txt MAX
@@ -31,12 +32,16 @@ def main():
     slots = int(sys.argv[1])
     text = sys.stdin.read()
     arena = int(re.search(r"arena (\d+) bytes", text).group(1))
-    sums = {}
-    for kind, dims, place in re.findall(r"^  b\d+ (\w+)\[([\d,]*)\] (\w+)", text, re.M):
+    sums, low = {}, {}
+    for kind, dims, place, binding in re.findall(r"^  b\d+ (\w+)\[([\d,]*)\] (\w+) ?(\d*)",
+                                                 text, re.M):
         n = SIZES[kind]
         for d in filter(None, dims.split(",")):
             n *= int(d)
-        sums[place] = sums.get(place, 0) + n
+        if place == "low_param":  # views of one copy share its binding
+            low[binding] = n
+        else:
+            sums[place] = sums.get(place, 0) + n
     report = dict((k.strip(), int(v)) for k, v in
                   re.findall(r"^  ([a-z][a-z0-9 ().-]+?)\s+(\d+)$", text.split("memory plan (bytes):")[1], re.M))
     want = {
@@ -52,8 +57,9 @@ def main():
             print(f"MISMATCH {k}: report {report[k]}, buffers {v}")
             ok = False
     split = report["low-precision weight copies"] + report["activations and temporaries"]
-    if split != arena:
-        print(f"MISMATCH: copies + activations = {split}, arena {arena}")
+    if split != arena + sum(low.values()):
+        print(f"MISMATCH: copies + activations = {split}, arena {arena} + "
+              f"optimizer-written copies {sum(low.values())}")
         ok = False
     if sum(v for k, v in report.items() if k != "total") != report["total"]:
         print("MISMATCH: the categories do not sum to the total")

@@ -7,8 +7,10 @@
 #define OTC_KERNELS_OPTIMIZER_H
 
 #include "otc/runtime/abi.h"
+#include "otc/runtime/kernel_support.h"
 
 #include <math.h>
+#include <type_traits>
 
 #ifdef __CUDACC__
 #define OTC_UPDATE_HD __host__ __device__
@@ -69,13 +71,13 @@ OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float 
 
 namespace otc_kernels {
 
-/// The update of `n` elements, with the optimizer fixed at compile time so
-/// that the loop has no branch on it and vectorises.
-template <otc_optimizer Kind>
-void optimizer_update(const void *step, float *__restrict__ param,
-                      const float *__restrict__ grad, float *__restrict__ m,
-                      float *__restrict__ v, int64_t n) {
-  const otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
+/// The update of `n` elements, with the optimizer and the low-precision
+/// copy's type (float: none) fixed at compile time so that the loop has no
+/// branch on them and vectorises.
+template <otc_optimizer Kind, typename Low>
+void optimizer_update_to(const otc::OptimizerStep &s, float *__restrict__ param,
+                         const float *__restrict__ grad, float *__restrict__ m,
+                         float *__restrict__ v, Low *__restrict__ low, int64_t n) {
   // State the optimizer does not keep is not allocated (null): a local
   // stands in for it, never read.
   constexpr bool hasM = Kind != OTC_SGD, hasV = Kind == OTC_ADAM || Kind == OTC_ADAMW;
@@ -83,7 +85,20 @@ void optimizer_update(const void *step, float *__restrict__ param,
   for (int64_t i = 0; i < n; ++i) {
     float m0 = 0.0f, v0 = 0.0f;
     otc::updateElementOf<Kind>(s, param[i], grad[i], hasM ? m[i] : m0, hasV ? v[i] : v0);
+    if constexpr (!std::is_same_v<Low, float>)
+      otc_store(&low[i], param[i]); // the step's 16-bit copy, rounded to nearest even
   }
+}
+
+template <otc_optimizer Kind>
+void optimizer_update(const void *step, float *param, const float *grad, float *m, float *v,
+                      void *low, int low_dtype, int64_t n) {
+  const otc::OptimizerStep s = *static_cast<const otc::OptimizerStep *>(step);
+  if (low && low_dtype == OTC_F16)
+    return optimizer_update_to<Kind>(s, param, grad, m, v, static_cast<otc_f16 *>(low), n);
+  if (low && low_dtype == OTC_BF16)
+    return optimizer_update_to<Kind>(s, param, grad, m, v, static_cast<otc_bf16 *>(low), n);
+  optimizer_update_to<Kind, float>(s, param, grad, m, v, nullptr, n);
 }
 
 } // namespace otc_kernels

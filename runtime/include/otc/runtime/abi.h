@@ -33,6 +33,10 @@ typedef struct otc_tensor_desc {
   int64_t ignore_index;
   int has_ignore_index;
   int negative_indices;
+  /* Parameters: the dtype (OTC_F16 or OTC_BF16) of the low-precision copy
+   * that the optimizer update writes beside the float32 value and the step
+   * reads (otc_step_args.low_params); 0 for none. */
+  int low_dtype;
 } otc_tensor_desc;
 
 /* Pointers are device pointers on the CUDA target. */
@@ -50,6 +54,8 @@ typedef struct otc_step_args {
    * micro-batch's index in the run. */
   unsigned long long rng_seed;
   unsigned long long rng_offset;
+  /* Per parameter: its low-precision copy (see low_dtype), or null. */
+  void *const *low_params;
 } otc_step_args;
 
 typedef struct otc_program {
@@ -65,9 +71,11 @@ typedef struct otc_program {
   int optimizer; /* an otc_optimizer */
   void (*step)(const otc_step_args *);
   void (*set_threads)(int); /* CPU threads for kernels and BLAS; may be null */
-  /* The CPU optimizer update (otc::OptimizerStep at `step`); null on CUDA. */
+  /* The CPU optimizer update (otc::OptimizerStep at `step`); null on CUDA.
+   * It also writes the parameter's low-precision copy `low` (of the dtype
+   * low_dtype) when that is not null. */
   void (*update)(const void *step, float *param, const float *grad, float *m,
-                 float *v, int64_t n);
+                 float *v, void *low, int low_dtype, int64_t n);
   /* Loss scaling (otc-loss-scaling): 0 none, 1 static, 2 dynamic with
    * GradScaler's rules. The seed is scale / k; updates multiply by 1/scale. */
   int loss_scale_mode;
