@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace otc {
 
@@ -31,6 +32,18 @@ public:
   virtual void setUpdateKernel(decltype(otc_program::update)) {}
   /// Whether any of the `n` floats at `p` is NaN or infinite.
   virtual bool anyNonFinite(const float *p, int64_t n) = 0;
+  /// The same over many tensors at once (the gradient buffers, checked every
+  /// step): CUDA checks them all in one kernel and reads one flag.
+  struct Span {
+    const float *data;
+    int64_t count;
+  };
+  virtual bool anyNonFinite(const std::vector<Span> &spans) {
+    for (const Span &s : spans)
+      if (anyNonFinite(s.data, s.count))
+        return true;
+    return false;
+  }
   /// Bytes requested through alloc() so far.
   size_t allocatedBytes() const { return allocated; }
   /// What the device reports beyond allocatedBytes() (CUDA: the growth of

@@ -1,6 +1,8 @@
 #include "Backend.h"
 #include "otc/runtime/cuda_check.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace otc {
@@ -26,6 +28,17 @@ __global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x)
     bad |= !isfinite(p[i]);
+  if (__syncthreads_or(bad) && threadIdx.x == 0)
+    *flag = 1;
+}
+
+/// The same over tensor blockIdx.y of `spans` (one launch for all).
+__global__ void nonFiniteSpansKernel(const Backend::Span *spans, int *flag) {
+  Backend::Span s = spans[blockIdx.y];
+  bool bad = false;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < s.count;
+       i += (int64_t)gridDim.x * blockDim.x)
+    bad |= !isfinite(s.data[i]);
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     *flag = 1;
 }
@@ -84,6 +97,30 @@ public:
     OTC_CUDA_CHECK(cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost));
     return host != 0;
   }
+  bool anyNonFinite(const std::vector<Span> &spans) override {
+    if (spans.empty())
+      return false;
+    // The table is copied once: the gradient buffers do not move.
+    if (spans.size() != tableSize || spansTable == nullptr ||
+        std::memcmp(hostTable.data(), spans.data(), spans.size() * sizeof(Span)) != 0) {
+      hostTable = spans;
+      if (spans.size() > tableSize) {
+        spansTable = static_cast<Span *>(alloc(spans.size() * sizeof(Span)));
+        tableSize = spans.size();
+      }
+      toDevice(spansTable, spans.data(), spans.size() * sizeof(Span));
+    }
+    int64_t most = 1;
+    for (const Span &s : spans)
+      most = std::max(most, s.count);
+    unsigned gx = (unsigned)std::min<int64_t>((most + 255) / 256, 256);
+    OTC_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int)));
+    nonFiniteSpansKernel<<<dim3(gx, (unsigned)spans.size()), 256>>>(spansTable, flag);
+    OTC_CUDA_CHECK(cudaGetLastError());
+    int host = 0;
+    OTC_CUDA_CHECK(cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost));
+    return host != 0;
+  }
 
   std::string deviceMemoryNote() override {
     size_t free = 0, total = 0;
@@ -98,6 +135,9 @@ private:
   cublasHandle_t handle;
   std::vector<void *> blocks;
   int *flag = nullptr;
+  Span *spansTable = nullptr; // on the device
+  size_t tableSize = 0;
+  std::vector<Span> hostTable;
 };
 
 } // namespace
