@@ -152,8 +152,14 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       return arg && cast<func::FuncOp>(arg.getOwner()->getParentOp())
                         .getArgAttr(arg.getArgNumber(), attr::kParam);
     };
+    // A convolution's product reaches its bias through reshapes and the
+    // transpose that puts channels second.
     auto isLowGemm = [&](Value v) {
-      v = throughReshapes(v);
+      while (Operation *d = v.getDefiningOp()) {
+        if (!isa<ReshapeOp, TransposeOp>(d))
+          break;
+        v = d->getOperand(0);
+      }
       return isa_and_nonnull<MatMulOp, GemmOp>(v.getDefiningOp()) &&
              cast<RankedTensorType>(v.getType()).getElementType() == low;
     };

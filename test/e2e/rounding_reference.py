@@ -1,26 +1,22 @@
 """otc's fp16/bf16 training of a zoo model against PyTorch rounding at the
-same op boundaries.
+same op boundaries (issue 8, point 2; run by rounding_reference.test).
 
-Work in progress, not yet run by the test suite (issue 8). Measured
-2026-11-22 after 3 SGD steps (lr 0.1): the GPT in bf16 is within the
-tolerance and closer to this reference than to float32 (summed max |diff|
-0.0063 against 0.0108); LeNet in fp16 too (9.6e-5 against 1.3e-4); LeNet in
-bf16 is within the tolerance but closer to float32 (8.5e-4 against 6.3e-4),
-so some rounding point still differs; the GPT in fp16 at scale 2^16
-overflows in this reference where otc's run does not.
-
-usage: rounding_reference.py CASE fp16|bf16 STEPS LR SCALE SAVED
+usage: rounding_reference.py CASE fp16|bf16 STEPS LR SCALE SAVED [MARGIN]
 
 Rebuilds the zoo model CASE (test/zoo/make_zoo.py) with the fixture's
 initial weights and data, and trains it STEPS plain SGD steps (K = 1) under
 a TorchFunctionMode that applies otc-mixed-precision's policy, written out
 here again from the issue's text, to every torch function the model calls:
   - matmul, linear, conv: operands rounded to the low type, float32
-    arithmetic, result rounded (GEMMs sum in float32);
+    arithmetic, result rounded (GEMMs sum in float32); a bias add after
+    them, a Linear's or a convolution's, runs in the low type;
   - softmax, log-softmax, layer norm, pooling, reductions, exp/log/pow and
     the loss: float32;
   - everything else: the widest type of its float tensor operands (Python
-    scalars do not count, as otc's splat constants do not).
+    scalars do not count, as otc's splat constants do not);
+  - "low_users": a result whose every use is a low GEMM is stored low (the
+    LayerNorm affine, attention's softmax), and the softmax's gradient is
+    otc's composition from the stored value.
 Low values are real fp16/bf16 tensors, so autograd rounds each gradient
 where otc's backward stores a low value. Parameters go through `Master`:
 rounded forward, float32 gradient, as otc's weight-gradient GEMMs and bias
@@ -29,18 +25,22 @@ sums write float32 buffers. SCALE multiplies the loss (the seed) and
 
 Tolerance per tensor: 8 u sum_t lr max|g_t| + 1e-6 max|w|, u the low type's
 unit roundoff (2^-11 fp16, 2^-8 bf16): what the weight moves if every
-gradient element were off by 8 u of the largest. The two still differ, by
-design, at a few points per path, each one rounding of at most u:
-  - otc rounds a fused elementwise chain (GELU's erf chain, LayerNorm's
-    affine) once at its store, PyTorch's ops once each;
-  - otc stores the softmax before P·V and the LayerNorm affine before a
-    GEMM in the low type (every use rounds them), PyTorch keeps float32;
-  - float32 summation order in GEMMs and reductions.
+gradient element were off by 8 u of the largest. The two still differ at a
+few points: otc differentiates erf through its own rounded primitives
+(autograd in float32 here), rounds the LayerNorm weight gradient's products
+before summing them, and sums in another float32 order, which flips a
+rounding now and then.
+
 The tolerance alone cannot tell rounding apart (a reference that never
-rounds is within it too, since 3 steps of SGD move a weight by lr |g| and
-rounding moves g by about u |g|). So the test also trains that plain float32
+rounds is within it too, since SGD moves a weight by lr |g| and rounding
+moves g by about u |g|). So the script also trains that plain float32
 reference, and otc must be closer to the rounding one, summed over the
-tensors: an otc that rounded at other points, or not at all, is not.
+tensors, by the factor MARGIN (default 1): an otc that rounded at other
+points, or not at all, is not. Measured 2026-11-22 (summed max |diff| to
+the rounding reference / to float32): after one step the GPT in bf16 is at
+0.2 (a fifth of the distance); after three, chaotic flips have grown and it
+is 0.58 (bf16) and 0.59 (fp16 at scale 2^16); LeNet matches to float32
+summation order (1e-7 against 7e-4).
 """
 import sys
 from pathlib import Path
@@ -69,10 +69,13 @@ VIEWS = {"view", "reshape", "transpose", "permute", "split", "contiguous", "flat
 
 
 class Master(torch.autograd.Function):
-    """A float32 parameter's low-precision copy; its gradient stays float32."""
+    """A float32 parameter's low-precision copy, held in a float32 tensor so
+    that its gradient reaches the parameter unrounded, as otc's weight-
+    gradient GEMMs and bias sums write float32 buffers (a float16 tensor
+    here would round the gradient on its way back, through `.float()`)."""
     @staticmethod
     def forward(ctx, w, low):
-        return w.to(low)
+        return w.to(low).float()
 
     @staticmethod
     def backward(ctx, g):
@@ -174,7 +177,35 @@ def conv(mode, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     return r(mode, y.float() + low_of(mode, b).float().view(1, -1, 1, 1))
 
 
-SPECIAL = {"conv2d": conv, "linear": linear, "gelu": gelu, "layer_norm": layer_norm}
+class LowSoftmax(torch.autograd.Function):
+    """Softmax whose float32 result is stored in the low type because its
+    one use is a low GEMM (attention's P·V; otc's "low_users" rule). Its
+    gradient is otc's composition y (dy - sum(dy y)), each op rounded, from
+    the stored (rounded) y."""
+    @staticmethod
+    def forward(ctx, x, dim, low):
+        y = torch.softmax(x.float(), dim).to(low)
+        ctx.save_for_backward(y)
+        ctx.dim, ctx.low = dim, low
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        (y,) = ctx.saved_tensors
+        rl = lambda t: t.to(ctx.low).float()
+        yf, dyf = y.float(), dy.float()
+        s = rl(rl(dyf * yf).sum(ctx.dim, keepdim=True))
+        return rl(yf * rl(dyf - s)).to(ctx.low), None, None
+
+
+def softmax(mode, x, dim=None, _stacklevel=3, dtype=None):
+    if x.dtype == mode.low:  # attention: every use is P·V in the zoo
+        return LowSoftmax.apply(x, dim, mode.low)
+    return torch.softmax(x.float(), dim)
+
+
+SPECIAL = {"conv2d": conv, "linear": linear, "gelu": gelu, "layer_norm": layer_norm,
+           "softmax": softmax}
 
 
 def train(case, init, data, steps, lr, scale, low):
@@ -208,6 +239,7 @@ def train(case, init, data, steps, lr, scale, low):
 def main():
     name, precision, steps, lr, scale, saved = sys.argv[1:7]
     steps, lr, scale = int(steps), float(lr), float(scale)
+    margin = float(sys.argv[7]) if len(sys.argv) > 7 else 1.0
     case = make_zoo.CASES[name]
     fixture = ZOO / "fixtures" / name
     init = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy())
@@ -230,9 +262,10 @@ def main():
             print(f"MISMATCH {k}: max |diff| {err:.3g}, tolerance {tol:.3g}")
             ok = False
     print(f"{name} {precision}: worst |diff| / tolerance {worst:.3f}; summed max |diff| "
-          f"{near:.3g} to the rounding reference, {far:.3g} to the float32 one")
-    if near >= far:
-        print("otc is no closer to the rounding reference than to float32")
+          f"{near:.3g} to the rounding reference, {far:.3g} to the float32 one "
+          f"(ratio {near / far:.2f}, at most {margin})")
+    if not near < margin * far:
+        print(f"otc is not {margin} times as close to the rounding reference as to float32")
         ok = False
     print(f"{name} {precision} weights match" if ok else f"{name} {precision} weights DIFFER")
     sys.exit(0 if ok else 1)
