@@ -274,7 +274,7 @@ int run(int argc, char **argv) {
     bool overflow = scaler.enabled() ? badGrad : !std::isfinite(lossSum) || badGrad;
     if (overflow && !scaler.enabled()) {
       if (!std::isfinite(lossSum))
-        die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : "inf") +
+        die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : lossSum < 0 ? "-inf" : "inf") +
             "; stopping without saving (is --lr too large?)");
       die(where + ": the gradient of '" + (bad ? bad->desc->name : std::string("?")) +
           "' is not finite; stopping without saving");
