@@ -208,9 +208,12 @@ bool Lowering::classify() {
   // A widening cast of a 16-bit value is a load's conversion, free to repeat:
   // it is computed in every user's loop even across roots, so no float32
   // copy is kept (the float32 logits that a cross-entropy's forward and
-  // gradient both read). Its operand then keeps a buffer.
+  // gradient both read). Its operand then keeps a buffer. So is one op whose
+  // operands are all arguments or constants, which stay in memory anyway.
   llvm::DenseMap<Operation *, Operation *> &root = rootOf;
-  llvm::DenseSet<Operation *> repeated; // widening casts inlined across roots
+  llvm::DenseSet<Operation *> repeated; // inlined across roots
+  llvm::DenseSet<Value> assignedArgs;
+  func.walk([&](AssignOp a) { assignedArgs.insert(a.getTarget()); });
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     root[&op] = &op;
     if (!rules.elementwiseRule(&op) || op.getNumResults() != 1)
@@ -240,7 +243,21 @@ bool Lowering::classify() {
       Type to = cast<RankedTensorType>(v.getType()).getElementType();
       return (from.isF16() || from.isBF16()) && to.isF32();
     };
-    if (ok && !shared && widening()) {
+    // One op over arguments and constants alone (attention's causal mask,
+    // `mask == 0` on a registered buffer) costs a load either way.
+    auto ofPersistent = [&] {
+      return llvm::all_of(op.getOperands(), [&](Value o) {
+        Value base = viewBase(o);
+        auto arg = dyn_cast<BlockArgument>(base);
+        // Not a gradient buffer or an assigned parameter: the step writes
+        // those, so a later read would see another value.
+        return base.getDefiningOp<ConstantOp>() ||
+               (arg && !assignedArgs.contains(base) &&
+                (func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
+                 func.getArgAttr(arg.getArgNumber(), attr::kInput)));
+      });
+    };
+    if (ok && !shared && (widening() || ofPersistent())) {
       repeated.insert(&op);
       shared = true;
       common = latest; // the operand's buffer lives until the last user
