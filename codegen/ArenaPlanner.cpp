@@ -34,9 +34,11 @@ int64_t placeBuffers(std::vector<Interval> &intervals) {
       offset = __builtin_add_overflow(o->offset, oSize, &end) ? INT64_MAX : std::max(offset, end);
     }
     cur.offset = offset;
+    // The arena ends at the last byte a buffer uses, not at its padding, so
+    // the plan's size is the high-water mark the runtime can measure.
     // Saturate rather than wrap: the caller rejects arenas past its limit.
     int64_t end;
-    arena = __builtin_add_overflow(offset, size, &end) ? INT64_MAX : std::max(arena, end);
+    arena = __builtin_add_overflow(offset, cur.bytes, &end) ? INT64_MAX : std::max(arena, end);
     placed.push_back(i);
   }
   return arena;

@@ -21,6 +21,8 @@ public:
   /// none is left.
   virtual void *alloc(size_t bytes) = 0;
   virtual void toDevice(void *dst, const void *src, size_t bytes) = 0;
+  /// Sets `bytes` bytes at `dst` to `value`.
+  virtual void fill(void *dst, unsigned char value, size_t bytes) = 0;
   virtual void toHost(void *dst, const void *src, size_t bytes) = 0;
   /// The BLAS handle generated code receives (null on the CPU).
   virtual void *blas() = 0;

@@ -25,6 +25,9 @@ public:
   void toDevice(void *dst, const void *src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
+  void fill(void *dst, unsigned char value, size_t bytes) override {
+    std::memset(dst, value, bytes);
+  }
   void toHost(void *dst, const void *src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }

@@ -73,6 +73,9 @@ public:
   void toDevice(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
   }
+  void fill(void *dst, unsigned char value, size_t bytes) override {
+    OTC_CUDA_CHECK(cudaMemset(dst, value, bytes));
+  }
   void toHost(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   }

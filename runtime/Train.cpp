@@ -224,6 +224,10 @@ int run(int argc, char **argv) {
 
   otc_step_args args{};
   args.arena = (char *)backend->alloc(prog.arena_bytes);
+  // Painted, so that the bytes the steps wrote can be told from the rest at
+  // the end: the arena's measured high-water mark, against the plan's.
+  constexpr unsigned char kPaint = 0xA5;
+  backend->fill(args.arena, kPaint, prog.arena_bytes);
   args.inputs = inputPtrs.data();
   args.params = paramPtrs.data();
   args.low_params = lowPtrs.data();
@@ -319,6 +323,15 @@ int run(int argc, char **argv) {
     std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
                  (long long)steps, double(scaler.scale()));
   std::fputc('\n', stderr);
+  {
+    std::vector<unsigned char> arena(prog.arena_bytes);
+    backend->toHost(arena.data(), args.arena, arena.size());
+    size_t high = arena.size();
+    while (high > 0 && arena[high - 1] == kPaint)
+      --high;
+    std::fprintf(stderr, "train: arena high-water mark %zu bytes (planned %lld)\n", high,
+                 (long long)prog.arena_bytes);
+  }
   std::string note = backend->deviceMemoryNote();
   std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
                note.empty() ? "" : "; ", note.c_str());
