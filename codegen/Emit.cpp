@@ -214,6 +214,10 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
   if (options.training) {
     out.memory = memoryReport(program, optimizerSlots(options.optimizer));
     out.program += "\n" + out.memory;
+    MemoryTimeline timeline = memoryTimeline(program, optimizerSlots(options.optimizer));
+    out.peak = timeline.table(program);
+    out.program += out.peak;
+    out.timeline = timeline.svg(options.title.empty() ? "memory per step" : options.title);
   }
   out.source = emitSource(program, options.target, options.training, options.optimizer);
   return true;

@@ -4,6 +4,7 @@
 #ifndef OTC_CODEGEN_PROGRAM_H
 #define OTC_CODEGEN_PROGRAM_H
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -184,6 +185,26 @@ std::string printProgram(const Program &program);
 /// memory report `otc compile` prints. `optimizerSlots` is the number of
 /// float32 state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).
 std::string memoryReport(const Program &program, int optimizerSlots);
+
+/// The memory of a training step over its kernel program's steps
+/// (MemoryTimeline.cpp): bytes that live throughout, and arena bytes live at
+/// each step, by category; the peak step; where the backward begins.
+struct MemoryTimeline {
+  enum Category {
+    Parameters, LowCopies, Gradients, OptimizerState, Inputs, KeptActivations, Temporaries, Count
+  };
+  std::array<int64_t, Count> persistent{};
+  std::vector<std::array<int64_t, Count>> live; // per step: arena bytes
+  int64_t peakStep = -1, backwardStep = 0, arenaBytes = 0;
+
+  static const char *name(int category);
+  /// What is live at the peak, by category, summing to its total.
+  std::string table(const Program &program) const;
+  /// Stacked areas of live bytes per step, by category, as an SVG picture.
+  std::string svg(const std::string &title) const;
+};
+
+MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots);
 
 /// Merges adjacent iteration dims that every access walks contiguously, so
 /// an identity map becomes one flat loop. Keeps a RowReduce's last dim.

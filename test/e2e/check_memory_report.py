@@ -7,6 +7,7 @@ plus their share of the planned arena, which activations take the rest of,
 constants are the constant buffers, and the categories sum to the total.
 
 usage: otc compile ... --emit program | check_memory_report.py SLOTS
+       otc compile ... --emit program | check_memory_report.py peak
        check_memory_report.py ratio LOW.txt F32.txt MAX
            the activations of LOW's report over F32's must be at most MAX
 """
@@ -26,9 +27,43 @@ def ratio(low, f32, most):
     sys.exit(0 if r <= most else 1)
 
 
+def peak(text):
+    """Recomputes, from the buffer table and the steps that name each
+    buffer, the arena bytes live at each step; the largest must be the
+    report's "live at the peak", at the step it names, and the peak table's
+    categories must sum to its total."""
+    bufs = {}
+    for m in re.finditer(r"^  b(\d+) (\w+)\[([\d,]*)\] arena @\d+", text, re.M):
+        n = SIZES[m.group(2)]
+        for d in filter(None, m.group(3).split(",")):
+            n *= int(d)
+        bufs[int(m.group(1))] = n
+    steps = re.split(r"^  s\d+ ", text.split("\nsteps:\n")[1].split("memory plan")[0], flags=re.M)[1:]
+    first, last = {}, {}
+    for i, s in enumerate(steps):
+        for b in map(int, re.findall(r"\bb(\d+)\b", s)):
+            if b in bufs:
+                first.setdefault(b, i)
+                last[b] = i
+    live = [sum(n for b, n in bufs.items() if b in first and first[b] <= i <= last[b])
+            for i in range(len(steps))]
+    at = max(range(len(live)), key=lambda i: (live[i], -i))
+    table = text.split("memory at the peak")[1]
+    step = int(re.search(r"step (\d+) of", table).group(1))
+    said = int(re.search(r"(\d+) live at the peak", table).group(1))
+    rows = [int(v) for k, v in re.findall(r"^  ([a-z][a-z0-9 ().-]+?)\s+(\d+)$", table, re.M)]
+    ok = said == live[at] and step == at and sum(rows[:-1]) == rows[-1]
+    print(f"peak: recomputed {live[at]} bytes at step {at}, report {said} at step {step}; "
+          f"categories sum {sum(rows[:-1])}, total {rows[-1]}")
+    print("peak table matches the buffers" if ok else "peak table WRONG")
+    sys.exit(0 if ok else 1)
+
+
 def main():
     if sys.argv[1] == "ratio":
         return ratio(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    if sys.argv[1] == "peak":
+        return peak(sys.stdin.read())
     slots = int(sys.argv[1])
     text = sys.stdin.read()
     arena = int(re.search(r"arena (\d+) bytes", text).group(1))
@@ -43,7 +78,8 @@ def main():
         else:
             sums[place] = sums.get(place, 0) + n
     report = dict((k.strip(), int(v)) for k, v in
-                  re.findall(r"^  ([a-z][a-z0-9 ().-]+?)\s+(\d+)$", text.split("memory plan (bytes):")[1], re.M))
+                  re.findall(r"^  ([a-z][a-z0-9 ().-]+?)\s+(\d+)$",
+                             text.split("memory plan (bytes):")[1].split("memory at the peak")[0], re.M))
     want = {
         "parameters (float32)": sums.get("param", 0),
         "gradient buffers (float32)": sums.get("grad", 0),

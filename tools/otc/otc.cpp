@@ -36,7 +36,7 @@ const char kUsage[] =
     "           [--freeze NAME|PREFIX* ...] [--forward-only]\n"
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
     "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
-    "           [--keep-fp32 OPTYPE|NODE ...]\n"
+    "           [--keep-fp32 OPTYPE|NODE ...] [--memory-report TIMELINE.svg]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -49,6 +49,7 @@ const char kUsage[] =
 
 struct Args {
   std::string command, model, output, target = "cuda", optimizer = "sgd", emit;
+  std::string memoryReport; // the timeline picture's path
   otc::ImportOptions import;
   otc::LossScalingOptions scaling;
   otc::MixedPrecisionOptions precision;
@@ -116,6 +117,7 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--optimizer") a.optimizer = v;
     else if (arg == "--loss") a.import.loss = v;
     else if (arg == "--emit") a.emit = v;
+    else if (arg == "--memory-report") a.memoryReport = v;
     else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--precision") {
       if (v != "fp32" && v != "fp16" && v != "bf16")
@@ -170,8 +172,10 @@ Args parseArgs(int argc, char **argv) {
     fail("--min-scale must not exceed the initial scale", 2);
   if (a.import.forwardOnly && a.scaling.mode != "none")
     fail("--loss-scale does not apply to a forward-only executable", 2);
-  if (a.command != "import" && a.output.empty() && a.emit.empty())
+  if (a.command != "import" && a.output.empty() && a.emit.empty() && a.memoryReport.empty())
     fail("no output given (-o)", 2);
+  if (!a.memoryReport.empty() && (a.command != "compile" || a.import.forwardOnly))
+    fail("--memory-report applies to otc compile of a training step", 2);
   if (a.target != "cuda" && a.target != "cpu")
     fail("unknown --target '" + a.target + "' (expected cuda or cpu)", 2);
   if (!a.emit.empty() && a.emit != "mlir" && a.emit != "source" && a.emit != "program")
@@ -230,14 +234,19 @@ int main(int argc, char **argv) {
   });
 
   std::string error;
-  bool writesExecutable = args.command != "import" && args.emit.empty();
+  bool writesExecutable = args.command != "import" && args.emit.empty() && !args.output.empty();
   if (writesExecutable && !otc::checkReplaceable(args.output, error))
     fail("-o: " + error);
+  if (!args.memoryReport.empty() && !otc::checkReplaceable(args.memoryReport, error))
+    fail("--memory-report: " + error);
   std::string embedded;
   otc::CodegenOptions codegen;
   codegen.target = args.target == "cpu" ? otc::Target::Cpu : otc::Target::Cuda;
   codegen.microBatch = args.import.microBatch;
   codegen.optimizer = optimizer->second;
+  codegen.title = "otc memory per step: " + args.model.substr(args.model.rfind('/') + 1) + ", " +
+                  args.precision.precision + ", micro-batch " +
+                  std::to_string(args.import.microBatch) + ", " + args.optimizer;
   if (args.command == "kernel")
     return compileKernel(ctx, args, codegen, diagnostic);
   OwningOpRef<ModuleOp> module =
@@ -269,6 +278,18 @@ int main(int argc, char **argv) {
   if (args.emit == "source" || args.emit == "program") {
     llvm::outs() << (args.emit == "source" ? out.source : out.program);
     return 0;
+  }
+  if (!args.memoryReport.empty()) {
+    if (!otc::replaceFile(args.memoryReport, 0666,
+                          [&](int fd) {
+                            return otc::writeAll(fd, out.timeline.data(), out.timeline.size());
+                          },
+                          error))
+      fail("--memory-report: " + error);
+    llvm::errs() << out.memory << out.peak << "otc: wrote the timeline " << args.memoryReport
+                 << "\n";
+    if (args.output.empty())
+      return 0;
   }
   if (!otc::buildExecutable(out.source, embedded, codegen.target,
                             forward ? otc::ExecutableKind::Forward : otc::ExecutableKind::Train,

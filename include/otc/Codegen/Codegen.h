@@ -19,12 +19,15 @@ struct CodegenOptions {
   bool training = true;
   int64_t microBatch = 0;
   otc_optimizer optimizer = OTC_SGD;
+  std::string title; // of the memory timeline picture
 };
 
 struct CodegenOutput {
   std::string source;  // the target's source
   std::string program; // the kernel program as text (--emit program)
   std::string memory;  // the training step's memory report
+  std::string peak;     // what is live at its peak, by category
+  std::string timeline; // live bytes per step, an SVG picture
 };
 
 /// Float32 state tensors the optimizer keeps per trained parameter.
