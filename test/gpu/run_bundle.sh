@@ -26,8 +26,13 @@ check "large batch matches PyTorch" "$tmp/large.onnx" "$dir/expected_ce_sgd.npz"
 # The zoo: CNNs and more against PyTorch, with the CPU's tolerances.
 for zc in "$dir"/zoo/*/; do
   case=$(basename "$zc")
-  "$zc/train" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/zoo_$case.onnx" ||
-    echo "train failed: zoo $case"
+  "$zc/train" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/zoo_$case.onnx" \
+    2> "$tmp/zoo_$case.err" || echo "train failed: zoo $case"
+  cat "$tmp/zoo_$case.err" >&2
+  # The arena's measured high-water mark equals the plan (memory_plan.test on the CPU).
+  if grep -Eq "arena high-water mark ([0-9]+) bytes \(planned \1\)" "$tmp/zoo_$case.err"; then
+    pass=$((pass + 1)); echo "PASS zoo $case arena high-water mark equals the plan"
+  else fail=$((fail + 1)); echo "FAIL zoo $case arena high-water mark"; fi
   # The dropout case has no reference weights (its draws are otc's own).
   if [ -e "$zc/expected.npz" ]; then
     check "zoo $case matches PyTorch" "$tmp/zoo_$case.onnx" "$zc/expected.npz"
