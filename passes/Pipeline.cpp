@@ -6,7 +6,8 @@
 using namespace mlir;
 
 void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &scaling,
-                                const MixedPrecisionOptions &precision) {
+                                const MixedPrecisionOptions &precision,
+                                const RecomputeOptions &recompute) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createMixedPrecision(precision));
@@ -15,6 +16,8 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createLossScaling(scaling));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Last: CSE would merge the copies back into their originals.
+  pm.addPass(createRecompute(recompute));
 }
 
 void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision) {

@@ -37,6 +37,7 @@ const char kUsage[] =
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
     "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
     "           [--keep-fp32 OPTYPE|NODE ...] [--memory-report TIMELINE.svg]\n"
+    "           [--recompute none|selective]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -53,6 +54,7 @@ struct Args {
   otc::ImportOptions import;
   otc::LossScalingOptions scaling;
   otc::MixedPrecisionOptions precision;
+  otc::RecomputeOptions recompute;
   bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
 };
@@ -118,6 +120,13 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--loss") a.import.loss = v;
     else if (arg == "--emit") a.emit = v;
     else if (arg == "--memory-report") a.memoryReport = v;
+    else if (arg == "--recompute") {
+      if (v == "blocks" || v == "sqrt" || v == "budget")
+        fail("--recompute " + v + " is not implemented yet (none and selective are)", 2);
+      if (v != "none" && v != "selective")
+        fail("unknown --recompute '" + v.substr(0, 40) + "' (expected none or selective)", 2);
+      a.recompute.policy = v;
+    }
     else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--precision") {
       if (v != "fp32" && v != "fp16" && v != "bf16")
@@ -174,6 +183,8 @@ Args parseArgs(int argc, char **argv) {
     fail("--loss-scale does not apply to a forward-only executable", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty() && a.memoryReport.empty())
     fail("no output given (-o)", 2);
+  if (a.recompute.policy != "none" && (a.command != "compile" || a.import.forwardOnly))
+    fail("--recompute applies to otc compile of a training step", 2);
   if (!a.memoryReport.empty() && (a.command != "compile" || a.import.forwardOnly))
     fail("--memory-report applies to otc compile of a training step", 2);
   if (a.target != "cuda" && a.target != "cpu")
@@ -261,7 +272,7 @@ int main(int argc, char **argv) {
   bool forward = args.import.forwardOnly;
   PassManager pm(&ctx);
   forward ? otc::buildForwardPipeline(pm, args.precision)
-          : otc::buildTrainingPipeline(pm, args.scaling, args.precision);
+          : otc::buildTrainingPipeline(pm, args.scaling, args.precision, args.recompute);
   if (failed(pm.run(*module)))
     fail(std::string(forward ? "the forward" : "the training") + " pipeline failed: " +
          diagnostic.substr(0, diagnostic.find('\n')));

@@ -37,7 +37,8 @@ inline constexpr const char kLossScale[] = "otc.loss_scale";
 /// Forward graph to training step: cleanups, fusions, autodiff, accumulation,
 /// cleanups.
 void buildTrainingPipeline(mlir::OpPassManager &pm, const LossScalingOptions &scaling = {},
-                           const MixedPrecisionOptions &precision = {});
+                           const MixedPrecisionOptions &precision = {},
+                           const RecomputeOptions &recompute = {});
 
 /// The forward graph as imported, cleaned up (--forward-only).
 void buildForwardPipeline(mlir::OpPassManager &pm, const MixedPrecisionOptions &precision = {});

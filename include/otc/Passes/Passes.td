@@ -163,4 +163,41 @@ def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def Recompute : Pass<"otc-recompute", "mlir::ModuleOp"> {
+  let summary = "Recomputes cheap forward values in the backward instead of keeping them";
+  let description = [{
+    Activation checkpointing on the training step after autodiff. A forward
+    value the backward reads is kept from the forward to the backward; this
+    pass decides which of them the backward recomputes instead, cloning
+    their ops (marked `otc.recomputed`) just before the first backward op
+    that reads them. The copies compute exactly what the originals did
+    (dropout regenerates its mask from the same counter), so training
+    results are bitwise those of `none`.
+
+    - `none`: keeps every value the backward reads.
+    - `selective`: recomputes the cheap ops (elementwise ops, views and
+      copies, casts, dropout, the normalisation row kernel) from the values
+      the backward keeps anyway, recursively, and never GEMMs, convolutions,
+      pooling, softmax or reductions (Megatron's selective recompute).
+
+    ```mlir
+    %h = otc.gemm %x, %w ...
+    %a = otc.tanh %h
+    %y = otc.gemm %a, %v ...
+    ...                        // backward, after the seed's first use:
+    %g = otc.tanh_grad %dy, %a
+    // with policy=selective becomes
+    %a2 = otc.tanh %h {otc.recomputed}
+    %g = otc.tanh_grad %dy, %a2
+    ```
+    so `%a` dies in the forward and `%h` is kept in its place (with GELU's
+    chain of four such values, one instead of four).
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
+           "none or selective">,
+  ];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 #endif // OTC_PASSES

@@ -1,0 +1,91 @@
+// otc-recompute: the backward recomputes cheap forward values from values it
+// keeps anyway, instead of keeping them (activation checkpointing).
+#include "otc/Dialect/Helpers.h"
+#include "otc/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace otc {
+#define GEN_PASS_DEF_RECOMPUTE
+#include "otc/Passes/Passes.h.inc"
+} // namespace otc
+
+using namespace mlir;
+using namespace otc;
+
+namespace {
+
+/// `selective`: ops that cost a pass over memory, not arithmetic (Megatron's
+/// and AOTAutograd's "cheap" class): elementwise ops, views and copies,
+/// casts, dropout (its mask is regenerated from the same counter) and the
+/// normalisation's row kernel. Never GEMMs, convolutions' im2col, pooling,
+/// softmax (attention) or reductions.
+bool isCheap(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp,
+             SqrtOp, ReciprocalOp, AbsOp, PowOp, ErfOp, SignOp, IdentityOp, CompareOp, NotOp,
+             AndOp, OrOp, WhereOp, DropoutOp, CastOp, TransposeOp, ReshapeOp, BroadcastToOp,
+             NormalizeOp>(op);
+}
+
+LogicalResult recomputeSelective(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  // The backward begins at the first op that reads the loss seed: autodiff
+  // appends every gradient op after the forward.
+  Operation *boundary = nullptr;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), attr::kLossSeed))
+      for (Operation *u : arg.getUsers())
+        if (!boundary || u->isBeforeInBlock(boundary))
+          boundary = u;
+  if (!boundary)
+    return success(); // no backward (forward-only)
+  llvm::DenseSet<Operation *> forward;
+  for (Operation &op : body) {
+    if (&op == boundary)
+      break;
+    forward.insert(&op);
+  }
+  IRMapping clones; // forward value -> its recomputed copy in the backward
+  OpBuilder b(func.getContext());
+  // The copy of forward value `v`, made (with its cheap operands') just
+  // before `user`, the first backward op that reads it.
+  std::function<Value(Value, Operation *)> recompute = [&](Value v, Operation *user) -> Value {
+    if (Value c = clones.lookupOrNull(v))
+      return c;
+    Operation *def = v.getDefiningOp();
+    if (!def || !forward.contains(def) || !isCheap(def))
+      return v; // kept: an argument, a GEMM's result, a reduction's...
+    for (Value operand : def->getOperands())
+      recompute(operand, user);
+    b.setInsertionPoint(user);
+    Operation *copy = b.clone(*def, clones);
+    copy->setAttr("otc.recomputed", b.getUnitAttr());
+    return clones.lookup(v);
+  };
+  SmallVector<Operation *> backward;
+  for (Operation *op = boundary; op; op = op->getNextNode())
+    backward.push_back(op);
+  for (Operation *op : backward)
+    for (OpOperand &use : op->getOpOperands())
+      use.set(recompute(use.get(), op));
+  return success();
+}
+
+struct RecomputePass : otc::impl::RecomputeBase<RecomputePass> {
+  using RecomputeBase::RecomputeBase;
+  void runOnOperation() override {
+    if (policy != "none" && policy != "selective") {
+      getOperation().emitError("unknown recompute policy '") << policy << "'";
+      return signalPassFailure();
+    }
+    if (policy == "none")
+      return;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (failed(recomputeSelective(func)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
