@@ -47,29 +47,60 @@ LogicalResult recomputeSelective(func::FuncOp func) {
       break;
     forward.insert(&op);
   }
-  IRMapping clones; // forward value -> its recomputed copy in the backward
-  OpBuilder b(func.getContext());
-  // The copy of forward value `v`, made (with its cheap operands') just
-  // before `user`, the first backward op that reads it.
-  std::function<Value(Value, Operation *)> recompute = [&](Value v, Operation *user) -> Value {
-    if (Value c = clones.lookupOrNull(v))
-      return c;
+  // Parameters the step assigns (BatchNorm's running statistics) change
+  // between the forward and a copy placed in the backward.
+  llvm::DenseSet<Value> assigned;
+  func.walk([&](AssignOp a) { assigned.insert(a.getTarget()); });
+  auto recomputable = [&](Value v) {
     Operation *def = v.getDefiningOp();
     if (!def || !forward.contains(def) || !isCheap(def))
-      return v; // kept: an argument, a GEMM's result, a reduction's...
-    for (Value operand : def->getOperands())
-      recompute(operand, user);
-    b.setInsertionPoint(user);
-    Operation *copy = b.clone(*def, clones);
-    copy->setAttr("otc.recomputed", b.getUnitAttr());
-    return clones.lookup(v);
+      return false; // kept: an argument, a GEMM's result, a reduction's...
+    // A narrowing cast's copy would keep its wider operand instead of it.
+    auto bits = [](Value x) { return cast<ShapedType>(x.getType()).getElementTypeBitWidth(); };
+    if (auto c = dyn_cast<CastOp>(def); c && bits(c.getInput()) > bits(v))
+      return false;
+    return llvm::none_of(def->getOperands(), [&](Value o) { return assigned.contains(o); });
+  };
+  IRMapping clones; // forward value -> its recomputed copy in the backward
+  OpBuilder b(func.getContext());
+  // The copy of forward value `v`, made (with its cheap operands', depth
+  // first with an explicit stack: chains can be long) just before `user`,
+  // the first backward op that reads it.
+  auto recompute = [&](Value v, Operation *user) -> Value {
+    SmallVector<std::pair<Value, bool>> stack{{v, false}};
+    while (!stack.empty()) {
+      auto [cur, expanded] = stack.back();
+      if (clones.contains(cur) || !recomputable(cur)) {
+        stack.pop_back();
+        continue;
+      }
+      Operation *def = cur.getDefiningOp();
+      if (!expanded) {
+        stack.back().second = true;
+        for (Value o : def->getOperands())
+          stack.push_back({o, false});
+        continue;
+      }
+      b.setInsertionPoint(user);
+      Operation *copy = b.clone(*def, clones);
+      copy->setAttr("otc.recomputed", b.getUnitAttr());
+      stack.pop_back();
+    }
+    return clones.lookupOrDefault(v);
   };
   SmallVector<Operation *> backward;
-  for (Operation *op = boundary; op; op = op->getNextNode())
-    backward.push_back(op);
+  for (Operation *op = boundary; op && op != body.getTerminator(); op = op->getNextNode())
+    backward.push_back(op); // not the return: the loss it returns is the forward's
   for (Operation *op : backward)
     for (OpOperand &use : op->getOpOperands())
       use.set(recompute(use.get(), op));
+  // Originals nothing reads any more (the backward reads the copies): cheap
+  // ops have no side effects, so they go.
+  SmallVector<Operation *> order(forward.begin(), forward.end());
+  llvm::sort(order, [](Operation *a, Operation *c) { return c->isBeforeInBlock(a); });
+  for (Operation *op : order)
+    if (isCheap(op) && op->use_empty())
+      op->erase();
   return success();
 }
 

@@ -32,13 +32,16 @@ __global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
     *flag = 1;
 }
 
-/// The same over tensor blockIdx.y of `spans` (one launch for all).
-__global__ void nonFiniteSpansKernel(const Backend::Span *spans, int *flag) {
-  Backend::Span s = spans[blockIdx.y];
+/// The same over the `n` tensors of `spans` in one launch: block row y
+/// takes tensors y, y + gridDim.y, ...
+__global__ void nonFiniteSpansKernel(const Backend::Span *spans, int64_t n, int *flag) {
   bool bad = false;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < s.count;
-       i += (int64_t)gridDim.x * blockDim.x)
-    bad |= !isfinite(s.data[i]);
+  for (int64_t t = blockIdx.y; t < n; t += gridDim.y) {
+    Backend::Span s = spans[t];
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < s.count;
+         i += (int64_t)gridDim.x * blockDim.x)
+      bad |= !isfinite(s.data[i]);
+  }
   if (__syncthreads_or(bad) && threadIdx.x == 0)
     *flag = 1;
 }
@@ -104,7 +107,7 @@ public:
     if (spans.empty())
       return false;
     // The table is copied once: the gradient buffers do not move.
-    if (spans.size() != tableSize || spansTable == nullptr ||
+    if (spans.size() != hostTable.size() ||
         std::memcmp(hostTable.data(), spans.data(), spans.size() * sizeof(Span)) != 0) {
       hostTable = spans;
       if (spans.size() > tableSize) {
@@ -118,7 +121,8 @@ public:
       most = std::max(most, s.count);
     unsigned gx = (unsigned)std::min<int64_t>((most + 255) / 256, 256);
     OTC_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int)));
-    nonFiniteSpansKernel<<<dim3(gx, (unsigned)spans.size()), 256>>>(spansTable, flag);
+    unsigned gy = (unsigned)std::min<size_t>(spans.size(), 65535); // CUDA's limit on y
+    nonFiniteSpansKernel<<<dim3(gx, gy), 256>>>(spansTable, (int64_t)spans.size(), flag);
     OTC_CUDA_CHECK(cudaGetLastError());
     int host = 0;
     OTC_CUDA_CHECK(cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost));

@@ -323,18 +323,6 @@ int run(int argc, char **argv) {
     std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
                  (long long)steps, double(scaler.scale()));
   std::fputc('\n', stderr);
-  {
-    std::vector<unsigned char> arena(prog.arena_bytes);
-    backend->toHost(arena.data(), args.arena, arena.size());
-    size_t high = arena.size();
-    while (high > 0 && arena[high - 1] == kPaint)
-      --high;
-    std::fprintf(stderr, "train: arena high-water mark %zu bytes (planned %lld)\n", high,
-                 (long long)prog.arena_bytes);
-  }
-  std::string note = backend->deviceMemoryNote();
-  std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
-               note.empty() ? "" : "; ", note.c_str());
   logFile.reset();
   if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
     die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +
@@ -351,6 +339,24 @@ int run(int argc, char **argv) {
       die(error);
     std::fprintf(stderr, "train: saved %s\n", opt.save.c_str());
   }
+  // After saving, so nothing here can cost the trained weights. From the
+  // top down, a chunk at a time: no second arena-sized buffer.
+  size_t high = prog.arena_bytes;
+  std::vector<unsigned char> chunk(std::min<size_t>(high, size_t(1) << 20));
+  for (bool found = false; high > 0 && !found;) {
+    size_t n = std::min(high, chunk.size());
+    backend->toHost(chunk.data(), args.arena + (high - n), n);
+    size_t i = n;
+    while (i > 0 && chunk[i - 1] == kPaint)
+      --i;
+    found = i > 0;
+    high -= n - i;
+  }
+  std::fprintf(stderr, "train: arena high-water mark %zu bytes (planned %lld)\n", high,
+               (long long)prog.arena_bytes);
+  std::string note = backend->deviceMemoryNote();
+  std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
+               note.empty() ? "" : "; ", note.c_str());
   return 0;
 }
 

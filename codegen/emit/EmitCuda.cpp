@@ -27,8 +27,8 @@ bool blockPerRow(const LoopInfo &info) { return info.cols >= 1024 || info.rows <
 
 /// Whether an elementwise step can move four floats per load and store:
 /// one (collapsed) dim that is a multiple of 4, every float32 access walking
-/// it contiguously or not at all. Buffers start 256-byte aligned (the arena
-/// and cudaMalloc), so element 4k is 16-byte aligned.
+/// it contiguously or not at all. Buffers start 64-byte aligned in the arena
+/// (256 from cudaMalloc), so element 4k is 16-byte aligned.
 bool vectorizable(const Program &p, const Step &s) {
   if (s.shape.size() != 1 || s.shape[0] % 4 != 0)
     return false;

@@ -286,10 +286,6 @@ int main(int argc, char **argv) {
   otc::CodegenOutput out;
   if (!otc::emitCode(func, codegen, out, error))
     fail(error);
-  if (args.emit == "source" || args.emit == "program") {
-    llvm::outs() << (args.emit == "source" ? out.source : out.program);
-    return 0;
-  }
   if (!args.memoryReport.empty()) {
     if (!otc::replaceFile(args.memoryReport, 0666,
                           [&](int fd) {
@@ -299,8 +295,12 @@ int main(int argc, char **argv) {
       fail("--memory-report: " + error);
     llvm::errs() << out.memory << out.peak << "otc: wrote the timeline " << args.memoryReport
                  << "\n";
-    if (args.output.empty())
+    if (args.output.empty() && args.emit.empty())
       return 0;
+  }
+  if (args.emit == "source" || args.emit == "program") {
+    llvm::outs() << (args.emit == "source" ? out.source : out.program);
+    return 0;
   }
   if (!otc::buildExecutable(out.source, embedded, codegen.target,
                             forward ? otc::ExecutableKind::Forward : otc::ExecutableKind::Train,
