@@ -88,6 +88,9 @@ Value viewBase(Value v) {
   return v;
 }
 
+/// Whether `t` is one of the 16-bit float storage types.
+bool isHalf(Type t) { return t.isF16() || t.isBF16(); }
+
 std::string typeText(Type t) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -212,8 +215,7 @@ bool Lowering::classify() {
   // operands are all arguments or constants, which stay in memory anyway.
   llvm::DenseMap<Operation *, Operation *> &root = rootOf;
   llvm::DenseSet<Operation *> repeated; // inlined across roots
-  llvm::DenseSet<Value> assignedArgs;
-  func.walk([&](AssignOp a) { assignedArgs.insert(a.getTarget()); });
+  func.walk([&](AssignOp a) { assigned.insert(a.getTarget()); });
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     root[&op] = &op;
     if (!rules.elementwiseRule(&op) || op.getNumResults() != 1)
@@ -241,7 +243,7 @@ bool Lowering::classify() {
         return false;
       Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
       Type to = cast<RankedTensorType>(v.getType()).getElementType();
-      return (from.isF16() || from.isBF16()) && to.isF32();
+      return isHalf(from) && to.isF32();
     };
     // One op over arguments and constants alone (attention's causal mask,
     // `mask == 0` on a registered buffer) costs a load either way.
@@ -252,7 +254,7 @@ bool Lowering::classify() {
         // Not a gradient buffer or an assigned parameter: the step writes
         // those, so a later read would see another value.
         return base.getDefiningOp<ConstantOp>() ||
-               (arg && !assignedArgs.contains(base) &&
+               (arg && !assigned.contains(base) &&
                 (func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
                  func.getArgAttr(arg.getArgNumber(), attr::kInput)));
       });
@@ -439,7 +441,7 @@ bool Lowering::bindArguments() {
     if (auto c = g.getDefiningOp<CastOp>(); c && g.hasOneUse()) {
       Value in = throughViews(c.getInput());
       Type from = cast<RankedTensorType>(in.getType()).getElementType();
-      if ((from.isF16() || from.isBF16()) && fuse(in)) {
+      if (isHalf(from) && fuse(in)) {
         inlined.insert(c.getResult());
         continue;
       }
@@ -466,8 +468,7 @@ int64_t Lowering::usePosition(Operation *op) {
 /// itself (otc.assign: BatchNorm's running statistics) count as none.
 static int paramOf(Value v, func::FuncOp func, const Program &prog,
                    const llvm::DenseSet<Value> &assigned) {
-  while (auto r = v.getDefiningOp<ReshapeOp>())
-    v = r.getOperand();
+  v = viewBase(v);
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || assigned.contains(v))
     return -1;
@@ -480,8 +481,6 @@ static int paramOf(Value v, func::FuncOp func, const Program &prog,
 
 bool Lowering::makeBuffers() {
   const RuleRegistry &rules = RuleRegistry::get();
-  llvm::DenseSet<Value> assigned;
-  func.walk([&](AssignOp a) { assigned.insert(a.getTarget()); });
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||

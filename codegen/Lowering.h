@@ -109,6 +109,8 @@ private:
   std::vector<int> resultBuffers;
   llvm::DenseSet<mlir::Value> writtenByOwner;
   llvm::DenseSet<mlir::Value> inlined;
+  /// Parameters the step writes itself (otc.assign targets), found by classify.
+  llvm::DenseSet<mlir::Value> assigned;
   /// Narrowing casts whose producer stores the 16-bit value itself.
   llvm::DenseSet<mlir::Operation *> foldedCasts;
   llvm::DenseMap<mlir::Value, int> buffers;

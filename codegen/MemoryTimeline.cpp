@@ -27,13 +27,6 @@ std::vector<int> buffersOf(const Step &s) {
   return ids;
 }
 
-int64_t descBytes(const TensorDesc &d, ElemType type) {
-  int64_t n = byteSize(type);
-  for (int64_t x : d.shape)
-    n *= x;
-  return n;
-}
-
 std::string humanBytes(double b) {
   const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -48,22 +41,12 @@ std::string humanBytes(double b) {
 
 MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
   MemoryTimeline t;
-  // What lives through the whole step.
-  for (size_t i = 0; i < program.params.size(); ++i) {
-    const TensorDesc &p = program.params[i];
-    t.persistent[MemoryTimeline::Parameters] += descBytes(p, ElemType::F32);
-    if (p.lowType != ElemType::F32)
-      t.persistent[MemoryTimeline::LowCopies] += descBytes(p, p.lowType);
-    if (program.gradIndex[i] >= 0) {
-      t.persistent[MemoryTimeline::Gradients] += descBytes(p, ElemType::F32);
-      t.persistent[MemoryTimeline::OptimizerState] += optimizerSlots * descBytes(p, ElemType::F32);
-    }
-  }
-  for (const TensorDesc &d : program.inputs)
-    t.persistent[MemoryTimeline::Inputs] += descBytes(d, d.type);
-  for (const Buffer &b : program.buffers)
-    if (b.place == Buffer::Place::Constant)
-      t.persistent[MemoryTimeline::Inputs] += b.bytes();
+  PersistentBytes p = persistentBytes(program, optimizerSlots);
+  t.persistent[MemoryTimeline::Parameters] = p.params;
+  t.persistent[MemoryTimeline::LowCopies] = p.lowCopies;
+  t.persistent[MemoryTimeline::Gradients] = p.grads;
+  t.persistent[MemoryTimeline::OptimizerState] = p.optimizerState;
+  t.persistent[MemoryTimeline::Inputs] = p.inputs + p.constants;
 
   // Each arena buffer's first and last step.
   const int64_t steps = (int64_t)program.steps.size();

@@ -207,27 +207,33 @@ std::string printProgram(const Program &p) {
 
 namespace otc {
 
-std::string memoryReport(const Program &program, int optimizerSlots) {
-  auto bytesOf = [](const TensorDesc &d) {
-    int64_t n = byteSize(d.type);
+PersistentBytes persistentBytes(const Program &program, int optimizerSlots) {
+  auto bytesOf = [](const TensorDesc &d, ElemType type) {
+    int64_t n = byteSize(type);
     for (int64_t s : d.shape)
       n *= s;
     return n;
   };
-  int64_t params = 0, trained = 0, inputs = 0, constants = 0, persistentCopies = 0;
+  PersistentBytes p;
   for (size_t i = 0; i < program.params.size(); ++i) {
-    params += bytesOf(program.params[i]);
-    if (program.params[i].lowType != ElemType::F32)
-      persistentCopies += bytesOf(program.params[i]) / 4 * byteSize(program.params[i].lowType);
+    const TensorDesc &d = program.params[i];
+    p.params += bytesOf(d, d.type);
+    if (d.lowType != ElemType::F32)
+      p.lowCopies += bytesOf(d, d.lowType);
     if (program.gradIndex[i] >= 0)
-      trained += bytesOf(program.params[i]);
+      p.grads += bytesOf(d, d.type);
   }
+  p.optimizerState = p.grads * optimizerSlots;
   for (const TensorDesc &d : program.inputs)
-    inputs += bytesOf(d);
-  for (const Buffer &b : program.buffers) {
+    p.inputs += bytesOf(d, d.type);
+  for (const Buffer &b : program.buffers)
     if (b.place == Buffer::Place::Constant)
-      constants += b.bytes();
-  }
+      p.constants += b.bytes();
+  return p;
+}
+
+std::string memoryReport(const Program &program, int optimizerSlots) {
+  PersistentBytes p = persistentBytes(program, optimizerSlots);
   // Copies the optimizer update writes persist beside the parameters; cast
   // kernels' copies (of transposed or sliced parameters) live in the arena,
   // at most lowCopyBytes at once. The rest of the arena's planned size is
@@ -237,13 +243,13 @@ std::string memoryReport(const Program &program, int optimizerSlots) {
     const char *what;
     int64_t bytes;
   } rows[] = {
-      {"parameters (float32)", params},
-      {"low-precision weight copies", persistentCopies + arenaCopies},
-      {"gradient buffers (float32)", trained},
-      {"optimizer state (float32)", trained * optimizerSlots},
+      {"parameters (float32)", p.params},
+      {"low-precision weight copies", p.lowCopies + arenaCopies},
+      {"gradient buffers (float32)", p.grads},
+      {"optimizer state (float32)", p.optimizerState},
       {"activations and temporaries", program.arenaBytes - arenaCopies},
-      {"data inputs (one micro-batch)", inputs},
-      {"constants", constants},
+      {"data inputs (one micro-batch)", p.inputs},
+      {"constants", p.constants},
   };
   std::ostringstream os;
   os << "memory plan (bytes):\n";

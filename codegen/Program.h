@@ -181,6 +181,14 @@ struct Program {
 /// The program as text, for `otc compile --emit program`.
 std::string printProgram(const Program &program);
 
+/// Bytes that live through the whole step, outside the arena. Parameters,
+/// gradients and optimizer state are float32; `optimizerSlots` is the number
+/// of state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).
+struct PersistentBytes {
+  int64_t params = 0, lowCopies = 0, grads = 0, optimizerState = 0, inputs = 0, constants = 0;
+};
+PersistentBytes persistentBytes(const Program &program, int optimizerSlots);
+
 /// Bytes per category of the step's memory, which sum to the total: the
 /// memory report `otc compile` prints. `optimizerSlots` is the number of
 /// float32 state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).

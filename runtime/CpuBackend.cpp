@@ -35,16 +35,16 @@ public:
   void setUpdateKernel(decltype(otc_program::update) k) override { kernel = k; }
   void update(const OptimizerStep &s, float *param, const float *grad, float *m,
               float *v, void *low, int lowDtype, int64_t n) override {
-    // The generated code's loop: compiled, threaded and vectorised with it.
+    // The generated code's loop: compiled, threaded and vectorised with it;
+    // otherwise the same library loop, unthreaded.
     if (kernel)
       return kernel(&s, param, grad, m, v, low, lowDtype, n);
-    for (int64_t i = 0; i < n; ++i) {
-      float m0 = 0.0f, v0 = 0.0f; // state this optimizer does not keep
-      updateElement(s, param[i], grad[i], m ? m[i] : m0, v ? v[i] : v0);
-      if (low && lowDtype == OTC_F16)
-        otc_store(static_cast<otc_f16 *>(low) + i, param[i]);
-      else if (low && lowDtype == OTC_BF16)
-        otc_store(static_cast<otc_bf16 *>(low) + i, param[i]);
+    switch (s.kind) {
+    case OTC_SGD: return otc_kernels::optimizer_update<OTC_SGD>(&s, param, grad, m, v, low, lowDtype, n);
+    case OTC_MOMENTUM:
+      return otc_kernels::optimizer_update<OTC_MOMENTUM>(&s, param, grad, m, v, low, lowDtype, n);
+    case OTC_ADAM: return otc_kernels::optimizer_update<OTC_ADAM>(&s, param, grad, m, v, low, lowDtype, n);
+    case OTC_ADAMW: return otc_kernels::optimizer_update<OTC_ADAMW>(&s, param, grad, m, v, low, lowDtype, n);
     }
   }
   bool anyNonFinite(const float *p, int64_t n) override {

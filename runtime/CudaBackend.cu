@@ -115,10 +115,10 @@ public:
         tableSize = spans.size();
       }
       toDevice(spansTable, spans.data(), spans.size() * sizeof(Span));
+      most = 1;
+      for (const Span &s : spans)
+        most = std::max(most, s.count);
     }
-    int64_t most = 1;
-    for (const Span &s : spans)
-      most = std::max(most, s.count);
     unsigned gx = (unsigned)std::min<int64_t>((most + 255) / 256, 256);
     OTC_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int)));
     unsigned gy = (unsigned)std::min<size_t>(spans.size(), 65535); // CUDA's limit on y
@@ -145,6 +145,7 @@ private:
   Span *spansTable = nullptr; // on the device
   size_t tableSize = 0;
   std::vector<Span> hostTable;
+  int64_t most = 1; // the table's largest tensor
 };
 
 } // namespace
