@@ -102,7 +102,7 @@ void emitConstants(std::ostream &os, const Program &program, bool cuda) {
   }
 }
 
-std::string emitSource(const Program &program, Target target, bool training,
+std::string emitSource(const Program &program, Target target, bool training, int64_t accumSteps,
                        otc_optimizer optimizer) {
   bool cuda = target == Target::Cuda;
   std::ostringstream os;
@@ -196,7 +196,7 @@ std::string emitSource(const Program &program, Target target, bool training,
      << (cuda ? std::string("0") : "otc_kernels::optimizer_update<" + std::string(optimizerName(optimizer)) + ">")
      << ",\n  " << program.lossScale.mode << ", " << floatLiteral(program.lossScale.initScale)
      << ", " << program.lossScale.window << ", " << program.lossScale.hysteresis << ", "
-     << floatLiteral(program.lossScale.minScale) << "};\n\n"
+     << floatLiteral(program.lossScale.minScale) << ", " << accumSteps << "};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }
@@ -218,8 +218,17 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
     out.peak = timeline.table(program);
     out.program += out.peak;
     out.timeline = timeline.svg(options.title.empty() ? "memory per step" : options.title);
+    PersistentBytes p = persistentBytes(program, optimizerSlots(options.optimizer));
+    out.plannedBytes = p.params + p.lowCopies + p.grads + p.optimizerState + p.inputs +
+                       p.constants + program.arenaBytes;
+    out.keptBytes = timeline.keptBytes;
+    out.traffic = timeline.traffic;
+    out.steps = (int64_t)program.steps.size();
+    if (options.planOnly)
+      return true;
   }
-  out.source = emitSource(program, options.target, options.training, options.optimizer);
+  out.source = emitSource(program, options.target, options.training,
+                          options.defaultAccumSteps, options.optimizer);
   return true;
 }
 

@@ -54,7 +54,12 @@ MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
   t.backwardStep = steps;
   for (int64_t s = 0; s < steps; ++s) {
     const Step &step = program.steps[s];
-    for (int id : buffersOf(step)) {
+    std::vector<int> ids = buffersOf(step);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (int id : ids) {
+      if (id >= 0)
+        t.traffic += program.buffers[id].bytes();
       if (id < 0 || program.buffers[id].place != Buffer::Place::Arena)
         continue;
       if (first[id] < 0)
@@ -79,6 +84,8 @@ MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
                 : MemoryTimeline::Temporaries;
     for (int64_t s = first[id]; s <= last[id]; ++s)
       t.live[s][c] += b.bytes();
+    if (c == MemoryTimeline::KeptActivations)
+      t.keptBytes += b.bytes();
   }
   int64_t best = -1;
   for (int64_t s = 0; s < steps; ++s) {

@@ -204,6 +204,11 @@ struct MemoryTimeline {
   std::array<int64_t, Count> persistent{};
   std::vector<std::array<int64_t, Count>> live; // per step: arena bytes
   int64_t peakStep = -1, backwardStep = 0, arenaBytes = 0;
+  /// Arena bytes written in the forward and read in the backward.
+  int64_t keptBytes = 0;
+  /// Bytes the steps read and write (each buffer once per step), for
+  /// auto-fit's time estimate.
+  int64_t traffic = 0;
 
   static const char *name(int category);
   /// What is live at the peak, by category, summing to its total.

@@ -1,11 +1,12 @@
-// otc-recompute: the backward recomputes cheap forward values from values it
-// keeps anyway, instead of keeping them (activation checkpointing).
+// otc-recompute: the backward recomputes forward values from values it
+// keeps, instead of keeping them (activation checkpointing). The policies
+// differ only in what they keep; one engine clones the rest.
+#include "RecomputePlan.h"
 #include "otc/Dialect/Helpers.h"
 #include "otc/Passes/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/DenseSet.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace otc {
 #define GEN_PASS_DEF_RECOMPUTE
@@ -15,13 +16,12 @@ namespace otc {
 using namespace mlir;
 using namespace otc;
 
-namespace {
+namespace otc {
 
-/// `selective`: ops that cost a pass over memory, not arithmetic (Megatron's
-/// and AOTAutograd's "cheap" class): elementwise ops, views and copies,
-/// casts, dropout (its mask is regenerated from the same counter) and the
-/// normalisation's row kernel. Never GEMMs, convolutions' im2col, pooling,
-/// softmax (attention) or reductions.
+/// Megatron's and AOTAutograd's "cheap" class: elementwise ops, views and
+/// copies, casts, dropout (its mask is regenerated from the same counter)
+/// and the normalisation's row kernel. Never GEMMs, convolutions' im2col,
+/// pooling, softmax (attention) or reductions.
 bool isCheap(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp,
              SqrtOp, ReciprocalOp, AbsOp, PowOp, ErfOp, SignOp, IdentityOp, CompareOp, NotOp,
@@ -29,48 +29,80 @@ bool isCheap(Operation *op) {
              NormalizeOp>(op);
 }
 
-LogicalResult recomputeSelective(func::FuncOp func) {
+int64_t valueBytes(Value v) {
+  auto t = cast<ShapedType>(v.getType());
+  return t.getNumElements() * std::max<int64_t>(1, t.getElementTypeBitWidth() / 8);
+}
+
+Forward::Forward(func::FuncOp func) {
   Block &body = func.getBody().front();
-  // The backward begins at the first op that reads the loss seed: autodiff
-  // appends every gradient op after the forward.
-  Operation *boundary = nullptr;
   for (BlockArgument arg : func.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), attr::kLossSeed))
       for (Operation *u : arg.getUsers())
         if (!boundary || u->isBeforeInBlock(boundary))
           boundary = u;
   if (!boundary)
-    return success(); // no backward (forward-only)
-  llvm::DenseSet<Operation *> forward;
+    return; // no backward (forward-only)
   for (Operation &op : body) {
     if (&op == boundary)
       break;
-    forward.insert(&op);
+    position[&op] = (int)ops.size();
+    ops.push_back(&op);
   }
-  // Parameters the step assigns (BatchNorm's running statistics) change
-  // between the forward and a copy placed in the backward.
-  llvm::DenseSet<Value> assigned;
-  func.walk([&](AssignOp a) { assigned.insert(a.getTarget()); });
-  auto recomputable = [&](Value v) {
-    Operation *def = v.getDefiningOp();
-    if (!def || !forward.contains(def) || !isCheap(def))
-      return false; // kept: an argument, a GEMM's result, a reduction's...
-    // A narrowing cast's copy would keep its wider operand instead of it.
-    auto bits = [](Value x) { return cast<ShapedType>(x.getType()).getElementTypeBitWidth(); };
-    if (auto c = dyn_cast<CastOp>(def); c && bits(c.getInput()) > bits(v))
-      return false;
-    return llvm::none_of(def->getOperands(), [&](Value o) { return assigned.contains(o); });
+  auto isData = [&](Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg ? bool(func.getArgAttr(arg.getArgNumber(), attr::kInput))
+               : dataDependent.contains(v);
   };
+  for (Operation *op : ops)
+    if (!op->hasTrait<OpTrait::ConstantLike>() && llvm::any_of(op->getOperands(), isData))
+      for (Value r : op->getResults())
+        dataDependent.insert(r);
+  for (Operation *op = boundary; op; op = op->getNextNode())
+    for (Value o : op->getOperands())
+      if (o.getDefiningOp() && contains(o.getDefiningOp()))
+        backwardRead.insert(o);
+  func.walk([&](AssignOp a) { assigned.insert(a.getTarget()); });
+}
+
+bool Forward::mustKeep(Value v) const {
+  Operation *def = v.getDefiningOp();
+  if (!def || !contains(def) || !dataDependent.contains(v) || !isMemoryEffectFree(def))
+    return true;
+  return llvm::any_of(def->getOperands(), [&](Value o) { return assigned.contains(o); });
+}
+
+bool Forward::leaves(Value v, const llvm::DenseMap<Operation *, int> &seg) const {
+  int own = seg.lookup(v.getDefiningOp());
+  return llvm::any_of(v.getUsers(), [&](Operation *u) {
+    auto it = seg.find(u);
+    return contains(u) && (it == seg.end() || it->second != own);
+  });
+}
+
+} // namespace otc
+
+namespace {
+
+bool narrowing(Operation *def) {
+  auto c = dyn_cast<CastOp>(def);
+  auto bits = [](Value x) { return cast<ShapedType>(x.getType()).getElementTypeBitWidth(); };
+  return c && bits(c.getInput()) > bits(c.getResult());
+}
+
+/// Clones into the backward every forward value it reads that `kept` says
+/// is not kept, with the operands that are not kept either (depth first,
+/// with an explicit stack: chains can be long), just before the first
+/// backward op that reads it.
+void recompute(func::FuncOp func, const Forward &f, llvm::function_ref<bool(Value)> kept) {
+  Block &body = func.getBody().front();
   IRMapping clones; // forward value -> its recomputed copy in the backward
   OpBuilder b(func.getContext());
-  // The copy of forward value `v`, made (with its cheap operands', depth
-  // first with an explicit stack: chains can be long) just before `user`,
-  // the first backward op that reads it.
-  auto recompute = [&](Value v, Operation *user) -> Value {
+  auto copyOf = [&](Value v, Operation *user) -> Value {
     SmallVector<std::pair<Value, bool>> stack{{v, false}};
     while (!stack.empty()) {
       auto [cur, expanded] = stack.back();
-      if (clones.contains(cur) || !recomputable(cur)) {
+      if (clones.contains(cur) || kept(cur)) {
         stack.pop_back();
         continue;
       }
@@ -83,38 +115,77 @@ LogicalResult recomputeSelective(func::FuncOp func) {
       }
       b.setInsertionPoint(user);
       Operation *copy = b.clone(*def, clones);
-      copy->setAttr("otc.recomputed", b.getUnitAttr());
+      copy->setAttr(kRecomputedAttr, b.getUnitAttr());
       stack.pop_back();
     }
     return clones.lookupOrDefault(v);
   };
   SmallVector<Operation *> backward;
-  for (Operation *op = boundary; op && op != body.getTerminator(); op = op->getNextNode())
+  for (Operation *op = f.boundary; op != body.getTerminator(); op = op->getNextNode())
     backward.push_back(op); // not the return: the loss it returns is the forward's
   for (Operation *op : backward)
     for (OpOperand &use : op->getOpOperands())
-      use.set(recompute(use.get(), op));
-  // Originals nothing reads any more (the backward reads the copies): cheap
-  // ops have no side effects, so they go.
-  SmallVector<Operation *> order(forward.begin(), forward.end());
-  llvm::sort(order, [](Operation *a, Operation *c) { return c->isBeforeInBlock(a); });
-  for (Operation *op : order)
-    if (isCheap(op) && op->use_empty())
+      use.set(copyOf(use.get(), op));
+  // Originals nothing reads any more (the backward reads the copies).
+  for (Operation *op : llvm::reverse(f.ops))
+    if (op->use_empty() && isMemoryEffectFree(op))
       op->erase();
+}
+
+LogicalResult run(func::FuncOp func, StringRef policy, StringRef boundary, int64_t layers) {
+  Forward f(func);
+  if (!f.boundary)
+    return success(); // no backward (forward-only)
+  llvm::DenseMap<Operation *, int> seg;
+  std::string summary = policy.str();
+  int64_t candidates = -1;
+  if (policy == "blocks") {
+    if (failed(segmentBlocks(f, func, boundary, seg, summary)))
+      return failure();
+  } else if (policy == "sqrt") {
+    segmentSqrt(f, seg, summary);
+  } else if (policy == "budget") {
+    segmentBudget(f, layers, seg, summary, candidates);
+  }
+  // Outside segments, selective; inside, only what leaves the segment.
+  llvm::DenseMap<Value, bool> memo;
+  std::function<bool(Value)> kept = [&](Value v) -> bool {
+    if (auto it = memo.find(v); it != memo.end())
+      return it->second;
+    bool k = f.mustKeep(v);
+    Operation *def = v.getDefiningOp();
+    if (!k) {
+      auto s = seg.find(def);
+      k = s == seg.end() ? !isCheap(def) : f.leaves(v, seg);
+    }
+    // A narrowing cast's copy would keep its wider operand instead of it.
+    if (!k && narrowing(def))
+      k = kept(def->getOperand(0));
+    return memo[v] = k;
+  };
+  recompute(func, f, kept);
+  OpBuilder b(func.getContext());
+  func->setAttr(kRecomputeSummary, b.getStringAttr(summary));
+  if (candidates >= 0)
+    func->setAttr(kRecomputeLayers, b.getI64IntegerAttr(candidates));
   return success();
 }
 
 struct RecomputePass : otc::impl::RecomputeBase<RecomputePass> {
   using RecomputeBase::RecomputeBase;
   void runOnOperation() override {
-    if (policy != "none" && policy != "selective") {
+    if (!llvm::is_contained({"none", "selective", "blocks", "sqrt", "budget"}, policy)) {
       getOperation().emitError("unknown recompute policy '") << policy << "'";
+      return signalPassFailure();
+    }
+    if (layers < 0) {
+      getOperation().emitError("recompute layers must not be negative");
       return signalPassFailure();
     }
     if (policy == "none")
       return;
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (failed(recomputeSelective(func)))
+      if (failed(run(func, policy, boundary, layers)))
         return signalPassFailure();
   }
 };

@@ -66,8 +66,10 @@ bool inRange(const std::string &flag, double v, bool belowOne, std::string &erro
 } // namespace
 
 ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer kind,
-                              TrainOptions &o, std::string &error) {
+                              TrainOptions &o, std::string &error,
+                              int64_t defaultAccumSteps) {
   o = TrainOptions();
+  o.accumSteps = defaultAccumSteps >= 1 ? defaultAccumSteps : 1;
   bool weightDecayGiven = false;
   const char *prog = argc > 0 && argv[0] ? argv[0] : "train";
   for (int i = 1; i < argc; ++i) {
@@ -76,6 +78,7 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
       char buf[sizeof kUsage + 256];
       std::snprintf(buf, sizeof buf, kUsage, std::string(prog).substr(0, 200).c_str());
       error = buf;
+      error += "          (--accum-steps defaults to " + std::to_string(o.accumSteps) + ")\n";
       return ParseResult::Help;
     }
     if (flag.rfind("--", 0) != 0) {

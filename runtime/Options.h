@@ -21,9 +21,11 @@ struct TrainOptions {
 enum class ParseResult { Ok, Help, Error };
 
 /// Parses and range-checks argv. On Error, `error` holds one line naming the
-/// flag; on Help, `error` holds the usage text.
+/// flag; on Help, `error` holds the usage text. `defaultAccumSteps` is the
+/// K that otc compile's auto-fit embedded.
 ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer kind,
-                              TrainOptions &out, std::string &error);
+                              TrainOptions &out, std::string &error,
+                              int64_t defaultAccumSteps = 1);
 
 } // namespace otc
 

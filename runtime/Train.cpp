@@ -151,7 +151,7 @@ int run(int argc, char **argv) {
   auto kind = static_cast<otc_optimizer>(prog.optimizer);
   TrainOptions opt;
   std::string error;
-  switch (parseTrainOptions(argc, argv, kind, opt, error)) {
+  switch (parseTrainOptions(argc, argv, kind, opt, error, prog.default_accum_steps)) {
   case ParseResult::Help:
     std::fputs(error.c_str(), stdout);
     return 0;

@@ -5,6 +5,7 @@
 //       [--emit mlir|program|source] [--forward-only]
 //   otc import model.onnx [--micro-batch N] [--loss SPEC]
 //   otc kernel function.mlir -o run [--target cuda|cpu] [--emit program|source]
+#include "AutoFit.h"
 #include "Driver.h"
 #include "../../runtime/SafeFile.h"
 #include "otc/Codegen/Codegen.h"
@@ -22,6 +23,7 @@
 #include <cerrno>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
@@ -37,7 +39,9 @@ const char kUsage[] =
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
     "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
     "           [--keep-fp32 OPTYPE|NODE ...] [--memory-report TIMELINE.svg]\n"
-    "           [--recompute none|selective]\n"
+    "           [--recompute none|selective|blocks|sqrt|budget]\n"
+    "           [--checkpoint-boundary REGEX] [--memory-budget BYTES[K|M|G]]\n"
+    "           [--global-batch B] [--micro-batch auto]\n"
     "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
     "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
@@ -55,6 +59,8 @@ struct Args {
   otc::LossScalingOptions scaling;
   otc::MixedPrecisionOptions precision;
   otc::RecomputeOptions recompute;
+  int64_t memoryBudget = 0, globalBatch = 0; // auto-fit
+  bool microBatchAuto = false, microBatchGiven = false;
   bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
 };
@@ -82,6 +88,25 @@ int64_t count(const std::string &flag, const std::string &v, long long max = 1LL
     fail(flag + " expects an integer from 1 to " + maxText + ", got '" + v.substr(0, 40) + "'",
          2);
   return n;
+}
+
+/// Bytes, with an optional binary unit: 512, 64K, 1.5GiB.
+int64_t byteCount(const std::string &flag, const std::string &v) {
+  char *end;
+  errno = 0;
+  double x = std::strtod(v.c_str(), &end);
+  std::string unit = end;
+  static const std::map<std::string, double> units = {
+      {"", 1},         {"B", 1},          {"K", 1024.0},      {"KiB", 1024.0},
+      {"M", 1048576.0}, {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0},
+      {"T", 1099511627776.0}, {"TiB", 1099511627776.0}};
+  auto u = units.find(unit);
+  if (v.empty() || end == v.c_str() || u == units.end() || errno == ERANGE || !(x > 0) ||
+      x * u->second >= 9.2e18 || x * u->second < 1)
+    fail(flag + " expects a positive number of bytes with an optional unit (K, M, G, T: "
+                "powers of 1024), got '" + v.substr(0, 40) + "'",
+         2);
+  return int64_t(x * u->second);
 }
 
 Args parseArgs(int argc, char **argv) {
@@ -121,11 +146,13 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--emit") a.emit = v;
     else if (arg == "--memory-report") a.memoryReport = v;
     else if (arg == "--recompute") {
-      if (v == "blocks" || v == "sqrt" || v == "budget")
-        fail("--recompute " + v + " is not implemented yet (none and selective are)", 2);
-      if (v != "none" && v != "selective")
-        fail("unknown --recompute '" + v.substr(0, 40) + "' (expected none or selective)", 2);
+      if (v != "none" && v != "selective" && v != "blocks" && v != "sqrt" && v != "budget")
+        fail("unknown --recompute '" + v.substr(0, 40) +
+                 "' (expected none, selective, blocks, sqrt or budget)",
+             2);
       a.recompute.policy = v;
+    } else if (arg == "--checkpoint-boundary") {
+      a.recompute.boundary = v;
     }
     else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--precision") {
@@ -158,8 +185,16 @@ Args parseArgs(int argc, char **argv) {
       a.scaling.minScale = positiveNumber(arg, v, true);
       a.scalingFlags = true;
     } else if (arg == "--micro-batch") {
-      a.import.microBatch =
-          count(arg, v, OTC_MAX_MICRO_BATCH, std::to_string(OTC_MAX_MICRO_BATCH));
+      a.microBatchGiven = true;
+      if (v == "auto")
+        a.microBatchAuto = true;
+      else
+        a.import.microBatch =
+            count(arg, v, OTC_MAX_MICRO_BATCH, std::to_string(OTC_MAX_MICRO_BATCH));
+    } else if (arg == "--memory-budget") {
+      a.memoryBudget = byteCount(arg, v);
+    } else if (arg == "--global-batch") {
+      a.globalBatch = count(arg, v, OTC_MAX_MICRO_BATCHES, "2^40");
     } else {
       fail("unknown flag '" + arg.substr(0, 40) + "'", 2);
     }
@@ -187,6 +222,20 @@ Args parseArgs(int argc, char **argv) {
     fail("--recompute applies to otc compile of a training step", 2);
   if (!a.memoryReport.empty() && (a.command != "compile" || a.import.forwardOnly))
     fail("--memory-report applies to otc compile of a training step", 2);
+  bool training = a.command == "compile" && !a.import.forwardOnly;
+  if ((a.memoryBudget || a.globalBatch || a.microBatchAuto) && !training)
+    fail("--memory-budget, --global-batch and --micro-batch auto apply to otc compile of a "
+         "training step",
+         2);
+  if ((a.globalBatch || a.microBatchAuto || a.recompute.policy == "budget") && !a.memoryBudget)
+    fail(std::string(a.globalBatch ? "--global-batch" : a.microBatchAuto ? "--micro-batch auto"
+                                                                         : "--recompute budget") +
+             " needs --memory-budget",
+         2);
+  if (a.globalBatch && a.microBatchGiven && !a.microBatchAuto)
+    fail("--global-batch chooses the micro-batch: give --micro-batch auto or none", 2);
+  if (!a.recompute.boundary.empty() && a.recompute.policy != "blocks" && !a.memoryBudget)
+    fail("--checkpoint-boundary applies to --recompute blocks", 2);
   if (a.target != "cuda" && a.target != "cpu")
     fail("unknown --target '" + a.target + "' (expected cuda or cpu)", 2);
   if (!a.emit.empty() && a.emit != "mlir" && a.emit != "source" && a.emit != "program")
@@ -224,6 +273,21 @@ int compileKernel(MLIRContext &ctx, const Args &args, otc::CodegenOptions codege
   return 0;
 }
 
+/// The step's FLOPs and what recompute did to them, and the kept bytes.
+std::string stepSummary(func::FuncOp func, const otc::CodegenOutput &out) {
+  otc::StepFlops f = otc::countFlops(func);
+  auto policy = func->getAttrOfType<StringAttr>(otc::kRecomputeSummary);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "step: %lld FLOPs, %lld of them recomputed (+%.2f%%); recompute %s; "
+                "kept activations %lld bytes\n",
+                (long long)f.total, (long long)f.recomputed,
+                f.total > f.recomputed ? 100.0 * double(f.recomputed) / double(f.total - f.recomputed)
+                                       : 0.0,
+                policy ? policy.str().c_str() : "none", (long long)out.keptBytes);
+  return line;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -253,13 +317,27 @@ int main(int argc, char **argv) {
   std::string embedded;
   otc::CodegenOptions codegen;
   codegen.target = args.target == "cpu" ? otc::Target::Cpu : otc::Target::Cuda;
-  codegen.microBatch = args.import.microBatch;
   codegen.optimizer = optimizer->second;
+  if (args.command == "kernel")
+    return compileKernel(ctx, args, codegen, diagnostic);
+  if (args.memoryBudget) {
+    otc::StepOptions step{args.model, args.import, args.scaling, args.precision, args.recompute,
+                          codegen};
+    otc::FitRequest request;
+    request.budget = args.memoryBudget;
+    request.globalBatch = args.globalBatch;
+    request.microBatchAuto = args.microBatchAuto && !args.globalBatch;
+    request.policyGiven = args.recompute.policy != "none" && args.recompute.policy != "budget";
+    if (!otc::autoFit(ctx, step, request, error, llvm::errs()))
+      fail(error);
+    args.import.microBatch = step.import.microBatch;
+    args.recompute = step.recompute;
+    codegen.defaultAccumSteps = step.codegen.defaultAccumSteps;
+  }
+  codegen.microBatch = args.import.microBatch;
   codegen.title = "otc memory per step: " + args.model.substr(args.model.rfind('/') + 1) + ", " +
                   args.precision.precision + ", micro-batch " +
                   std::to_string(args.import.microBatch) + ", " + args.optimizer;
-  if (args.command == "kernel")
-    return compileKernel(ctx, args, codegen, diagnostic);
   OwningOpRef<ModuleOp> module =
       otc::importOnnxModel(ctx, args.model, args.import, error, &embedded);
   if (!module)
@@ -293,7 +371,7 @@ int main(int argc, char **argv) {
                           },
                           error))
       fail("--memory-report: " + error);
-    llvm::errs() << out.memory << out.peak << "otc: wrote the timeline " << args.memoryReport
+    llvm::errs() << out.memory << out.peak << stepSummary(func, out) << "otc: wrote the timeline " << args.memoryReport
                  << "\n";
     if (args.output.empty() && args.emit.empty())
       return 0;
@@ -308,7 +386,11 @@ int main(int argc, char **argv) {
     fail(error);
   llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
                << (forward ? "forward only" : args.optimizer) << ", "
-               << args.precision.precision << ", micro-batch " << args.import.microBatch << ")\n"
-               << out.memory;
+               << args.precision.precision << ", micro-batch " << args.import.microBatch
+               << (codegen.defaultAccumSteps > 1
+                       ? ", accumulation " + std::to_string(codegen.defaultAccumSteps)
+                       : std::string())
+               << ")\n"
+               << out.memory << (forward ? std::string() : stepSummary(func, out));
   return 0;
 }

@@ -20,6 +20,8 @@ struct CodegenOptions {
   int64_t microBatch = 0;
   otc_optimizer optimizer = OTC_SGD;
   std::string title; // of the memory timeline picture
+  bool planOnly = false; // the plan's numbers, no source (auto-fit's trials)
+  int64_t defaultAccumSteps = 1; // ./train's --accum-steps default
 };
 
 struct CodegenOutput {
@@ -28,6 +30,10 @@ struct CodegenOutput {
   std::string memory;  // the training step's memory report
   std::string peak;     // what is live at its peak, by category
   std::string timeline; // live bytes per step, an SVG picture
+  // The plan's numbers (training): parameters, copies, gradients, optimizer
+  // state, inputs and constants that persist, plus the arena; the arena
+  // bytes kept from the forward to the backward; bytes the steps move; steps.
+  int64_t plannedBytes = 0, keptBytes = 0, traffic = 0, steps = 0;
 };
 
 /// Float32 state tensors the optimizer keeps per trained parameter.

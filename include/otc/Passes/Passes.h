@@ -2,6 +2,7 @@
 #ifndef OTC_PASSES_PASSES_H
 #define OTC_PASSES_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "otc/Dialect/OtcDialect.h"
@@ -33,6 +34,24 @@ inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
 /// On the training step: the loss-scaling policy (otc-loss-scaling).
 inline constexpr const char kLossScale[] = "otc.loss_scale";
 } // namespace attr
+
+/// The attribute otc-recompute puts on the ops it clones into the backward.
+inline constexpr const char kRecomputedAttr[] = "otc.recomputed";
+/// On the training step after otc-recompute: what it did, in words
+/// ("blocks: 2 blocks /blocks.N/"), and for policy budget the number of
+/// layers it can recompute (what `layers` ranges over).
+inline constexpr const char kRecomputeSummary[] = "otc.recompute";
+inline constexpr const char kRecomputeLayers[] = "otc.recompute_layers";
+
+/// Floating-point operations of one op by the compiler's model (Flops.cpp):
+/// 2 per multiply-add in matrix products, one per element of elementwise
+/// ops and reductions, five per element of row kernels, none for data
+/// movement and casts.
+int64_t opFlops(mlir::Operation *op);
+struct StepFlops {
+  int64_t total = 0, recomputed = 0; // recomputed: ops marked otc.recomputed
+};
+StepFlops countFlops(mlir::func::FuncOp func);
 
 /// Forward graph to training step: cleanups, fusions, autodiff, accumulation,
 /// cleanups.

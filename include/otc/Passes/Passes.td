@@ -164,21 +164,40 @@ def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
 }
 
 def Recompute : Pass<"otc-recompute", "mlir::ModuleOp"> {
-  let summary = "Recomputes cheap forward values in the backward instead of keeping them";
+  let summary = "Recomputes forward values in the backward instead of keeping them";
   let description = [{
     Activation checkpointing on the training step after autodiff. A forward
     value the backward reads is kept from the forward to the backward; this
     pass decides which of them the backward recomputes instead, cloning
     their ops (marked `otc.recomputed`) just before the first backward op
-    that reads them. The copies compute exactly what the originals did
-    (dropout regenerates its mask from the same counter), so training
-    results are bitwise those of `none`.
+    that reads them, recursively through the operands that are not kept.
+    The copies compute exactly what the originals did (dropout regenerates
+    its mask from the same counter), so training results are bitwise those
+    of `none`.
+
+    Always kept: arguments, constants, values computed from parameters and
+    constants alone, ops with side effects or reading an assigned parameter
+    (BatchNorm's running statistics), and a narrowing cast of a kept value.
 
     - `none`: keeps every value the backward reads.
     - `selective`: recomputes the cheap ops (elementwise ops, views and
       copies, casts, dropout, the normalisation row kernel) from the values
-      the backward keeps anyway, recursively, and never GEMMs, convolutions,
-      pooling, softmax or reductions (Megatron's selective recompute).
+      the backward keeps anyway, and never GEMMs, convolutions, pooling,
+      softmax or reductions (Megatron's selective recompute).
+    - `blocks`: every op of a repeated block (ONNX node names sharing a
+      scope `/blocks.0/`, `/blocks.1/`, ... or, with `boundary`, the same
+      match of that regex) is recomputed from the values that enter the
+      block; only values that leave a block are kept. Outside blocks,
+      `selective`.
+    - `sqrt`: Chen et al.'s rule. The forward's articulation values (the
+      only data-dependent value live across a point of the forward) split
+      it into m layers; ceil(sqrt(m)) segments of about equal kept bytes
+      are recomputed from their first value, except the last, which is
+      `selective`.
+    - `budget`: the `layers` layers (between articulation values) that free
+      the most kept bytes per recomputed FLOP are each recomputed from
+      their first value; the rest is `selective`. `otc compile
+      --memory-budget` picks `layers`.
 
     ```mlir
     %h = otc.gemm %x, %w ...
@@ -191,11 +210,16 @@ def Recompute : Pass<"otc-recompute", "mlir::ModuleOp"> {
     %g = otc.tanh_grad %dy, %a2
     ```
     so `%a` dies in the forward and `%h` is kept in its place (with GELU's
-    chain of four such values, one instead of four).
+    chain of four such values, one instead of four). Under `blocks`, `%h`
+    too is recomputed, from `%x`, when both GEMMs lie in one block.
   }];
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none or selective">,
+           "none, selective, blocks, sqrt or budget">,
+    Option<"boundary", "boundary", "std::string", /*default=*/"\"\"",
+           "blocks: a regex; ops whose node names share its match form a block">,
+    Option<"layers", "layers", "int64_t", /*default=*/"0",
+           "budget: how many layers to recompute, best first">,
   ];
   let dependentDialects = ["otc::OtcDialect"];
 }

@@ -82,6 +82,9 @@ typedef struct otc_program {
   double init_scale;
   int64_t scale_window, scale_hysteresis;
   double min_scale;
+  /* --accum-steps when not given: the K that otc compile's auto-fit chose
+   * (--global-batch), else 1. */
+  int64_t default_accum_steps;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),

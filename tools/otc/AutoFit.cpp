@@ -1,0 +1,242 @@
+#include "AutoFit.h"
+
+#include "otc/runtime/limits.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <algorithm>
+#include <cstdio>
+
+using namespace mlir;
+
+namespace otc {
+
+std::string humanBytes(int64_t bytes) {
+  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double b = double(bytes);
+  int u = 0;
+  while (b >= 1024 && u < 4)
+    b /= 1024, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+  return text;
+}
+
+bool planStep(MLIRContext &ctx, const StepOptions &o, Plan &plan) {
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (diagnostic.empty())
+      diagnostic = d.str();
+    return success();
+  });
+  plan.microBatch = o.import.microBatch;
+  plan.recompute = o.recompute;
+  std::string error;
+  OwningOpRef<ModuleOp> module = importOnnxModel(ctx, o.model, o.import, error);
+  if (!module) {
+    plan.error = error;
+    return false;
+  }
+  PassManager pm(&ctx);
+  buildTrainingPipeline(pm, o.scaling, o.precision, o.recompute);
+  if (failed(pm.run(*module))) {
+    plan.error = "the training pipeline failed: " + diagnostic.substr(0, diagnostic.find('\n'));
+    return false;
+  }
+  auto func = module->lookupSymbol<func::FuncOp>("train_step");
+  CodegenOptions c = o.codegen;
+  c.microBatch = o.import.microBatch;
+  c.training = true;
+  c.planOnly = true;
+  CodegenOutput out;
+  if (!emitCode(func, c, out, error)) {
+    plan.error = error;
+    return false;
+  }
+  plan.planned = out.plannedBytes;
+  plan.kept = out.keptBytes;
+  plan.traffic = out.traffic;
+  plan.steps = out.steps;
+  plan.flops = countFlops(func);
+  auto summary = func->getAttrOfType<StringAttr>(kRecomputeSummary);
+  plan.summary = summary ? summary.str() : o.recompute.policy;
+  if (auto n = func->getAttrOfType<IntegerAttr>(kRecomputeLayers))
+    plan.candidates = n.getInt();
+  return true;
+}
+
+namespace {
+
+/// The throughput model: a roofline per micro-batch plus a fixed cost per
+/// kernel launch (the compiler's FLOP and byte counts; the rates are
+/// nominal: an H100's dense tensor-core and CUDA-core rates, HBM3, and a
+/// two-core CPU with OpenBLAS; 16-bit GEMMs on the CPU are plain loops).
+double estimateSeconds(const Plan &p, Target target, const std::string &precision) {
+  bool gpu = target == Target::Cuda, low = precision != "fp32";
+  double flops = gpu ? (low ? 400e12 : 50e12) : (low ? 5e9 : 1e11);
+  double bandwidth = gpu ? 2.5e12 : 1.5e10;
+  double launch = gpu ? 4e-6 : 1e-6;
+  return double(p.accum) * (double(p.flops.total) / flops + double(p.traffic) / bandwidth +
+                            double(p.steps) * launch);
+}
+
+struct Fitter {
+  MLIRContext &ctx;
+  const StepOptions &base;
+  const FitRequest &request;
+  int64_t trials = 0;
+
+  bool fits(const Plan &p) const { return p.error.empty() && p.planned <= request.budget; }
+
+  Plan trial(int64_t n, const RecomputeOptions &r) {
+    StepOptions s = base;
+    s.import.microBatch = n;
+    s.recompute = r;
+    Plan p;
+    planStep(ctx, s, p);
+    ++trials;
+    return p;
+  }
+
+  /// At micro-batch n: the given policy, or the plan with the fewest
+  /// recomputed FLOPs that fits: none, else the budget policy with the
+  /// fewest layers that fits (found by bisection; the layers are ordered so
+  /// that more layers means a lower peak), else sqrt or blocks. When
+  /// nothing fits, the plan with the smallest peak (`fits` false).
+  Plan atMicroBatch(int64_t n) {
+    if (request.policyGiven)
+      return trial(n, base.recompute);
+    Plan none = trial(n, {"none", "", 0});
+    if (fits(none) || !none.error.empty())
+      return none;
+    Plan most = trial(n, {"budget", "", int64_t(1) << 30});
+    if (!fits(most)) {
+      Plan best = most.error.empty() && most.planned < none.planned ? most : none;
+      for (const char *policy : {"sqrt", "blocks"}) {
+        Plan p = trial(n, {policy, base.recompute.boundary, 0});
+        if (p.error.empty() && p.planned < best.planned)
+          best = p;
+      }
+      return best;
+    }
+    int64_t lo = 0, hi = std::max<int64_t>(most.candidates, 0);
+    Plan best = most;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      Plan p = trial(n, {"budget", "", mid});
+      if (fits(p))
+        best = p, hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return best;
+  }
+};
+
+std::string describe(const Plan &p) {
+  return p.recompute.policy == "none" ? "none" : p.summary;
+}
+
+} // namespace
+
+bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::string &error,
+             llvm::raw_ostream &log) {
+  Fitter fit{ctx, o, request};
+  std::vector<Plan> plans;
+  auto add = [&](int64_t n) -> const Plan & {
+    for (const Plan &p : plans)
+      if (p.microBatch == n)
+        return p;
+    Plan p = fit.atMicroBatch(n);
+    p.microBatch = n;
+    p.accum = request.globalBatch ? request.globalBatch / n : 1;
+    p.seconds = estimateSeconds(p, o.codegen.target, o.precision.precision);
+    plans.push_back(p);
+    return plans.back();
+  };
+  if (request.globalBatch) {
+    for (int64_t n = std::min<int64_t>(request.globalBatch, OTC_MAX_MICRO_BATCH); n >= 1; --n)
+      if (request.globalBatch % n == 0)
+        add(n);
+  } else if (!request.microBatchAuto) {
+    add(o.import.microBatch); // the policy only
+  } else {
+    // The largest micro-batch that fits: doubling, then bisection.
+    int64_t good = 0, bad = 0;
+    for (int64_t n = 1; n <= OTC_MAX_MICRO_BATCH; n *= 2) {
+      const Plan &p = add(n);
+      if (!fit.fits(p)) {
+        bad = n;
+        break;
+      }
+      good = n;
+    }
+    if (good && bad) {
+      while (bad - good > 1) {
+        int64_t mid = good + (bad - good) / 2;
+        (fit.fits(add(mid)) ? good : bad) = mid;
+      }
+    }
+  }
+  for (const Plan &p : plans)
+    if (!p.error.empty()) {
+      error = "micro-batch " + std::to_string(p.microBatch) + ": " + p.error;
+      return false;
+    }
+  // Fitting plans by estimated time (the largest micro-batch for
+  // --micro-batch auto); then the rest by peak.
+  std::stable_sort(plans.begin(), plans.end(), [&](const Plan &a, const Plan &b) {
+    if (fit.fits(a) != fit.fits(b))
+      return fit.fits(a);
+    if (!fit.fits(a))
+      return a.planned < b.planned;
+    return request.microBatchAuto ? a.microBatch > b.microBatch : a.seconds < b.seconds;
+  });
+  const Plan &best = plans.front();
+  if (!fit.fits(best)) {
+    const Plan *smallest = &plans.front();
+    for (const Plan &p : plans)
+      if (p.planned < smallest->planned)
+        smallest = &p;
+    error = "the memory budget " + std::to_string(request.budget) + " bytes (" +
+            humanBytes(request.budget) + ") is below the smallest planned peak, " +
+            std::to_string(smallest->planned) + " bytes (" + humanBytes(smallest->planned) +
+            ", micro-batch " + std::to_string(smallest->microBatch) + ", recompute " +
+            describe(*smallest) + ")";
+    return false;
+  }
+  log << "otc: auto-fit to " << request.budget << " bytes (" << humanBytes(request.budget)
+      << ")";
+  if (request.globalBatch)
+    log << ", global batch " << request.globalBatch;
+  log << ": " << fit.trials << " plans; estimated time per "
+      << (request.globalBatch ? "global batch" : "micro-batch") << " on "
+      << (o.codegen.target == Target::Cuda ? "an H100-class GPU" : "a CPU")
+      << " from the compiler's FLOP and byte counts\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "     %11s %6s %14s %15s %12s %10s  %s\n", "micro-batch",
+                "accum", "planned peak", "kept activ.", "recompute", "est. ms", "recompute policy");
+  log << line;
+  for (size_t i = 0; i < plans.size() && i < 6; ++i) {
+    const Plan &p = plans[i];
+    double extra = p.flops.total ? 100.0 * double(p.flops.recomputed) /
+                                       double(p.flops.total - p.flops.recomputed)
+                                 : 0;
+    std::snprintf(line, sizeof line, "  %s %11lld %6lld %14lld %15lld %11.1f%% %10.3f  %s%s\n",
+                  i == 0 ? "->" : "  ", (long long)p.microBatch, (long long)p.accum,
+                  (long long)p.planned, (long long)p.kept, extra, p.seconds * 1e3,
+                  describe(p).c_str(), fit.fits(p) ? "" : " (over the budget)");
+    log << line;
+  }
+  o.import.microBatch = best.microBatch;
+  o.recompute = best.recompute;
+  o.codegen.defaultAccumSteps = best.accum;
+  log << "otc: chose micro-batch " << best.microBatch << ", accumulation " << best.accum
+      << (request.globalBatch ? " (./train's default --accum-steps)" : "") << ", recompute "
+      << describe(best) << ": planned peak " << best.planned << " bytes ("
+      << humanBytes(best.planned) << ")\n";
+  return true;
+}
+
+} // namespace otc
