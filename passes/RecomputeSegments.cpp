@@ -9,6 +9,7 @@
 #include "llvm/Support/Regex.h"
 
 #include <cmath>
+#include <set>
 
 using namespace mlir;
 
@@ -34,12 +35,13 @@ std::string nodeName(Location loc) {
 std::string repeatedScopes(const Forward &f, llvm::DenseMap<Operation *, int> &seg) {
   struct Family {
     int depth;
-    std::vector<std::pair<std::string, int>> members; // scope path, ops (in order)
-    void add(const std::string &scope) {
+    // scope path, the ONNX nodes in it (in order of appearance)
+    std::vector<std::pair<std::string, std::set<std::string>>> members;
+    void add(const std::string &scope, const std::string &node) {
       for (auto &m : members)
         if (m.first == scope)
-          return void(++m.second);
-      members.push_back({scope, 1});
+          return void(m.second.insert(node));
+      members.push_back({scope, {node}});
     }
   };
   std::vector<std::pair<std::string, Family>> families; // in order of appearance
@@ -61,7 +63,7 @@ std::string repeatedScopes(const Forward &f, llvm::DenseMap<Operation *, int> &s
       if (base.size() < scope.size() && !base.empty()) {
         Family &fam = family(parent + "/" + base.str());
         fam.depth = (int)d;
-        fam.add(parent + "/" + scope.str() + "/");
+        fam.add(parent + "/" + scope.str() + "/", name);
       }
       parent += "/" + scope.str();
     }
@@ -70,7 +72,7 @@ std::string repeatedScopes(const Forward &f, llvm::DenseMap<Operation *, int> &s
   std::string bestKey;
   for (auto &[key, fam] : families) {
     if (fam.members.size() < 2 ||
-        llvm::any_of(fam.members, [](auto &m) { return m.second < 2; }))
+        llvm::any_of(fam.members, [](auto &m) { return m.second.size() < 2; }))
       continue;
     if (!best || fam.members.size() > best->members.size() ||
         (fam.members.size() == best->members.size() && fam.depth < best->depth))
@@ -243,8 +245,9 @@ void segmentBudget(const Forward &f, int64_t count, llvm::DenseMap<Operation *, 
   int64_t chosen = std::min<int64_t>(count, candidates);
   for (int64_t i = 0; i < chosen; ++i)
     assign(f, ends, order[i], order[i], order[i], seg);
-  summary = "budget: " + std::to_string(chosen) + " of " + std::to_string(candidates) +
-            " layers recomputed";
+  summary = chosen ? "budget: selective and " + std::to_string(chosen) + " of " +
+                        std::to_string(candidates) + " layers recomputed whole"
+                 : "budget: selective";
 }
 
 } // namespace otc

@@ -60,7 +60,7 @@ struct Args {
   otc::MixedPrecisionOptions precision;
   otc::RecomputeOptions recompute;
   int64_t memoryBudget = 0, globalBatch = 0; // auto-fit
-  bool microBatchAuto = false, microBatchGiven = false;
+  bool microBatchAuto = false, microBatchGiven = false, recomputeGiven = false;
   bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
 };
@@ -151,6 +151,7 @@ Args parseArgs(int argc, char **argv) {
                  "' (expected none, selective, blocks, sqrt or budget)",
              2);
       a.recompute.policy = v;
+      a.recomputeGiven = true;
     } else if (arg == "--checkpoint-boundary") {
       a.recompute.boundary = v;
     }
@@ -327,7 +328,10 @@ int main(int argc, char **argv) {
     request.budget = args.memoryBudget;
     request.globalBatch = args.globalBatch;
     request.microBatchAuto = args.microBatchAuto && !args.globalBatch;
-    request.policyGiven = args.recompute.policy != "none" && args.recompute.policy != "budget";
+    // The recompute policy is chosen too, unless one was named (other than
+    // budget); --micro-batch auto alone keeps the given policy, none by default.
+    request.policyGiven = args.recompute.policy != "budget" &&
+                          (args.recomputeGiven || request.microBatchAuto);
     if (!otc::autoFit(ctx, step, request, error, llvm::errs()))
       fail(error);
     args.import.microBatch = step.import.microBatch;
