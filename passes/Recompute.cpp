@@ -6,6 +6,7 @@
 #include "otc/Passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include <memory>
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace otc {
@@ -72,23 +73,62 @@ bool Forward::mustKeep(Value v) const {
   return llvm::any_of(def->getOperands(), [&](Value o) { return assigned.contains(o); });
 }
 
+std::function<bool(Value)> keepRule(const Forward &f,
+                                    const llvm::DenseMap<Operation *, int> &seg) {
+  auto memo = std::make_shared<llvm::DenseMap<Value, bool>>();
+  auto rule = std::make_shared<std::function<bool(Value)>>();
+  *rule = [&f, &seg, memo, rule = std::weak_ptr(rule)](Value v) -> bool {
+    if (auto it = memo->find(v); it != memo->end())
+      return it->second;
+    bool k = f.mustKeep(v);
+    Operation *def = v.getDefiningOp();
+    // A value that enters or leaves a segment is kept (a checkpoint); the
+    // rest of a segment is recomputed; outside segments, selective.
+    if (!k)
+      k = f.leaves(v, seg) || (!seg.count(def) && !isCheap(def));
+    // A narrowing cast's copy would keep its wider operand instead of it.
+    if (!k && isa<CastOp>(def) &&
+        cast<ShapedType>(def->getOperand(0).getType()).getElementTypeBitWidth() >
+            cast<ShapedType>(v.getType()).getElementTypeBitWidth())
+      k = (*rule.lock())(def->getOperand(0));
+    return (*memo)[v] = k;
+  };
+  // The rule refers to itself weakly; the returned copy owns a strong
+  // reference through this wrapper.
+  return [rule](Value v) { return (*rule)(v); };
+}
+
+llvm::DenseSet<Value> checkpoints(const Forward &f, llvm::function_ref<bool(Value)> kept) {
+  llvm::DenseSet<Value> out, seen;
+  SmallVector<Value> work(f.backwardRead.begin(), f.backwardRead.end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (kept(v)) {
+      if (v.getDefiningOp() && f.contains(v.getDefiningOp()))
+        out.insert(v);
+      continue;
+    }
+    for (Value o : v.getDefiningOp()->getOperands())
+      work.push_back(o);
+  }
+  return out;
+}
+
 bool Forward::leaves(Value v, const llvm::DenseMap<Operation *, int> &seg) const {
-  int own = seg.lookup(v.getDefiningOp());
-  return llvm::any_of(v.getUsers(), [&](Operation *u) {
-    auto it = seg.find(u);
-    return contains(u) && (it == seg.end() || it->second != own);
-  });
+  auto segmentOf = [&](Operation *op) {
+    auto it = seg.find(op);
+    return it == seg.end() ? -1 : it->second;
+  };
+  int own = segmentOf(v.getDefiningOp());
+  return llvm::any_of(v.getUsers(),
+                      [&](Operation *u) { return contains(u) && segmentOf(u) != own; });
 }
 
 } // namespace otc
 
 namespace {
-
-bool narrowing(Operation *def) {
-  auto c = dyn_cast<CastOp>(def);
-  auto bits = [](Value x) { return cast<ShapedType>(x.getType()).getElementTypeBitWidth(); };
-  return c && bits(c.getInput()) > bits(c.getResult());
-}
 
 /// Clones into the backward every forward value it reads that `kept` says
 /// is not kept, with the operands that are not kept either (depth first,
@@ -147,22 +187,7 @@ LogicalResult run(func::FuncOp func, StringRef policy, StringRef boundary, int64
   } else if (policy == "budget") {
     segmentBudget(f, layers, seg, summary, candidates);
   }
-  // Outside segments, selective; inside, only what leaves the segment.
-  llvm::DenseMap<Value, bool> memo;
-  std::function<bool(Value)> kept = [&](Value v) -> bool {
-    if (auto it = memo.find(v); it != memo.end())
-      return it->second;
-    bool k = f.mustKeep(v);
-    Operation *def = v.getDefiningOp();
-    if (!k) {
-      auto s = seg.find(def);
-      k = s == seg.end() ? !isCheap(def) : f.leaves(v, seg);
-    }
-    // A narrowing cast's copy would keep its wider operand instead of it.
-    if (!k && narrowing(def))
-      k = kept(def->getOperand(0));
-    return memo[v] = k;
-  };
+  std::function<bool(Value)> kept = keepRule(f, seg);
   recompute(func, f, kept);
   OpBuilder b(func.getContext());
   func->setAttr(kRecomputeSummary, b.getStringAttr(summary));

@@ -7,6 +7,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <functional>
 #include <string>
 
 namespace otc {
@@ -30,9 +31,21 @@ struct Forward {
   /// parameters alone, an op with effects, a reader of an assigned
   /// parameter. (Narrowing casts are decided by the engine.)
   bool mustKeep(mlir::Value v) const;
-  /// A forward op outside `segment` of `seg` reads `v`.
+  /// A forward op in another segment of `seg` than `v`'s reads `v` (no
+  /// segment counts as one).
   bool leaves(mlir::Value v, const llvm::DenseMap<mlir::Operation *, int> &seg) const;
 };
+
+/// Whether the backward keeps a forward value (rather than recompute it),
+/// given the segments `seg` (which it must outlive): what must be kept, what
+/// enters or leaves a segment, and outside segments what is not cheap.
+std::function<bool(mlir::Value)> keepRule(const Forward &f,
+                                          const llvm::DenseMap<mlir::Operation *, int> &seg);
+
+/// The forward values the backward reads once `kept` decides: the kept ones
+/// the recomputation reaches from what the backward reads.
+llvm::DenseSet<mlir::Value> checkpoints(const Forward &f,
+                                        llvm::function_ref<bool(mlir::Value)> kept);
 
 /// `selective`'s cheap ops: a pass over memory, not arithmetic.
 bool isCheap(mlir::Operation *op);

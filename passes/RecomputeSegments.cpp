@@ -127,27 +127,31 @@ Layers layers(const Forward &f) {
   return out;
 }
 
-/// Per layer: the bytes `none` keeps of its values, and of those the bytes
-/// `selective` keeps too.
+/// Per layer: the bytes `none` keeps of its values; the bytes `selective`
+/// keeps of them, but for the value the layer hands on; the FLOPs of its
+/// ops that selective does not recompute.
 struct LayerBytes {
-  int64_t none = 0, selective = 0, flops = 0; // flops: of its ops selective keeps
+  int64_t none = 0, selective = 0, flops = 0;
 };
 
-SmallVector<LayerBytes> layerBytes(const Forward &f, ArrayRef<int> ends) {
-  SmallVector<LayerBytes> out(ends.size());
+SmallVector<LayerBytes> layerBytes(const Forward &f, const Layers &l) {
+  SmallVector<LayerBytes> out(l.ends.size());
+  llvm::DenseMap<Operation *, int> noSegments;
+  llvm::DenseSet<Value> selective = checkpoints(f, keepRule(f, noSegments));
   size_t layer = 0;
   for (int p = 0; p < (int)f.ops.size(); ++p) {
-    while (p > ends[layer])
+    while (p > l.ends[layer])
       ++layer;
     Operation *op = f.ops[p];
     if (!isCheap(op))
       out[layer].flops += opFlops(op);
-    for (Value v : op->getResults())
-      if (f.backwardRead.contains(v) && !f.mustKeep(v)) {
+    for (Value v : op->getResults()) {
+      if (f.backwardRead.contains(v) && !f.mustKeep(v))
         out[layer].none += valueBytes(v);
-        if (!isCheap(op))
-          out[layer].selective += valueBytes(v);
-      }
+      bool handedOn = p == l.ends[layer] && layer + 1 < l.ends.size();
+      if (selective.contains(v) && !f.mustKeep(v) && !handedOn)
+        out[layer].selective += valueBytes(v);
+    }
   }
   return out;
 }
@@ -192,7 +196,7 @@ LogicalResult segmentBlocks(const Forward &f, func::FuncOp func, StringRef bound
 void segmentSqrt(const Forward &f, llvm::DenseMap<Operation *, int> &seg, std::string &summary) {
   Layers l = layers(f);
   SmallVector<int> &ends = l.ends;
-  SmallVector<LayerBytes> bytes = layerBytes(f, ends);
+  SmallVector<LayerBytes> bytes = layerBytes(f, l);
   const int m = (int)ends.size();
   const int s = (int)std::ceil(std::sqrt(double(m)));
   // Segment j ends after about j/s of the bytes `none` keeps: at the layer
@@ -228,8 +232,9 @@ void segmentSqrt(const Forward &f, llvm::DenseMap<Operation *, int> &seg, std::s
 
 void segmentBudget(const Forward &f, int64_t count, llvm::DenseMap<Operation *, int> &seg,
                    std::string &summary, int64_t &candidates) {
-  SmallVector<int> ends = layers(f).ends;
-  SmallVector<LayerBytes> bytes = layerBytes(f, ends);
+  Layers l = layers(f);
+  SmallVector<int> &ends = l.ends;
+  SmallVector<LayerBytes> bytes = layerBytes(f, l);
   // Layers that free bytes beyond selective's, most bytes per recomputed
   // FLOP first (a layer of free ops first of all); ties, earlier first.
   SmallVector<int> order;
