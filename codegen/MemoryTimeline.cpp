@@ -178,10 +178,11 @@ std::string MemoryTimeline::svg(const std::string &title) const {
      << x(double(backwardStep)) << "\" y2=\"" << y(0)
      << "\" stroke=\"black\" stroke-dasharray=\"4 3\"/>\n<text x=\"" << x(double(backwardStep)) + 4
      << "\" y=\"" << y(0) - 6 << "\">backward →</text>\n";
-  if (peakStep >= 0)
-    os << "<text x=\"" << x(peakStep + 0.5) << "\" y=\"" << y(stack[peakStep][Count - 1]) - 6
-       << "\" text-anchor=\"middle\">peak " << humanBytes(double(stack[peakStep][Count - 1]))
-       << "</text>\n";
+  if (peakStep >= 0) // a dot on the peak's bar, labelled with its step
+    os << "<circle cx=\"" << x(peakStep + 0.5) << "\" cy=\"" << y(stack[peakStep][Count - 1])
+       << "\" r=\"3\" fill=\"black\"/>\n<text x=\"" << x(peakStep + 0.5) << "\" y=\""
+       << y(stack[peakStep][Count - 1]) - 6 << "\" text-anchor=\"middle\">peak "
+       << humanBytes(double(stack[peakStep][Count - 1])) << " (step " << peakStep << ")</text>\n";
   for (int c = 0; c < Count; ++c) {
     double ly = top + 20 * (Count - 1 - c);
     os << "<rect x=\"" << left + pw + 20 << "\" y=\"" << ly << "\" width=\"14\" height=\"14\" fill=\""

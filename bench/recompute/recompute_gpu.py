@@ -130,7 +130,7 @@ def otc_run(policy, steps, tmp):
                     r.stderr)
     high = re.search(r"arena high-water mark (\d+) bytes \(planned (\d+)\)", r.stderr)
     step = re.search(r"^step: (\d+) FLOPs, (\d+) of them recomputed .*; recompute (.*); "
-                     r"kept activations (\d+) bytes", compiled, re.M)
+                     r"activations kept for the backward (\d+) bytes", compiled, re.M)
     planned = int(re.search(r"^  total +(\d+)$", compiled, re.M).group(1))
     import make_models
     micro = make_models.MODELS[NAME].micro

@@ -12,7 +12,7 @@ import sys
 
 
 def step(path):
-    m = re.search(r"^step: (\d+) FLOPs, (\d+) of them recomputed .*kept activations (\d+) bytes",
+    m = re.search(r"^step: (\d+) FLOPs, (\d+) of them recomputed .*activations kept for the backward (\d+) bytes",
                   open(path).read(), re.M)
     if not m:
         sys.exit(f"{path}: no step line")

@@ -216,7 +216,7 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
       << " from the compiler's FLOP and byte counts\n";
   char line[512];
   std::snprintf(line, sizeof line, "     %11s %6s %14s %15s %12s %10s  %s\n", "micro-batch",
-                "accum", "planned peak", "kept activ.", "recompute", "est. ms", "recompute policy");
+                "accum", "planned peak", "kept activ.", "+FLOPs", "est. ms", "recompute policy");
   log << line;
   for (size_t i = 0; i < plans.size() && i < 6; ++i) {
     const Plan &p = plans[i];

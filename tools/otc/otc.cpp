@@ -281,7 +281,7 @@ std::string stepSummary(func::FuncOp func, const otc::CodegenOutput &out) {
   char line[256];
   std::snprintf(line, sizeof line,
                 "step: %lld FLOPs, %lld of them recomputed (+%.2f%%); recompute %s; "
-                "kept activations %lld bytes\n",
+                "activations kept for the backward %lld bytes\n",
                 (long long)f.total, (long long)f.recomputed,
                 f.total > f.recomputed ? 100.0 * double(f.recomputed) / double(f.total - f.recomputed)
                                        : 0.0,
