@@ -166,6 +166,8 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
     int64_t good = 0, bad = 0;
     for (int64_t n = 1; n <= OTC_MAX_MICRO_BATCH; n *= 2) {
       const Plan &p = add(n);
+      if (!p.error.empty() && !good)
+        continue; // a fixed batch dimension larger than n
       if (!fit.fits(p)) {
         bad = n;
         break;
@@ -179,11 +181,25 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
       }
     }
   }
+  // A micro-batch the model cannot take (a fixed batch dimension) drops
+  // out; when none compiles, the first reason is the error.
+  std::vector<Plan> compiled;
   for (const Plan &p : plans)
-    if (!p.error.empty()) {
-      error = "micro-batch " + std::to_string(p.microBatch) + ": " + p.error;
-      return false;
-    }
+    if (p.error.empty())
+      compiled.push_back(p);
+  if (compiled.empty()) {
+    error = "micro-batch " + std::to_string(plans.front().microBatch) + ": " + plans.front().error;
+    return false;
+  }
+  if (compiled.size() < plans.size())
+    log << "otc: auto-fit: " << plans.size() - compiled.size()
+        << " micro-batch sizes do not compile (first: micro-batch " << [&] {
+             for (const Plan &p : plans)
+               if (!p.error.empty())
+                 return std::to_string(p.microBatch) + ": " + p.error;
+             return std::string();
+           }() << ")\n";
+  plans = std::move(compiled);
   // Fitting plans by estimated time (the largest micro-batch for
   // --micro-batch auto); then the rest by peak.
   std::stable_sort(plans.begin(), plans.end(), [&](const Plan &a, const Plan &b) {
