@@ -5,6 +5,7 @@
 #include "emit/EmitCommon.h"
 #include "emit/Targets.h"
 #include "otc/Codegen/Codegen.h"
+#include "otc/runtime/limits.h"
 
 #include "llvm/ADT/APFloat.h"
 #include <cstdio>
@@ -207,6 +208,8 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
               std::string &error) {
   Program program;
   program.microBatch = options.microBatch;
+  if (options.training && options.target == Target::Cuda)
+    program.workspaceBytes = OTC_CUDA_WORKSPACE_BYTES;
   Lowering lowering(func, options.training, error);
   if (!lowering.run(program))
     return false;
@@ -220,7 +223,7 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
     out.timeline = timeline.svg(options.title.empty() ? "memory per step" : options.title);
     PersistentBytes p = persistentBytes(program, optimizerSlots(options.optimizer));
     out.plannedBytes = p.params + p.lowCopies + p.grads + p.optimizerState + p.inputs +
-                       p.constants + program.arenaBytes;
+                       p.constants + p.workspace + program.arenaBytes;
     out.keptBytes = timeline.keptBytes;
     out.traffic = timeline.traffic;
     out.steps = (int64_t)program.steps.size();

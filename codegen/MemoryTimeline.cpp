@@ -47,6 +47,7 @@ MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
   t.persistent[MemoryTimeline::Gradients] = p.grads;
   t.persistent[MemoryTimeline::OptimizerState] = p.optimizerState;
   t.persistent[MemoryTimeline::Inputs] = p.inputs + p.constants;
+  t.persistent[MemoryTimeline::Workspace] = p.workspace;
 
   // Each arena buffer's first and last step.
   const int64_t steps = (int64_t)program.steps.size();
@@ -102,7 +103,8 @@ MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
 const char *MemoryTimeline::name(int c) {
   static const char *names[] = {"parameters (float32)", "low-precision weight copies",
                                 "gradient buffers (float32)", "optimizer state (float32)",
-                                "data inputs and constants", "kept activations",
+                                "data inputs and constants", "library workspace (cuBLAS)",
+                                "kept activations",
                                 "temporaries"};
   return names[c];
 }
@@ -146,7 +148,7 @@ std::string MemoryTimeline::svg(const std::string &title) const {
   auto x = [&](double s) { return left + pw * s / double(n); };
   auto y = [&](double b) { return top + ph * (1 - b / most); };
   static const char *colour[] = {"#4e79a7", "#a0cbe8", "#f28e2b", "#ffbe7d",
-                                 "#bab0ac", "#e15759", "#59a14f"};
+                                 "#bab0ac", "#d4a6c8", "#e15759", "#59a14f"};
   std::ostringstream os;
   os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
      << "\" font-family=\"sans-serif\" font-size=\"12\">\n"

@@ -229,6 +229,7 @@ PersistentBytes persistentBytes(const Program &program, int optimizerSlots) {
   for (const Buffer &b : program.buffers)
     if (b.place == Buffer::Place::Constant)
       p.constants += b.bytes();
+  p.workspace = program.workspaceBytes;
   return p;
 }
 
@@ -250,6 +251,7 @@ std::string memoryReport(const Program &program, int optimizerSlots) {
       {"activations and temporaries", program.arenaBytes - arenaCopies},
       {"data inputs (one micro-batch)", p.inputs},
       {"constants", p.constants},
+      {"library workspace (cuBLAS)", p.workspace},
   };
   std::ostringstream os;
   os << "memory plan (bytes):\n";

@@ -176,6 +176,8 @@ struct Program {
   } lossScale;
   /// The most bytes of low-precision weight copies live at once in the arena.
   int64_t lowCopyBytes = 0;
+  /// The library workspace the runtime allocates (cuBLAS's on CUDA).
+  int64_t workspaceBytes = 0;
 };
 
 /// The program as text, for `otc compile --emit program`.
@@ -186,6 +188,7 @@ std::string printProgram(const Program &program);
 /// of state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).
 struct PersistentBytes {
   int64_t params = 0, lowCopies = 0, grads = 0, optimizerState = 0, inputs = 0, constants = 0;
+  int64_t workspace = 0; // cuBLAS's, on CUDA
 };
 PersistentBytes persistentBytes(const Program &program, int optimizerSlots);
 
@@ -199,7 +202,8 @@ std::string memoryReport(const Program &program, int optimizerSlots);
 /// each step, by category; the peak step; where the backward begins.
 struct MemoryTimeline {
   enum Category {
-    Parameters, LowCopies, Gradients, OptimizerState, Inputs, KeptActivations, Temporaries, Count
+    Parameters, LowCopies, Gradients, OptimizerState, Inputs, Workspace, KeptActivations,
+    Temporaries, Count
   };
   std::array<int64_t, Count> persistent{};
   std::vector<std::array<int64_t, Count>> live; // per step: arena bytes

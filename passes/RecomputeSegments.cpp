@@ -183,8 +183,13 @@ LogicalResult segmentBlocks(const Forward &f, func::FuncOp func, StringRef bound
   for (Operation *op : f.ops) {
     SmallVector<StringRef> match;
     std::string name = nodeName(op->getLoc());
-    if (!name.empty() && re.match(name, &match))
-      seg[op] = ids.try_emplace(match[0], (int)ids.size()).first->second;
+    if (name.empty() || !re.match(name, &match))
+      continue;
+    if (match[0].empty())
+      return func.emitError("recompute blocks: the boundary regex '")
+             << boundary << "' matches an empty string in '" << name
+             << "'; it must match the block's name prefix, e.g. ^/blocks\\.[0-9]+/";
+    seg[op] = ids.try_emplace(match[0], (int)ids.size()).first->second;
   }
   if (ids.empty())
     return func.emitError("recompute blocks: the boundary regex '")
@@ -237,8 +242,10 @@ void segmentBudget(const Forward &f, int64_t count, llvm::DenseMap<Operation *, 
   SmallVector<LayerBytes> bytes = layerBytes(f, l);
   // Layers that free bytes beyond selective's, most bytes per recomputed
   // FLOP first (a layer of free ops first of all); ties, earlier first.
+  // Not the last layer: the backward reads it at once, so recomputing it
+  // frees nothing.
   SmallVector<int> order;
-  for (int i = 0; i < (int)ends.size(); ++i)
+  for (int i = 0; i + 1 < (int)ends.size(); ++i)
     if (bytes[i].selective > 0)
       order.push_back(i);
   llvm::stable_sort(order, [&](int a, int b) {

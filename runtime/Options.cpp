@@ -78,7 +78,8 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
       char buf[sizeof kUsage + 256];
       std::snprintf(buf, sizeof buf, kUsage, std::string(prog).substr(0, 200).c_str());
       error = buf;
-      error += "          (--accum-steps defaults to " + std::to_string(o.accumSteps) + ")\n";
+      error += "          (--accum-steps defaults to " +
+               std::to_string(defaultAccumSteps >= 1 ? defaultAccumSteps : 1) + ")\n";
       return ParseResult::Help;
     }
     if (flag.rfind("--", 0) != 0) {

@@ -51,7 +51,7 @@ def peak(text):
     table = text.split("memory at the peak")[1]
     step = int(re.search(r"step (\d+) of", table).group(1))
     said = int(re.search(r"(\d+) live at the peak", table).group(1))
-    rows = [int(v) for k, v in re.findall(r"^  ([a-z][a-z0-9 ().-]+?)\s+(\d+)$", table, re.M)]
+    rows = [int(v) for k, v in re.findall(r"^  ([a-z][a-zA-Z0-9 ().-]+?)\s+(\d+)$", table, re.M)]
     ok = said == live[at] and step == at and sum(rows[:-1]) == rows[-1]
     print(f"peak: recomputed {live[at]} bytes at step {at}, report {said} at step {step}; "
           f"categories sum {sum(rows[:-1])}, total {rows[-1]}")
@@ -78,7 +78,7 @@ def main():
         else:
             sums[place] = sums.get(place, 0) + n
     report = dict((k.strip(), int(v)) for k, v in
-                  re.findall(r"^  ([a-z][a-z0-9 ().-]+?)\s+(\d+)$",
+                  re.findall(r"^  ([a-z][a-zA-Z0-9 ().-]+?)\s+(\d+)$",
                              text.split("memory plan (bytes):")[1].split("memory at the peak")[0], re.M))
     want = {
         "parameters (float32)": sums.get("param", 0),

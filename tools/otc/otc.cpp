@@ -18,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
@@ -187,9 +188,8 @@ Args parseArgs(int argc, char **argv) {
       a.scalingFlags = true;
     } else if (arg == "--micro-batch") {
       a.microBatchGiven = true;
-      if (v == "auto")
-        a.microBatchAuto = true;
-      else
+      a.microBatchAuto = v == "auto"; // the last --micro-batch wins
+      if (!a.microBatchAuto)
         a.import.microBatch =
             count(arg, v, OTC_MAX_MICRO_BATCH, std::to_string(OTC_MAX_MICRO_BATCH));
     } else if (arg == "--memory-budget") {
@@ -235,8 +235,15 @@ Args parseArgs(int argc, char **argv) {
          2);
   if (a.globalBatch && a.microBatchGiven && !a.microBatchAuto)
     fail("--global-batch chooses the micro-batch: give --micro-batch auto or none", 2);
-  if (!a.recompute.boundary.empty() && a.recompute.policy != "blocks" && !a.memoryBudget)
+  // The boundary names blocks for --recompute blocks, or for auto-fit when
+  // it chooses the policy.
+  bool policyChosen = a.memoryBudget && (!a.recomputeGiven || a.recompute.policy == "budget");
+  if (!a.recompute.boundary.empty() && a.recompute.policy != "blocks" && !policyChosen)
     fail("--checkpoint-boundary applies to --recompute blocks", 2);
+  if (std::string why; !a.recompute.boundary.empty() &&
+                       !llvm::Regex(a.recompute.boundary).isValid(why))
+    fail("--checkpoint-boundary: bad regex '" + a.recompute.boundary.substr(0, 80) + "': " + why,
+         2);
   if (a.target != "cuda" && a.target != "cpu")
     fail("unknown --target '" + a.target + "' (expected cuda or cpu)", 2);
   if (!a.emit.empty() && a.emit != "mlir" && a.emit != "source" && a.emit != "program")

@@ -13,8 +13,8 @@
 // BLOCKS-SAME: otc.recompute = "blocks: /blocks.N/ (2 blocks)"
 // ONE-SAME: otc.recompute = "blocks: 1 blocks matching '^/blocks\\.1/'"
 // SQRT-SAME: otc.recompute = "sqrt: 7 layers, 2 recomputed segments and a selective last one"
-// BUDGET-SAME: otc.recompute = "budget: selective and 1 of 2 layers recomputed whole", otc.recompute_layers = 2
-// BUDGET0-SAME: otc.recompute = "budget: selective", otc.recompute_layers = 2
+// BUDGET-SAME: otc.recompute = "budget: selective and 1 of 1 layers recomputed whole", otc.recompute_layers = 1
+// BUDGET0-SAME: otc.recompute = "budget: selective", otc.recompute_layers = 1
 // The forward is unchanged:
 // CHECK: %[[N0:[0-9]+]] = otc.normalize %[[X]]
 // CHECK-NEXT: %[[H0:[0-9]+]] = otc.gemm %[[N0]]

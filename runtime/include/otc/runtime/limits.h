@@ -19,6 +19,10 @@
 /* Micro-batches in one run, and any count flag (--steps, --epochs, ...):
  * beyond this a count is a typing error, and products of two stay exact. */
 #define OTC_MAX_MICRO_BATCHES (INT64_C(1) << 40)
+/* The cuBLAS workspace the CUDA runtime allocates and hands to cuBLAS
+ * (cublasSetWorkspace), so that the memory plan counts it: 32 MiB, NVIDIA's
+ * recommendation for Hopper. */
+#define OTC_CUDA_WORKSPACE_BYTES (INT64_C(32) << 20)
 /* Bytes in a graph input, initializer or node name. */
 #define OTC_MAX_NAME_BYTES 1024
 /* Bytes in a .npy header (numpy writes a few hundred). */
