@@ -132,6 +132,7 @@ Step &Lowering::newStep(Step::Kind kind, Operation *op, std::vector<int64_t> sha
   Step s;
   s.kind = kind;
   s.origin = op->getName().getStringRef().str();
+  s.recomputed = op->hasAttr("otc.recomputed");
   if (reduced.empty())
     reduced.assign(shape.size(), false);
   s.shape = std::move(shape);

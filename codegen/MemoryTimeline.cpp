@@ -67,10 +67,13 @@ MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
         first[id] = s;
       last[id] = s;
     }
-    // The backward begins where the loss's seed is first read.
+    // The backward begins where the loss's seed is first read, or at a
+    // recomputed value placed just before that read.
     for (const Node &n : step.nodes)
       if (n.op == Node::Seed)
         t.backwardStep = std::min(t.backwardStep, s);
+    if (step.recomputed)
+      t.backwardStep = std::min(t.backwardStep, s);
   }
   // Per step, by category: a buffer written before the backward and read
   // in it is a kept activation; every other arena buffer is a temporary.

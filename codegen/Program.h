@@ -127,6 +127,7 @@ struct Step {
   enum Kind : uint8_t { Elementwise, Reduce, RowReduce, Gemm, LibraryCall };
   Kind kind = Elementwise;
   std::string origin; // the op it came from
+  bool recomputed = false; // that op is otc-recompute's copy (in the backward)
 
   /// Elementwise, Reduce, RowReduce: the iteration space, and which of its
   /// dims are reduced (RowReduce: one, usually the innermost).
