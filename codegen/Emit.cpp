@@ -222,8 +222,7 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
     out.program += out.peak;
     out.timeline = timeline.svg(options.title.empty() ? "memory per step" : options.title);
     PersistentBytes p = persistentBytes(program, optimizerSlots(options.optimizer));
-    out.plannedBytes = p.params + p.lowCopies + p.grads + p.optimizerState + p.inputs +
-                       p.constants + p.workspace + program.arenaBytes;
+    out.plannedBytes = p.total() + program.arenaBytes;
     out.keptBytes = timeline.keptBytes;
     out.traffic = timeline.traffic;
     out.steps = (int64_t)program.steps.size();

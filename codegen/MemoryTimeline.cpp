@@ -3,6 +3,7 @@
 // category, that is the timeline `otc compile --memory-report` draws, and
 // its largest point is the peak it tabulates.
 #include "Program.h"
+#include "otc/Codegen/Codegen.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +28,9 @@ std::vector<int> buffersOf(const Step &s) {
   return ids;
 }
 
+
+} // namespace
+
 std::string humanBytes(double b) {
   const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -36,8 +40,6 @@ std::string humanBytes(double b) {
   std::snprintf(text, sizeof text, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
   return text;
 }
-
-} // namespace
 
 MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
   MemoryTimeline t;

@@ -190,6 +190,9 @@ std::string printProgram(const Program &program);
 struct PersistentBytes {
   int64_t params = 0, lowCopies = 0, grads = 0, optimizerState = 0, inputs = 0, constants = 0;
   int64_t workspace = 0; // cuBLAS's, on CUDA
+  int64_t total() const {
+    return params + lowCopies + grads + optimizerState + inputs + constants + workspace;
+  }
 };
 PersistentBytes persistentBytes(const Program &program, int optimizerSlots);
 

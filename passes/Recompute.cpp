@@ -6,7 +6,6 @@
 #include "otc/Passes/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
-#include <memory>
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace otc {
@@ -73,29 +72,21 @@ bool Forward::mustKeep(Value v) const {
   return llvm::any_of(def->getOperands(), [&](Value o) { return assigned.contains(o); });
 }
 
-std::function<bool(Value)> keepRule(const Forward &f,
-                                    const llvm::DenseMap<Operation *, int> &seg) {
-  auto memo = std::make_shared<llvm::DenseMap<Value, bool>>();
-  auto rule = std::make_shared<std::function<bool(Value)>>();
-  *rule = [&f, &seg, memo, rule = std::weak_ptr(rule)](Value v) -> bool {
-    if (auto it = memo->find(v); it != memo->end())
-      return it->second;
-    bool k = f.mustKeep(v);
-    Operation *def = v.getDefiningOp();
-    // A value that enters or leaves a segment is kept (a checkpoint); the
-    // rest of a segment is recomputed; outside segments, selective.
-    if (!k)
-      k = f.leaves(v, seg) || (!seg.count(def) && !isCheap(def));
-    // A narrowing cast's copy would keep its wider operand instead of it.
-    if (!k && isa<CastOp>(def) &&
-        cast<ShapedType>(def->getOperand(0).getType()).getElementTypeBitWidth() >
-            cast<ShapedType>(v.getType()).getElementTypeBitWidth())
-      k = (*rule.lock())(def->getOperand(0));
-    return (*memo)[v] = k;
-  };
-  // The rule refers to itself weakly; the returned copy owns a strong
-  // reference through this wrapper.
-  return [rule](Value v) { return (*rule)(v); };
+bool KeepRule::operator()(Value v) {
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  bool k = f.mustKeep(v);
+  Operation *def = v.getDefiningOp();
+  // A value that enters or leaves a segment is kept (a checkpoint); the
+  // rest of a segment is recomputed; outside segments, selective.
+  if (!k)
+    k = f.leaves(v, seg) || (!seg.count(def) && !isCheap(def));
+  // A narrowing cast's copy would keep its wider operand instead of it.
+  if (!k && isa<CastOp>(def) &&
+      cast<ShapedType>(def->getOperand(0).getType()).getElementTypeBitWidth() >
+          cast<ShapedType>(v.getType()).getElementTypeBitWidth())
+    k = (*this)(def->getOperand(0));
+  return memo[v] = k;
 }
 
 llvm::DenseSet<Value> checkpoints(const Forward &f, llvm::function_ref<bool(Value)> kept) {
@@ -187,7 +178,7 @@ LogicalResult run(func::FuncOp func, StringRef policy, StringRef boundary, int64
   } else if (policy == "budget") {
     segmentBudget(f, layers, seg, summary, candidates);
   }
-  std::function<bool(Value)> kept = keepRule(f, seg);
+  KeepRule kept(f, seg);
   recompute(func, f, kept);
   OpBuilder b(func.getContext());
   func->setAttr(kRecomputeSummary, b.getStringAttr(summary));

@@ -7,7 +7,6 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
-#include <functional>
 #include <string>
 
 namespace otc {
@@ -37,10 +36,19 @@ struct Forward {
 };
 
 /// Whether the backward keeps a forward value (rather than recompute it),
-/// given the segments `seg` (which it must outlive): what must be kept, what
-/// enters or leaves a segment, and outside segments what is not cheap.
-std::function<bool(mlir::Value)> keepRule(const Forward &f,
-                                          const llvm::DenseMap<mlir::Operation *, int> &seg);
+/// given the segments `seg`: what must be kept, what enters or leaves a
+/// segment, and outside segments what is not cheap. Memoised.
+class KeepRule {
+public:
+  KeepRule(const Forward &f, const llvm::DenseMap<mlir::Operation *, int> &seg)
+      : f(f), seg(seg) {}
+  bool operator()(mlir::Value v);
+
+private:
+  const Forward &f;
+  const llvm::DenseMap<mlir::Operation *, int> &seg;
+  llvm::DenseMap<mlir::Value, bool> memo;
+};
 
 /// The forward values the backward reads once `kept` decides: the kept ones
 /// the recomputation reaches from what the backward reads.

@@ -52,9 +52,11 @@ std::string repeatedScopes(const Forward &f, llvm::DenseMap<Operation *, int> &s
     families.push_back({key, {}});
     return families.back().second;
   };
-  for (Operation *op : f.ops) {
+  std::vector<std::string> names;
+  for (Operation *op : f.ops)
+    names.push_back(nodeName(op->getLoc()));
+  for (const std::string &name : names) {
     SmallVector<StringRef> parts;
-    std::string name = nodeName(op->getLoc());
     StringRef(name).split(parts, '/', -1, /*KeepEmpty=*/false);
     std::string parent;
     for (size_t d = 0; d + 1 < parts.size(); ++d) {
@@ -80,14 +82,11 @@ std::string repeatedScopes(const Forward &f, llvm::DenseMap<Operation *, int> &s
   }
   if (!best)
     return "";
-  for (Operation *op : f.ops) {
-    std::string name = nodeName(op->getLoc());
-    int i = 0;
-    for (auto &m : best->members) {
-      if (StringRef("/" + StringRef(name).ltrim('/').str()).starts_with(m.first))
-        seg[op] = i;
-      ++i;
-    }
+  for (size_t p = 0; p < f.ops.size(); ++p) {
+    std::string path = "/" + StringRef(names[p]).ltrim('/').str();
+    for (size_t i = 0; i < best->members.size(); ++i)
+      if (StringRef(path).starts_with(best->members[i].first))
+        seg[f.ops[p]] = (int)i;
   }
   return bestKey + "N/ (" + std::to_string(best->members.size()) + " blocks)";
 }
@@ -137,7 +136,8 @@ struct LayerBytes {
 SmallVector<LayerBytes> layerBytes(const Forward &f, const Layers &l) {
   SmallVector<LayerBytes> out(l.ends.size());
   llvm::DenseMap<Operation *, int> noSegments;
-  llvm::DenseSet<Value> selective = checkpoints(f, keepRule(f, noSegments));
+  KeepRule selectiveRule(f, noSegments);
+  llvm::DenseSet<Value> selective = checkpoints(f, selectiveRule);
   size_t layer = 0;
   for (int p = 0; p < (int)f.ops.size(); ++p) {
     while (p > l.ends[layer])

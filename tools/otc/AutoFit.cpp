@@ -12,17 +12,6 @@ using namespace mlir;
 
 namespace otc {
 
-std::string humanBytes(int64_t bytes) {
-  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double b = double(bytes);
-  int u = 0;
-  while (b >= 1024 && u < 4)
-    b /= 1024, ++u;
-  char text[32];
-  std::snprintf(text, sizeof text, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-  return text;
-}
-
 bool planStep(MLIRContext &ctx, const StepOptions &o, Plan &plan) {
   std::string diagnostic;
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
@@ -134,10 +123,6 @@ struct Fitter {
   }
 };
 
-std::string describe(const Plan &p) {
-  return p.recompute.policy == "none" ? "none" : p.summary;
-}
-
 } // namespace
 
 bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::string &error,
@@ -184,21 +169,19 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
   // A micro-batch the model cannot take (a fixed batch dimension) drops
   // out; when none compiles, the first reason is the error.
   std::vector<Plan> compiled;
+  std::string firstError;
   for (const Plan &p : plans)
     if (p.error.empty())
       compiled.push_back(p);
+    else if (firstError.empty())
+      firstError = "micro-batch " + std::to_string(p.microBatch) + ": " + p.error;
   if (compiled.empty()) {
-    error = "micro-batch " + std::to_string(plans.front().microBatch) + ": " + plans.front().error;
+    error = firstError;
     return false;
   }
   if (compiled.size() < plans.size())
     log << "otc: auto-fit: " << plans.size() - compiled.size()
-        << " micro-batch sizes do not compile (first: micro-batch " << [&] {
-             for (const Plan &p : plans)
-               if (!p.error.empty())
-                 return std::to_string(p.microBatch) + ": " + p.error;
-             return std::string();
-           }() << ")\n";
+        << " micro-batch sizes do not compile (first: " << firstError << ")\n";
   plans = std::move(compiled);
   // Fitting plans by estimated time (the largest micro-batch for
   // --micro-batch auto); then the rest by peak.
@@ -211,18 +194,15 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
   });
   const Plan &best = plans.front();
   if (!fit.fits(best)) {
-    const Plan *smallest = &plans.front();
-    for (const Plan &p : plans)
-      if (p.planned < smallest->planned)
-        smallest = &p;
+    const Plan &smallest = best; // none fits: sorted by peak
     error = "the memory budget " + std::to_string(request.budget) + " bytes (" +
-            humanBytes(request.budget) + ") is below the smallest planned peak, " +
-            std::to_string(smallest->planned) + " bytes (" + humanBytes(smallest->planned) +
-            ", micro-batch " + std::to_string(smallest->microBatch) + ", recompute " +
-            describe(*smallest) + ")";
+            humanBytes(double(request.budget)) + ") is below the smallest planned peak, " +
+            std::to_string(smallest.planned) + " bytes (" + humanBytes(double(smallest.planned)) +
+            ", micro-batch " + std::to_string(smallest.microBatch) + ", recompute " +
+            smallest.summary + ")";
     return false;
   }
-  log << "otc: auto-fit to " << request.budget << " bytes (" << humanBytes(request.budget)
+  log << "otc: auto-fit to " << request.budget << " bytes (" << humanBytes(double(request.budget))
       << ")";
   if (request.globalBatch)
     log << ", global batch " << request.globalBatch;
@@ -236,13 +216,10 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
   log << line;
   for (size_t i = 0; i < plans.size() && i < 6; ++i) {
     const Plan &p = plans[i];
-    double extra = p.flops.total ? 100.0 * double(p.flops.recomputed) /
-                                       double(p.flops.total - p.flops.recomputed)
-                                 : 0;
     std::snprintf(line, sizeof line, "  %s %11lld %6lld %14lld %15lld %11.1f%% %10.3f  %s%s\n",
                   i == 0 ? "->" : "  ", (long long)p.microBatch, (long long)p.accum,
-                  (long long)p.planned, (long long)p.kept, extra, p.seconds * 1e3,
-                  describe(p).c_str(), fit.fits(p) ? "" : " (over the budget)");
+                  (long long)p.planned, (long long)p.kept, p.flops.addedPercent(), p.seconds * 1e3,
+                  p.summary.c_str(), fit.fits(p) ? "" : " (over the budget)");
     log << line;
   }
   o.import.microBatch = best.microBatch;
@@ -250,8 +227,8 @@ bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::s
   o.codegen.defaultAccumSteps = best.accum;
   log << "otc: chose micro-batch " << best.microBatch << ", accumulation " << best.accum
       << (request.globalBatch ? " (./train's default --accum-steps)" : "") << ", recompute "
-      << describe(best) << ": planned peak " << best.planned << " bytes ("
-      << humanBytes(best.planned) << ")\n";
+      << best.summary << ": planned peak " << best.planned << " bytes ("
+      << humanBytes(double(best.planned)) << ")\n";
   return true;
 }
 

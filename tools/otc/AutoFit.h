@@ -55,9 +55,6 @@ struct FitRequest {
 bool autoFit(mlir::MLIRContext &ctx, StepOptions &o, const FitRequest &request,
              std::string &error, llvm::raw_ostream &log);
 
-/// Bytes with a unit, "12.5 MiB".
-std::string humanBytes(int64_t bytes);
-
 } // namespace otc
 
 #endif

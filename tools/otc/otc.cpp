@@ -289,10 +289,7 @@ std::string stepSummary(func::FuncOp func, const otc::CodegenOutput &out) {
   std::snprintf(line, sizeof line,
                 "step: %lld FLOPs, %lld of them recomputed (+%.2f%%); recompute %s; "
                 "activations kept for the backward %lld bytes\n",
-                (long long)f.total, (long long)f.recomputed,
-                f.total > f.recomputed ? 100.0 * double(f.recomputed) / double(f.total - f.recomputed)
-                                       : 0.0,
-                policy ? policy.str().c_str() : "none", (long long)out.keptBytes);
+                (long long)f.total, (long long)f.recomputed, f.addedPercent(), policy ? policy.str().c_str() : "none", (long long)out.keptBytes);
   return line;
 }
 
@@ -382,8 +379,8 @@ int main(int argc, char **argv) {
                           },
                           error))
       fail("--memory-report: " + error);
-    llvm::errs() << out.memory << out.peak << stepSummary(func, out) << "otc: wrote the timeline " << args.memoryReport
-                 << "\n";
+    llvm::errs() << out.memory << out.peak << stepSummary(func, out)
+                 << "otc: wrote the timeline " << args.memoryReport << "\n";
     if (args.output.empty() && args.emit.empty())
       return 0;
   }

@@ -41,6 +41,9 @@ inline int optimizerSlots(otc_optimizer o) {
   return o == OTC_SGD ? 0 : o == OTC_MOMENTUM ? 1 : 2;
 }
 
+/// Bytes with a binary unit, "12.5 MiB".
+std::string humanBytes(double bytes);
+
 /// Returns false with one line in `error` on unsupported input.
 bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOutput &out,
               std::string &error);

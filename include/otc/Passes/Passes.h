@@ -50,6 +50,10 @@ inline constexpr const char kRecomputeLayers[] = "otc.recompute_layers";
 int64_t opFlops(mlir::Operation *op);
 struct StepFlops {
   int64_t total = 0, recomputed = 0; // recomputed: ops marked otc.recomputed
+  /// What recompute adds, in percent of the step without it.
+  double addedPercent() const {
+    return total > recomputed ? 100.0 * double(recomputed) / double(total - recomputed) : 0.0;
+  }
 };
 StepFlops countFlops(mlir::func::FuncOp func);
 
