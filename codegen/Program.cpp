@@ -107,12 +107,9 @@ const char *placeName(Buffer::Place p) {
 
 const char *opName(Node::Op op) {
   static const char *names[] = {
-      "load", "const", "seed", "first", "coord", "reduced", "add", "sub", "mul",
-      "div", "max", "neg", "exp", "log", "tanh", "sigmoid", "relu", "sqrt",
-      "abs", "erf", "sign", "pow", "gather", "gt", "eq", "ne", "lt", "le", "ge", "not",
-      "and", "or", "select", "to_f32", "to_i64", "round_f16", "round_bf16", "uniform"};
-  static_assert(sizeof(names) / sizeof(names[0]) == Node::Uniform + 1,
-                "one name per node kind");
+#define OTC_NODE(Kind, name) name,
+#include "Nodes.def"
+  };
   return names[op];
 }
 

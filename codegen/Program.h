@@ -48,24 +48,8 @@ struct Buffer {
 /// earlier nodes, so each subexpression is computed once.
 struct Node {
   enum Op : uint8_t {
-    Load,    // buffer[sum over iteration dims of coord * strides]
-    Const,   // `value` (F32) or `ivalue` (I64, I1)
-    Seed,    // the loss seed of this micro-batch (F32)
-    First,   // whether this is the window's first micro-batch (I1)
-    Coord,   // the iteration coordinate `dim` (I64)
-    Reduced, // the result of reduction `ivalue` of this step
-    // Arithmetic on F32 (or I64 where the operands are I64).
-    Add, Sub, Mul, Div, Max, Neg, Exp, Log, Tanh, Sigmoid, Relu,
-    Sqrt, Abs, Erf, Sign, Pow, // Pow: args[0] to the constant `value`
-    // buffer[strides . coords + wrap(args[0], extent) * ivalue], or 0 when
-    // the index (I64) lies outside [-extent, extent).
-    Gather,
-    // Comparisons give I1; Select picks operand 1 or 2 by operand 0.
-    Gt, Eq, Ne, Lt, Le, Ge, Not, And, Or, Select,
-    ToF32,  // converts I64 or I1 to F32
-    ToI64,  // converts F32 (toward zero, NaN to 0, saturating) or I1 to I64
-    RoundF16, RoundBF16, // F32 rounded to the 16-bit type, still F32
-    Uniform, // a draw in [0, 1) for element strides . coords of stream `ivalue`
+#define OTC_NODE(Kind, name) Kind,
+#include "Nodes.def"
   };
   Op op;
   ElemType type;            // F32, I64 or I1

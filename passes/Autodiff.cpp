@@ -71,6 +71,9 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
     if (!any || !llvm::any_of(op->getOperands(),
                               [&](Value v) { return active.contains(v); }))
       continue;
+    // Comparisons, integer ops and gradients pass no gradient on.
+    if (op->hasTrait<trait::NotDifferentiable>())
+      continue;
     auto rule = dyn_cast<GradientOpInterface>(op);
     if (!rule)
       return op->emitOpError("has no gradient rule");

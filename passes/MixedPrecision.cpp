@@ -19,32 +19,25 @@ using namespace otc;
 
 namespace {
 
-enum class Policy { Low, F32, Widest };
+using Policy = PrecisionClass;
 
-/// The policy table: op names without the `otc.` prefix, matched by
-/// policyOf and printed on the module. GEMMs run on low-precision operands
-/// (accumulating in float32); statistics, reductions, exp/log/pow, the
-/// losses and the window kernels (float32 only) in float32; everything else
-/// in the widest type of its float operands.
-const llvm::StringRef kLowOps[] = {"matmul", "gemm"};
-const llvm::StringRef kF32Ops[] = {
-    "normalize", "softmax", "log_softmax", "reduce_sum", "reduce_mean", "exp",
-    "log", "pow", "sqrt", "reciprocal", "softmax_cross_entropy",
-    "im2col", "max_pool", "avg_pool", "dropout", "assign"};
+/// Each op's autocast class is declared on it (OpFacts.td): GEMMs run on
+/// low-precision operands (accumulating in float32); statistics,
+/// reductions, exp/log/pow, the losses and the window kernels in float32;
+/// everything else in the widest type of its float operands.
+Policy policyOf(Operation *op) { return cast<OpFactsInterface>(op).getPrecisionClass(); }
 
-Policy policyOf(Operation *op) {
-  StringRef name = op->getName().getStringRef();
-  if (!name.consume_front("otc."))
-    return Policy::Widest;
-  if (llvm::is_contained(kLowOps, name))
-    return Policy::Low;
-  if (llvm::is_contained(kF32Ops, name))
-    return Policy::F32;
-  return Policy::Widest;
-}
-
-const char *policyName(Policy p) {
-  return p == Policy::Low ? "low" : p == Policy::F32 ? "f32" : "widest";
+/// The ops of class `p`, by name without the `otc.` prefix, for the table
+/// --emit mlir prints.
+SmallVector<StringRef> opsOfClass(MLIRContext *ctx, Policy p) {
+  SmallVector<StringRef> names;
+  for (RegisteredOperationName name : ctx->getRegisteredOperations()) {
+    auto *facts = name.getInterface<OpFactsInterface>();
+    if (facts && facts->getPrecisionClass() == p)
+      names.push_back(name.getStringRef().drop_front(strlen("otc.")));
+  }
+  llvm::sort(names);
+  return names;
 }
 
 bool isFloatTensor(Type t) {
@@ -125,8 +118,8 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     // The table, for --emit mlir.
     NamedAttrList table;
     table.append("precision", builder.getStringAttr(precision));
-    table.append("low", builder.getStrArrayAttr(kLowOps));
-    table.append("f32", builder.getStrArrayAttr(kF32Ops));
+    table.append("low", builder.getStrArrayAttr(opsOfClass(module.getContext(), Policy::Low)));
+    table.append("f32", builder.getStrArrayAttr(opsOfClass(module.getContext(), Policy::F32)));
     table.append("other", builder.getStringAttr(
         "the widest type of the float operands, splat constants excluded"));
     table.append("low_users", builder.getStringAttr(
@@ -193,9 +186,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
           keptInF32(op) || !isFloatTensor(op->getResult(0).getType()) ||
           op->getResult(0).use_empty() || !llvm::all_of(op->getUsers(), lowCast))
         continue;
-      StringRef name = op->getName().getStringRef();
-      name.consume_front("otc.");
-      bool rowStatistics = name == "softmax" || name == "log_softmax";
+      bool rowStatistics = isa<SoftmaxOp, LogSoftmaxOp>(op);
       Policy p = policyOf(op);
       if (p == Policy::Low || (p == Policy::F32 && !rowStatistics))
         continue;
@@ -253,7 +244,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       b.setInsertionPoint(op);
       for (unsigned i : floats)
         op->setOperand(i, castTo(b, op->getOperand(i), target, op->getLoc()));
-      op->setAttr("otc.precision", b.getStringAttr(policyName(p)));
+      op->setAttr("otc.precision", b.getStringAttr(stringifyPrecisionClass(p)));
       // Float results take the target type: the op is rebuilt when that
       // changes them.
       SmallVector<Type> results;

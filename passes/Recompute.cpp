@@ -18,15 +18,14 @@ using namespace otc;
 
 namespace otc {
 
-/// Megatron's and AOTAutograd's "cheap" class: elementwise ops, views and
-/// copies, casts, dropout (its mask is regenerated from the same counter)
-/// and the normalisation's row kernel. Never GEMMs, convolutions' im2col,
-/// pooling, softmax (attention) or reductions.
+/// Megatron's and AOTAutograd's "cheap" class, declared on each op
+/// (OpFacts.td): elementwise ops, views and copies, casts, dropout (its mask
+/// is regenerated from the same counter) and the normalisation's row
+/// kernel. Never GEMMs, convolutions' im2col, pooling, softmax (attention)
+/// or reductions.
 bool isCheap(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp, ExpOp, LogOp,
-             SqrtOp, ReciprocalOp, AbsOp, PowOp, ErfOp, SignOp, IdentityOp, CompareOp, NotOp,
-             AndOp, OrOp, WhereOp, DropoutOp, CastOp, TransposeOp, ReshapeOp, BroadcastToOp,
-             NormalizeOp>(op);
+  auto facts = dyn_cast<OpFactsInterface>(op);
+  return facts && facts.getRecomputeClass() == RecomputeClass::Cheap;
 }
 
 int64_t valueBytes(Value v) {

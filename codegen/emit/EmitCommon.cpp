@@ -129,6 +129,19 @@ std::string NodePrinter::index(const std::vector<int64_t> &strides, int64_t offs
   return s.empty() ? "0" : s;
 }
 
+/// A row's C expression with %0, %1, %2 replaced by the operands' locals.
+static std::string substitute(const char *expr, const Node &n) {
+  std::string out;
+  for (const char *c = expr; *c; ++c) {
+    if (c[0] == '%' && c[1] >= '0' && c[1] <= '2') {
+      out += var(n.args[*++c - '0']);
+      continue;
+    }
+    out += *c;
+  }
+  return out;
+}
+
 std::string NodePrinter::expr(int i) const {
   const Node &n = step.nodes[i];
   auto a = [&](int k) { return var(n.args[k]); };
@@ -152,20 +165,9 @@ std::string NodePrinter::expr(int i) const {
   case Node::First: return "(first != 0)";
   case Node::Coord: return "(long long)c" + std::to_string(n.ivalue);
   case Node::Reduced: return reducedName((int)n.ivalue);
-  case Node::Add: return a(0) + " + " + a(1);
-  case Node::Sub: return a(0) + " - " + a(1);
-  case Node::Mul: return a(0) + " * " + a(1);
-  case Node::Div: return a(0) + " / " + a(1);
   case Node::Max:
     return f ? "fmaxf(" + a(0) + ", " + a(1) + ")"
              : "(" + a(0) + " > " + a(1) + " ? " + a(0) + " : " + a(1) + ")";
-  case Node::Neg: return "-" + a(0);
-  case Node::Exp: return "expf(" + a(0) + ")";
-  case Node::Log: return "logf(" + a(0) + ")";
-  case Node::Tanh: return "tanhf(" + a(0) + ")";
-  case Node::Sigmoid: return "1.0f / (1.0f + expf(-" + a(0) + "))";
-  case Node::Relu: // NaN stays NaN, as in PyTorch
-    return a(0) + (f ? " < 0.0f ? 0.0f : " : " < 0 ? 0LL : ") + a(0);
   case Node::Gather: {
     std::string k = "otc_wrap_index(" + a(0) + ", " + intLiteral(n.extent) + ")";
     std::string ref = bufferName(n.buffer) + "[" + index(n.strides, n.offset) + " + " + k + " * " +
@@ -175,7 +177,6 @@ std::string NodePrinter::expr(int i) const {
       ref = "otc_ld(" + ref + ")";
     return "(" + k + " < 0 ? " + (f ? "0.0f" : "0LL") + " : " + ref + ")";
   }
-  case Node::Sqrt: return "sqrtf(" + a(0) + ")";
   case Node::Pow: // small integer exponents as products: exact and fast
     if (n.value == 2.0)
       return a(0) + " * " + a(0);
@@ -184,26 +185,12 @@ std::string NodePrinter::expr(int i) const {
     if (n.value == 0.0)
       return "1.0f";
     return "powf(" + a(0) + ", " + floatLiteral(n.value) + ")";
-  case Node::Abs: return "fabsf(" + a(0) + ")";
-  case Node::Erf: return "erff(" + a(0) + ")";
-  case Node::Sign: return "(float)((" + a(0) + " > 0.0f) - (" + a(0) + " < 0.0f))";
-  case Node::Gt: return a(0) + " > " + a(1);
-  case Node::Eq: return a(0) + " == " + a(1);
-  case Node::Ne: return a(0) + " != " + a(1);
-  case Node::Lt: return a(0) + " < " + a(1);
-  case Node::Le: return a(0) + " <= " + a(1);
-  case Node::Ge: return a(0) + " >= " + a(1);
-  case Node::Not: return "!" + a(0);
-  case Node::And: return a(0) + " && " + a(1);
-  case Node::Or: return a(0) + " || " + a(1);
-  case Node::Select: return a(0) + " ? " + a(1) + " : " + a(2);
-  case Node::ToF32: return "(float)" + a(0);
-  case Node::ToI64: return "otc_to_i64(" + a(0) + ")";
   case Node::Uniform:
     return "otc_uniform(rng_seed, rng_offset, " + std::to_string(uint32_t(n.ivalue)) +
            "u, (unsigned long long)(" + index(n.strides) + "))";
-  case Node::RoundF16: return "otc_round_f16(" + a(0) + ")";
-  case Node::RoundBF16: return "otc_round_bf16(" + a(0) + ")";
+#define OTC_EXPR_NODE(Kind, name, expr) \
+  case Node::Kind: return substitute(expr, n);
+#include "../Nodes.def"
   }
   return "0";
 }

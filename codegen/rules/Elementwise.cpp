@@ -110,20 +110,13 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(SubOp::getOperationName(), {nullptr, binary<Node::Sub>});
   add(MulOp::getOperationName(), {nullptr, binary<Node::Mul>});
   add(DivOp::getOperationName(), {nullptr, binary<Node::Div>});
-  add(NegOp::getOperationName(), {nullptr, unary<Node::Neg>});
-  add(ReluOp::getOperationName(), {nullptr, unary<Node::Relu>});
-  add(TanhOp::getOperationName(), {nullptr, unary<Node::Tanh>});
-  add(SigmoidOp::getOperationName(), {nullptr, unary<Node::Sigmoid>});
+#define OTC_UNARY_NODE(Kind, name, Op, expr, f) \
+  add(Op::getOperationName(), {nullptr, unary<Node::Kind>});
+#include "../Nodes.def"
   add(ReluGradOp::getOperationName(), {nullptr, reluGrad});
   add(TanhGradOp::getOperationName(), {nullptr, tanhGrad});
   add(SigmoidGradOp::getOperationName(), {nullptr, sigmoidGrad});
-  add(ExpOp::getOperationName(), {nullptr, unary<Node::Exp>});
-  add(LogOp::getOperationName(), {nullptr, unary<Node::Log>});
-  add(SqrtOp::getOperationName(), {nullptr, unary<Node::Sqrt>});
   add(ReciprocalOp::getOperationName(), {nullptr, reciprocal});
-  add(AbsOp::getOperationName(), {nullptr, unary<Node::Abs>});
-  add(ErfOp::getOperationName(), {nullptr, unary<Node::Erf>});
-  add(SignOp::getOperationName(), {nullptr, unary<Node::Sign>});
   add(PowOp::getOperationName(), {nullptr, pow});
   add(CompareOp::getOperationName(), {nullptr, compare});
   add(NotOp::getOperationName(), {nullptr, unary<Node::Not>});

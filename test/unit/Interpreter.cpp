@@ -4,6 +4,7 @@
 #include "otc/Dialect/OtcDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <cmath>
 #include <stdexcept>
@@ -136,6 +137,12 @@ Tensor avgDivisors(OpTy op, const std::vector<int64_t> &image, const std::vector
   return r;
 }
 
+/// The unary ops lowered as one node, with their float64 meaning.
+const llvm::StringMap<double (*)(double)> kUnaryNodes = {
+#define OTC_UNARY_NODE(Kind, name, Op, expr, f) {Op::getOperationName(), f},
+#include "../../codegen/Nodes.def"
+};
+
 } // namespace
 
 std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args) {
@@ -160,6 +167,10 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
       const Tensor &a = get(op.getOperand(0));
       return map(shape, [&](int64_t i) { return f(a.data[i]); });
     };
+    if (auto it = kUnaryNodes.find(op.getName().getStringRef()); it != kUnaryNodes.end()) {
+      env[res] = unary(it->second);
+      continue;
+    }
     env[res] = llvm::TypeSwitch<Operation *, Tensor>(&op)
         .Case([&](ConstantOp c) {
           auto d = cast<DenseElementsAttr>(c.getValue());
@@ -215,9 +226,6 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](ReluGradOp) { return binary([](double g, double x) { return x > 0 ? g : 0; }); })
         .Case([&](TanhGradOp) { return binary([](double g, double y) { return g * (1 - y * y); }); })
         .Case([&](SigmoidGradOp) { return binary([](double g, double y) { return g * y * (1 - y); }); })
-        .Case([&](NegOp) { return unary([](double a) { return -a; }); })
-        .Case([&](ReluOp) { return unary([](double a) { return a > 0 ? a : 0; }); })
-        .Case([&](TanhOp) { return unary([](double a) { return std::tanh(a); }); })
         .Case<SliceOp, SliceGradOp>([&](auto op) {
           // Walks the small side's coordinates; big = start + c * step.
           bool grad = isa<SliceGradOp>(op.getOperation());
@@ -399,18 +407,11 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             }
           return r;
         })
-        .Case([&](ExpOp) { return unary([](double a) { return std::exp(a); }); })
         .Case([&](PowOp p) {
           double c = p.getExponent().convertToDouble();
           return unary([c](double a) { return std::pow(a, c); });
         })
-        .Case([&](LogOp) { return unary([](double a) { return std::log(a); }); })
-        .Case([&](SqrtOp) { return unary([](double a) { return std::sqrt(a); }); })
         .Case([&](ReciprocalOp) { return unary([](double a) { return 1.0 / a; }); })
-        .Case([&](AbsOp) { return unary([](double a) { return std::fabs(a); }); })
-        .Case([&](ErfOp) { return unary([](double a) { return std::erf(a); }); })
-        .Case([&](SignOp) { return unary([](double a) { return double((a > 0) - (a < 0)); }); })
-        .Case([&](SigmoidOp) { return unary([](double a) { return 1 / (1 + std::exp(-a)); }); })
         .Case([&](IdentityOp) { return get(op.getOperand(0)); })
         .Case([&](ReshapeOp) { return Tensor{shape, get(op.getOperand(0)).data}; })
         .Case([&](BroadcastToOp) {

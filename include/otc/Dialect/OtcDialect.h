@@ -10,6 +10,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "otc/Dialect/GradientInterface.h.inc"
+#include "otc/Dialect/OpFacts.h"
 #include "otc/Dialect/OtcOpsDialect.h.inc"
 
 #define GET_OP_CLASSES

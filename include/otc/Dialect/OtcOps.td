@@ -8,6 +8,7 @@ include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "otc/Dialect/GradientInterface.td"
+include "otc/Dialect/OpFacts.td"
 
 def Otc_Dialect : Dialect {
   let name = "otc";
@@ -28,19 +29,26 @@ def Otc_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64, I1]>;
 def Otc_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Otc_FloatScalar : 0DTensorOf<[F16, BF16, F32, F64]>;
 
+// Every op declares its facts (OpFacts.td): an autocast class, a recompute
+// class and a FLOP count in its traits, and a gradient rule (Otc_DiffOp) or
+// Otc_NotDifferentiable.
 class Otc_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Otc_Dialect, mnemonic, traits>;
+    : Op<Otc_Dialect, mnemonic, !listconcat(traits, [Otc_OpFactsInterface])>;
 
 class Otc_DiffOp<string mnemonic, list<Trait> traits = []>
     : Otc_Op<mnemonic, !listconcat(traits,
         [Pure, DeclareOpInterfaceMethods<Otc_GradientOpInterface>])>;
+
+// Elementwise ops in the widest operand type, recomputed, a FLOP per element.
+defvar Otc_ElementwiseFacts = [Otc_Widest, Otc_Cheap, Otc_Flops<1>];
 
 //===----------------------------------------------------------------------===//
 // Constants
 //===----------------------------------------------------------------------===//
 
 def Otc_ConstantOp : Otc_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>,
+     Otc_NotDifferentiable, Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "A constant tensor";
   let description = [{
     ```mlir
@@ -58,8 +66,8 @@ def Otc_ConstantOp : Otc_Op<"constant",
 //===----------------------------------------------------------------------===//
 
 class Otc_BinaryOp<string mnemonic, string what>
-    : Otc_DiffOp<mnemonic, [InferTypeOpAdaptor,
-        AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+    : Otc_DiffOp<mnemonic, !listconcat(Otc_ElementwiseFacts, [InferTypeOpAdaptor,
+        AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
   let summary = "Elementwise " # what # " with numpy broadcasting";
   let arguments = (ins Otc_FloatTensor:$lhs, Otc_FloatTensor:$rhs);
   let results = (outs Otc_FloatTensor:$result);
@@ -73,25 +81,28 @@ def Otc_SubOp : Otc_BinaryOp<"sub", "subtraction">;
 def Otc_MulOp : Otc_BinaryOp<"mul", "multiplication">;
 def Otc_DivOp : Otc_BinaryOp<"div", "division">;
 
-class Otc_UnaryOp<string mnemonic, string what>
-    : Otc_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+// A unary elementwise op: `facts` names its autocast class (Otc_Widest,
+// or Otc_F32 where autocast keeps it in float32), with Otc_Cheap and a FLOP
+// per element.
+class Otc_UnaryOp<string mnemonic, string what, Trait precision>
+    : Otc_DiffOp<mnemonic, [SameOperandsAndResultType, precision, Otc_Cheap, Otc_Flops<1>]> {
   let summary = what;
   let arguments = (ins Otc_FloatTensor:$input);
   let results = (outs Otc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Otc_NegOp : Otc_UnaryOp<"neg", "Elementwise negation">;
-def Otc_ReluOp : Otc_UnaryOp<"relu", "Elementwise max(x, 0)">;
-def Otc_TanhOp : Otc_UnaryOp<"tanh", "Elementwise hyperbolic tangent">;
-def Otc_SigmoidOp : Otc_UnaryOp<"sigmoid", "Elementwise logistic function">;
-def Otc_ExpOp : Otc_UnaryOp<"exp", "Elementwise e^x">;
-def Otc_LogOp : Otc_UnaryOp<"log", "Elementwise natural logarithm">;
-def Otc_SqrtOp : Otc_UnaryOp<"sqrt", "Elementwise square root">;
-def Otc_ReciprocalOp : Otc_UnaryOp<"reciprocal", "Elementwise 1 / x">;
-def Otc_AbsOp : Otc_UnaryOp<"abs", "Elementwise |x|">;
+def Otc_NegOp : Otc_UnaryOp<"neg", "Elementwise negation", Otc_Widest>;
+def Otc_ReluOp : Otc_UnaryOp<"relu", "Elementwise max(x, 0)", Otc_Widest>;
+def Otc_TanhOp : Otc_UnaryOp<"tanh", "Elementwise hyperbolic tangent", Otc_Widest>;
+def Otc_SigmoidOp : Otc_UnaryOp<"sigmoid", "Elementwise logistic function", Otc_Widest>;
+def Otc_ExpOp : Otc_UnaryOp<"exp", "Elementwise e^x", Otc_F32>;
+def Otc_LogOp : Otc_UnaryOp<"log", "Elementwise natural logarithm", Otc_F32>;
+def Otc_SqrtOp : Otc_UnaryOp<"sqrt", "Elementwise square root", Otc_F32>;
+def Otc_ReciprocalOp : Otc_UnaryOp<"reciprocal", "Elementwise 1 / x", Otc_F32>;
+def Otc_AbsOp : Otc_UnaryOp<"abs", "Elementwise |x|", Otc_Widest>;
 
-def Otc_PowOp : Otc_DiffOp<"pow", [SameOperandsAndResultType]> {
+def Otc_PowOp : Otc_DiffOp<"pow", [SameOperandsAndResultType, Otc_F32, Otc_Cheap, Otc_Flops<1>]> {
   let summary = "Elementwise x to a constant `exponent`";
   let description = [{
     As C's pow: a negative x with an integral exponent has its sign, and
@@ -101,17 +112,23 @@ def Otc_PowOp : Otc_DiffOp<"pow", [SameOperandsAndResultType]> {
   let results = (outs Otc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
-def Otc_ErfOp : Otc_UnaryOp<"erf", "Elementwise error function">;
+def Otc_ErfOp : Otc_UnaryOp<"erf", "Elementwise error function", Otc_Widest>;
 
 // Only gradients use it (that of abs), so it has no gradient of its own.
-def Otc_SignOp : Otc_Op<"sign", [Pure, SameOperandsAndResultType]> {
+def Otc_SignOp : Otc_Op<"sign", !listconcat(Otc_ElementwiseFacts,
+    [Pure, SameOperandsAndResultType, Otc_NotDifferentiable])> {
   let summary = "Elementwise -1, 0 or 1 by the sign of x";
   let arguments = (ins Otc_FloatTensor:$input);
   let results = (outs Otc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Otc_IdentityOp : Otc_UnaryOp<"identity", "Returns its operand"> {
+def Otc_IdentityOp : Otc_DiffOp<"identity",
+    [SameOperandsAndResultType, Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
+  let summary = "Returns its operand";
+  let arguments = (ins Otc_FloatTensor:$input);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasFolder = 1;
 }
 
@@ -119,7 +136,8 @@ def Otc_IdentityOp : Otc_UnaryOp<"identity", "Returns its operand"> {
 // value it needs (the input for relu, the output for tanh and sigmoid), so
 // the backward pass never recomputes the forward function.
 class Otc_ActivationGradOp<string mnemonic, string what>
-    : Otc_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Otc_Op<mnemonic, [Pure, SameOperandsAndResultType, Otc_NotDifferentiable,
+                        Otc_Widest, Otc_Kept, Otc_Flops<1>]> {
   let summary = what;
   let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$value);
   let results = (outs Otc_FloatTensor:$result);
@@ -137,8 +155,8 @@ def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
 // Comparisons, logic, selection and casts
 //===----------------------------------------------------------------------===//
 
-def Otc_CompareOp : Otc_Op<"compare", [Pure, InferTypeOpAdaptor,
-    AllElementTypesMatch<["lhs", "rhs"]>]> {
+def Otc_CompareOp : Otc_Op<"compare", !listconcat(Otc_ElementwiseFacts, [Pure,
+    InferTypeOpAdaptor, AllElementTypesMatch<["lhs", "rhs"]>, Otc_NotDifferentiable])> {
   let summary = "Elementwise comparison with numpy broadcasting, giving booleans";
   let description = [{
     `predicate` is one of eq, ne, lt, le, gt, ge. Comparisons have no
@@ -152,7 +170,8 @@ def Otc_CompareOp : Otc_Op<"compare", [Pure, InferTypeOpAdaptor,
   }];
 }
 
-def Otc_NotOp : Otc_Op<"not", [Pure, SameOperandsAndResultType]> {
+def Otc_NotOp : Otc_Op<"not", !listconcat(Otc_ElementwiseFacts,
+    [Pure, SameOperandsAndResultType, Otc_NotDifferentiable])> {
   let summary = "Elementwise logical not";
   let arguments = (ins Otc_BoolTensor:$input);
   let results = (outs Otc_BoolTensor:$result);
@@ -160,7 +179,8 @@ def Otc_NotOp : Otc_Op<"not", [Pure, SameOperandsAndResultType]> {
 }
 
 class Otc_LogicOp<string mnemonic, string what>
-    : Otc_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Otc_Op<mnemonic, !listconcat(Otc_ElementwiseFacts,
+        [Pure, InferTypeOpAdaptor, Otc_NotDifferentiable])> {
   let summary = "Elementwise logical " # what # " with numpy broadcasting";
   let arguments = (ins Otc_BoolTensor:$lhs, Otc_BoolTensor:$rhs);
   let results = (outs Otc_BoolTensor:$result);
@@ -172,8 +192,8 @@ class Otc_LogicOp<string mnemonic, string what>
 def Otc_AndOp : Otc_LogicOp<"and", "and">;
 def Otc_OrOp : Otc_LogicOp<"or", "or">;
 
-def Otc_WhereOp : Otc_DiffOp<"where", [InferTypeOpAdaptor,
-    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+def Otc_WhereOp : Otc_DiffOp<"where", !listconcat(Otc_ElementwiseFacts, [InferTypeOpAdaptor,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
   let summary = "lhs where the condition holds, else rhs; all three broadcast";
   let arguments = (ins Otc_BoolTensor:$condition, Otc_FloatTensor:$lhs,
                    Otc_FloatTensor:$rhs);
@@ -184,7 +204,7 @@ def Otc_WhereOp : Otc_DiffOp<"where", [InferTypeOpAdaptor,
   }];
 }
 
-def Otc_DropoutOp : Otc_DiffOp<"dropout"> {
+def Otc_DropoutOp : Otc_DiffOp<"dropout", [Otc_F32, Otc_Cheap, Otc_Flops<1>]> {
   let summary = "Zeroes each element with probability `ratio`, scales the rest by 1/(1 - ratio)";
   let description = [{
     The draw for element i is Philox4x32-10 keyed by (the run's seed,
@@ -198,7 +218,7 @@ def Otc_DropoutOp : Otc_DiffOp<"dropout"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($output) `,` type($mask)";
 }
 
-def Otc_CastOp : Otc_DiffOp<"cast"> {
+def Otc_CastOp : Otc_DiffOp<"cast", [Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "Converts each element to the result's element type";
   let description = [{
     Float to integer truncates toward zero; anything to bool is `x != 0`;
@@ -216,7 +236,7 @@ def Otc_CastOp : Otc_DiffOp<"cast"> {
 //===----------------------------------------------------------------------===//
 
 def Otc_MatMulOp : Otc_DiffOp<"matmul", [InferTypeOpAdaptor,
-    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+    AllElementTypesMatch<["lhs", "rhs", "result"]>, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
   let summary = "Matrix product over the last two dimensions";
   let description = [{
     `lhs` is `[..., M, K]`. `rhs` is either `[K, N]`, shared by every
@@ -235,7 +255,7 @@ def Otc_MatMulOp : Otc_DiffOp<"matmul", [InferTypeOpAdaptor,
   let hasCanonicalizer = 1;
 }
 
-def Otc_GemmOp : Otc_DiffOp<"gemm", [InferTypeOpAdaptor]> {
+def Otc_GemmOp : Otc_DiffOp<"gemm", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
   let summary = "alpha * op(A) * op(B) + beta * C, as ONNX Gemm";
   let description = [{
     `op(X)` transposes `X` when the matching `trans_*` flag is set. The
@@ -262,7 +282,8 @@ def Otc_GemmOp : Otc_DiffOp<"gemm", [InferTypeOpAdaptor]> {
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Otc_TransposeOp : Otc_DiffOp<"transpose", [InferTypeOpAdaptor]> {
+def Otc_TransposeOp : Otc_DiffOp<"transpose",
+    [InferTypeOpAdaptor, Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "Permutes dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Otc_FloatTensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Otc_FloatTensor:$result);
@@ -270,7 +291,7 @@ def Otc_TransposeOp : Otc_DiffOp<"transpose", [InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Otc_ReshapeOp : Otc_DiffOp<"reshape"> {
+def Otc_ReshapeOp : Otc_DiffOp<"reshape", [Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "Reinterprets the elements in row-major order with a new shape";
   let arguments = (ins Otc_AnyTensor:$input);
   let results = (outs Otc_AnyTensor:$result);
@@ -279,7 +300,7 @@ def Otc_ReshapeOp : Otc_DiffOp<"reshape"> {
   let hasFolder = 1;
 }
 
-def Otc_GatherOp : Otc_DiffOp<"gather", [InferTypeOpAdaptor]> {
+def Otc_GatherOp : Otc_DiffOp<"gather", [InferTypeOpAdaptor, Otc_Widest, Otc_Kept, Otc_NoFlops]> {
   let summary = "Slices of `data` along `axis` at `indices`, as ONNX Gather";
   let description = [{
     The result's shape is data's dims before `axis`, then the indices'
@@ -294,7 +315,8 @@ def Otc_GatherOp : Otc_DiffOp<"gather", [InferTypeOpAdaptor]> {
   }];
 }
 
-def Otc_GatherGradOp : Otc_Op<"gather_grad", [Pure]> {
+def Otc_GatherGradOp : Otc_Op<"gather_grad",
+    [Pure, Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_FlopsPerInput<1>]> {
   let summary = "Gradient of gather: `grad` slices summed into a zero tensor at `indices`";
   let description = [{
     A deterministic scatter-add: each element of the result sums its
@@ -309,7 +331,7 @@ def Otc_GatherGradOp : Otc_Op<"gather_grad", [Pure]> {
   }];
 }
 
-def Otc_SliceOp : Otc_DiffOp<"slice"> {
+def Otc_SliceOp : Otc_DiffOp<"slice", [Otc_Widest, Otc_Kept, Otc_NoFlops]> {
   let summary = "Every `steps`-th element from `starts`, per dim";
   let description = [{
     The result type gives the count along each dim. Starts are
@@ -322,7 +344,8 @@ def Otc_SliceOp : Otc_DiffOp<"slice"> {
   let assemblyFormat = "$input $starts $steps attr-dict `:` type($input) `->` type($result)";
 }
 
-def Otc_SliceGradOp : Otc_Op<"slice_grad", [Pure]> {
+def Otc_SliceGradOp : Otc_Op<"slice_grad",
+    [Pure, Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_NoFlops]> {
   let summary = "Gradient of slice: `grad` placed at the slice in a zero tensor";
   let arguments = (ins Otc_FloatTensor:$grad, DenseI64ArrayAttr:$starts,
                    DenseI64ArrayAttr:$steps);
@@ -331,14 +354,14 @@ def Otc_SliceGradOp : Otc_Op<"slice_grad", [Pure]> {
   let assemblyFormat = "$grad $starts $steps attr-dict `:` type($grad) `->` type($result)";
 }
 
-def Otc_ConcatOp : Otc_DiffOp<"concat", [InferTypeOpAdaptor]> {
+def Otc_ConcatOp : Otc_DiffOp<"concat", [InferTypeOpAdaptor, Otc_Widest, Otc_Kept, Otc_NoFlops]> {
   let summary = "Joins the inputs along `axis`";
   let arguments = (ins Variadic<Otc_AnyTensor>:$inputs, I64Attr:$axis);
   let results = (outs Otc_AnyTensor:$result);
   let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
 }
 
-def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to"> {
+def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to", [Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "Broadcasts the input to the result shape, numpy style";
   let arguments = (ins Otc_FloatTensor:$input);
   let results = (outs Otc_FloatTensor:$result);
@@ -352,7 +375,7 @@ def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to"> {
 //===----------------------------------------------------------------------===//
 
 class Otc_ReduceOp<string mnemonic, string what>
-    : Otc_DiffOp<mnemonic, [InferTypeOpAdaptor]> {
+    : Otc_DiffOp<mnemonic, [InferTypeOpAdaptor, Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]> {
   let summary = what # " over `axes` (sorted, non-negative, unique)";
   let arguments = (ins Otc_FloatTensor:$input, DenseI64ArrayAttr:$axes,
                    DefaultValuedAttr<BoolAttr, "false">:$keepdims);
@@ -368,7 +391,7 @@ def Otc_ReduceMeanOp : Otc_ReduceOp<"reduce_mean", "Mean">;
 //===----------------------------------------------------------------------===//
 
 class Otc_SoftmaxLikeOp<string mnemonic, string what>
-    : Otc_DiffOp<mnemonic, [SameOperandsAndResultType]> {
+    : Otc_DiffOp<mnemonic, [SameOperandsAndResultType, Otc_F32, Otc_Kept, Otc_FlopsPerInput<5>]> {
   let summary = what # " along `axis`";
   let description = [{
     Code generation makes it one RowReduce step: the max and the sum of
@@ -380,7 +403,9 @@ class Otc_SoftmaxLikeOp<string mnemonic, string what>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Otc_NormalizeOp : Otc_DiffOp<"normalize", [SameOperandsAndResultType]> {
+// Five FLOPs per element: mean, subtract, square, sum, scale.
+def Otc_NormalizeOp : Otc_DiffOp<"normalize",
+    [SameOperandsAndResultType, Otc_F32, Otc_Cheap, Otc_FlopsPerInput<5>]> {
   let summary = "(x - mean) / sqrt(var + epsilon) over the dims from `axis` on";
   let description = [{
     Layer normalization without its scale and bias, which stay elementwise
@@ -402,7 +427,8 @@ def Otc_NormalizeOp : Otc_DiffOp<"normalize", [SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultType]> {
+def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultType,
+    Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_Flops<8>]> {
   let summary = "Gradient of normalize: rstd * (g - mean(g) - y * mean(g * y))";
   let description = [{
     One fused RowReduce step: it recomputes the row's mean and rstd from the
@@ -424,7 +450,8 @@ include "otc/Dialect/WindowOps.td"
 // Losses
 //===----------------------------------------------------------------------===//
 
-def Otc_SoftmaxCrossEntropyOp : Otc_DiffOp<"softmax_cross_entropy", [InferTypeOpAdaptor]> {
+def Otc_SoftmaxCrossEntropyOp : Otc_DiffOp<"softmax_cross_entropy",
+    [InferTypeOpAdaptor, Otc_F32, Otc_Kept, Otc_FlopsPerInput<5>]> {
   let summary = "Mean softmax cross-entropy of [N, C] logits against [N] labels";
   let description = [{
     Samples whose label equals `ignore_index` count neither in the sum nor
@@ -439,7 +466,7 @@ def Otc_SoftmaxCrossEntropyOp : Otc_DiffOp<"softmax_cross_entropy", [InferTypeOp
 }
 
 def Otc_SoftmaxCrossEntropyGradOp : Otc_Op<"softmax_cross_entropy_grad", [Pure,
-    AllTypesMatch<["logits", "result"]>]> {
+    AllTypesMatch<["logits", "result"]>, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_Flops<5>]> {
   let summary = "Gradient of softmax_cross_entropy with respect to the logits";
   let arguments = (ins Otc_FloatScalar:$grad, Otc_FloatTensor:$logits,
                    Otc_IndexTensor:$labels, OptionalAttr<I64Attr>:$ignore_index);
@@ -454,8 +481,8 @@ def Otc_SoftmaxCrossEntropyGradOp : Otc_Op<"softmax_cross_entropy_grad", [Pure,
 // Training
 //===----------------------------------------------------------------------===//
 
-def Otc_AccumulateOp : Otc_Op<"accumulate", [Pure,
-    AllTypesMatch<["acc", "grad", "result"]>]> {
+def Otc_AccumulateOp : Otc_Op<"accumulate", [Pure, AllTypesMatch<["acc", "grad", "result"]>,
+    Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_Flops<1>]> {
   let summary = "grad on the first micro-batch of a window, else acc + grad";
   let description = [{
     Adds a micro-batch's gradient into a persistent gradient buffer. On the
@@ -472,7 +499,7 @@ def Otc_AccumulateOp : Otc_Op<"accumulate", [Pure,
 }
 
 def Otc_AssignOp : Otc_Op<"assign", [MemoryEffects<[MemWrite]>,
-    AllTypesMatch<["target", "value"]>]> {
+    AllTypesMatch<["target", "value"]>, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_NoFlops]> {
   let summary = "Writes `value` into the parameter `target`, for later steps";
   let description = [{
     State that a forward op updates itself, such as BatchNormalization's

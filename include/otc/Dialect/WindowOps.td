@@ -11,7 +11,7 @@ class Otc_WindowAttrs {
                      DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations);
 }
 
-def Otc_Im2ColOp : Otc_DiffOp<"im2col">, Otc_WindowAttrs {
+def Otc_Im2ColOp : Otc_DiffOp<"im2col", [Otc_F32, Otc_Kept, Otc_NoFlops]>, Otc_WindowAttrs {
   let summary = "The kernel taps of every window, as columns for a matmul";
   let description = [{
     The result has shape [C, KH, KW, N, OH, OW]: element (c, kh, kw, n, oh,
@@ -31,7 +31,8 @@ def Otc_Im2ColOp : Otc_DiffOp<"im2col">, Otc_WindowAttrs {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Otc_Col2ImOp : Otc_Op<"col2im", [Pure]>, Otc_WindowAttrs {
+def Otc_Col2ImOp : Otc_Op<"col2im",
+    [Pure, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]>, Otc_WindowAttrs {
   let summary = "Gradient of im2col: each input element sums the taps that read it";
   let arguments = !con((ins Otc_FloatTensor:$grad), windowAttrs);
   let results = (outs Otc_FloatTensor:$result);
@@ -39,7 +40,7 @@ def Otc_Col2ImOp : Otc_Op<"col2im", [Pure]>, Otc_WindowAttrs {
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
 }
 
-def Otc_MaxPoolOp : Otc_DiffOp<"max_pool">, Otc_WindowAttrs {
+def Otc_MaxPoolOp : Otc_DiffOp<"max_pool", [Otc_F32, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
   let summary = "The maximum of each window, and where in the plane it was";
   let description = [{
     `indices` holds ih * W + iw of the first maximum in scan order (a NaN
@@ -53,7 +54,8 @@ def Otc_MaxPoolOp : Otc_DiffOp<"max_pool">, Otc_WindowAttrs {
   }];
 }
 
-def Otc_MaxPoolGradOp : Otc_Op<"max_pool_grad", [Pure]>, Otc_WindowAttrs {
+def Otc_MaxPoolGradOp : Otc_Op<"max_pool_grad",
+    [Pure, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]>, Otc_WindowAttrs {
   let summary = "Gradient of max_pool: each window's gradient goes to its maximum";
   let arguments = !con((ins Otc_FloatTensor:$grad, Otc_IndexTensor:$indices), windowAttrs);
   let results = (outs Otc_FloatTensor:$result);
@@ -63,7 +65,7 @@ def Otc_MaxPoolGradOp : Otc_Op<"max_pool_grad", [Pure]>, Otc_WindowAttrs {
   }];
 }
 
-def Otc_AvgPoolOp : Otc_DiffOp<"avg_pool">, Otc_WindowAttrs {
+def Otc_AvgPoolOp : Otc_DiffOp<"avg_pool", [Otc_F32, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
   let summary = "The mean of each window";
   let description = [{
     The divisor is PyTorch's: the window clipped to the padded input when
@@ -76,7 +78,8 @@ def Otc_AvgPoolOp : Otc_DiffOp<"avg_pool">, Otc_WindowAttrs {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Otc_AvgPoolGradOp : Otc_Op<"avg_pool_grad", [Pure]>, Otc_WindowAttrs {
+def Otc_AvgPoolGradOp : Otc_Op<"avg_pool_grad",
+    [Pure, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
   let summary = "Gradient of avg_pool: each window's gradient spread over it";
   let arguments = !con((ins Otc_FloatTensor:$grad), windowAttrs,
                        (ins BoolAttr:$count_include_pad));

@@ -1,0 +1,51 @@
+// The op facts interface (OpFacts.td) and the FLOP counts that ops compute
+// themselves: products and windows.
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+
+#include "otc/Dialect/OpFactsEnums.cpp.inc"
+#include "otc/Dialect/OpFactsInterface.cpp.inc"
+
+namespace otc {
+namespace {
+
+int64_t elements(Type t) {
+  auto s = dyn_cast<ShapedType>(t);
+  return s && s.hasStaticShape() ? s.getNumElements() : 0;
+}
+
+int64_t taps(ArrayRef<int64_t> kernel) {
+  int64_t n = 1;
+  for (int64_t k : kernel)
+    n *= k;
+  return n;
+}
+
+} // namespace
+
+int64_t resultElements(Operation *op) {
+  return op->getNumResults() ? elements(op->getResult(0).getType()) : 0;
+}
+
+int64_t operandElements(Operation *op) {
+  return op->getNumOperands() ? elements(op->getOperand(0).getType()) : 0;
+}
+
+// Matrix products: a multiply and an add per term (and one for C).
+int64_t MatMulOp::getFlopCount() {
+  return 2 * elements(getType()) * cast<ShapedType>(getLhs().getType()).getShape().back();
+}
+
+int64_t GemmOp::getFlopCount() {
+  auto a = cast<ShapedType>(getA().getType()).getShape();
+  int64_t k = getTransA() ? a[0] : a[1];
+  return (2 * k + (getC() ? 1 : 0)) * elements(getType());
+}
+
+// Windows: one term per tap.
+int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * taps(getKernel()); }
+int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }
+int64_t AvgPoolGradOp::getFlopCount() { return elements(getGrad().getType()) * taps(getKernel()); }
+
+} // namespace otc
