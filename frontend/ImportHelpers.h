@@ -21,6 +21,36 @@ mlir::FailureOr<llvm::SmallVector<int64_t>> normaliseAxes(GraphImporter &imp,
 /// `v` reshaped to `shape` (itself when it already has it).
 mlir::Value reshaped(GraphImporter &imp, mlir::Value v, llvm::ArrayRef<int64_t> shape);
 
+/// Row-major strides of `shape`, in elements.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
+
+/// Fails unless a folded result of `count` elements fits the host limit;
+/// checked before the fold allocates or loops.
+mlir::LogicalResult checkFoldSize(GraphImporter &imp, int64_t count);
+
+/// Input `i` reshaped (on the host when constant) to `shape`, as output 0.
+mlir::LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> shape);
+
+/// The shape of input `i`, constant or not.
+mlir::FailureOr<std::vector<int64_t>> shapeOfInput(GraphImporter &imp, size_t i);
+
+/// Fails unless the node has `minInputs` inputs, all compile-time constants.
+mlir::LogicalResult needConstants(GraphImporter &imp, size_t minInputs);
+
+enum class FoldResult { NotConstant, Folded, Failed };
+
+/// Folds a binary op on two host constants with numpy broadcasting. The
+/// result has the lhs's type, or `resultType` (a comparison's BOOL).
+FoldResult foldBinary(GraphImporter &imp, llvm::function_ref<double(double, double)> f,
+                      int resultType = -1);
+
+// The import tables of the families (ImportTable.cpp gathers them).
+llvm::ArrayRef<OpImporter> arithmeticImporters();
+llvm::ArrayRef<OpImporter> activationImporters();
+llvm::ArrayRef<OpImporter> shapeImporters();
+llvm::ArrayRef<OpImporter> normalizationImporters();
+llvm::ArrayRef<OpImporter> constantImporters();
+
 // WindowImporters.cpp
 mlir::LogicalResult importConv(GraphImporter &imp);
 mlir::LogicalResult importMaxPool(GraphImporter &imp);

@@ -2,6 +2,7 @@
 // protobuf that does not parse, so three mutations in four parse the model,
 // change one field an exporter (or an attacker) controls, and serialise it.
 #include "OnnxMutator.h"
+#include "otc/Frontend/Import.h"
 
 #include <cstdint>
 #include <random>
@@ -23,17 +24,12 @@ int64_t oddNumber(Rng &rng) {
   return rng() % 3 ? pick(rng, values) : int64_t(rng() % 64) - 8;
 }
 
-const std::vector<std::string> kOps = {
-    "Add", "Sub", "Mul", "Div", "Neg", "Relu", "Tanh", "Sigmoid", "Pow", "Gemm",
-    "MatMul", "Reshape", "Flatten", "Transpose", "Shape", "Gather", "Concat",
-    "Squeeze", "Unsqueeze", "Cast", "Identity", "Constant", "ReduceSum",
-    "ReduceMean", "SoftmaxCrossEntropyLoss", "Softmax", "Expand", "If",
-    // Issue 7's ops.
-    "Exp", "Log", "Sqrt", "Reciprocal", "Abs", "Erf", "LogSoftmax",
-    "LayerNormalization", "Equal", "Less", "Greater", "LessOrEqual",
-    "GreaterOrEqual", "Not", "And", "Or", "Where", "Max", "Min", "Clip",
-    "LeakyRelu", "Sum", "Slice", "Split", "Tile", "Dropout", "Pad",
-    "GlobalAveragePool"};
+// Every operator the importer knows, plus one it does not.
+const std::vector<std::string> kOps = [] {
+  std::vector<std::string> ops = otc::supportedOnnxOps();
+  ops.push_back("If");
+  return ops;
+}();
 const std::vector<std::string> kAttrs = {
     "axis", "axes", "perm", "keepdims", "transA", "transB", "alpha", "beta",
     "to", "allowzero", "ignore_index", "reduction", "start", "end",

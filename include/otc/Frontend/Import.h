@@ -44,6 +44,10 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
                 const ImportOptions &options, std::string &error,
                 std::string *embeddedModel = nullptr);
 
+/// The ONNX operator types the import table knows, at any opset, sorted and
+/// unique (the fuzzer's vocabulary).
+std::vector<std::string> supportedOnnxOps();
+
 } // namespace otc
 
 #endif // OTC_FRONTEND_IMPORT_H

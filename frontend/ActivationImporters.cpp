@@ -1,0 +1,205 @@
+// Activations composed from primitives (tinygrad style): their gradients
+// come from compare and where, and fusion makes each one kernel.
+#include "ImportHelpers.h"
+
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+using Imp = GraphImporter;
+
+/// A float scalar constant of `like`'s element type.
+Value scalarLike(Imp &imp, Value like, double v) {
+  return scalarConstant(imp.builder(), imp.loc(),
+                        cast<RankedTensorType>(like.getType()).getElementType(), v);
+}
+
+/// max(a, b) as where(a >= b, a, b), and min with <=: the gradient goes to
+/// a on ties (PyTorch's clamp does the same at its bounds).
+Value pick(Imp &imp, Value a, Value b, const char *predicate) {
+  OpBuilder &bld = imp.builder();
+  Value c = CompareOp::create(bld, imp.loc(), a, b, bld.getStringAttr(predicate));
+  return WhereOp::create(bld, imp.loc(), c, a, b);
+}
+
+/// Max and Min (variadic): on the host when all inputs are constant.
+template <bool IsMax>
+LogicalResult importMaxMin(Imp &imp) {
+  bool constant = true;
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    constant = constant && imp.constantInput(i);
+  if (constant && imp.numInputs() == 2) {
+    auto f = [](double a, double b) { return IsMax ? std::max(a, b) : std::min(a, b); };
+    if (foldBinary(imp, f) == FoldResult::Folded)
+      return success();
+    return failure();
+  }
+  auto acc = imp.input(0);
+  if (failed(acc))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(acc->getType()).getElementType()))
+    return imp.fail("Max and Min of integer tensors are supported on constants only");
+  Value v = *acc;
+  for (size_t i = 1; i < imp.numInputs(); ++i) {
+    auto next = imp.input(i);
+    if (failed(next))
+      return failure();
+    v = pick(imp, v, *next, IsMax ? "ge" : "le");
+  }
+  imp.define(0, v);
+  return success();
+}
+
+/// Clip: bounds from inputs (opset 11) or attributes (before).
+template <bool FromInputs>
+LogicalResult importClip(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  Value v = *x;
+  for (int k = 0; k < 2; ++k) {
+    std::optional<double> bound;
+    if (FromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
+      const HostTensor *t = imp.constantInput(k + 1);
+      if (!t || t->numElements() != 1)
+        return imp.fail("Clip bounds must be compile-time scalars");
+      bound = t->values[0];
+    } else if (!FromInputs && imp.attr(k ? "max" : "min")) {
+      bound = imp.floatAttr(k ? "max" : "min", 0);
+    }
+    if (bound)
+      v = pick(imp, v, scalarLike(imp, v, *bound), k ? "le" : "ge");
+  }
+  imp.define(0, v);
+  return success();
+}
+
+/// Sum (variadic): adds left to right, with numpy broadcasting.
+LogicalResult importSum(Imp &imp) {
+  auto acc = imp.input(0);
+  if (failed(acc))
+    return failure();
+  Value v = *acc;
+  for (size_t i = 1; i < imp.numInputs(); ++i) {
+    auto next = imp.input(i);
+    if (failed(next))
+      return failure();
+    auto sum = imp.create<AddOp>(v, *next);
+    if (failed(sum))
+      return failure();
+    v = *sum;
+  }
+  imp.define(0, v);
+  return success();
+}
+
+/// Dropout (opset 12): ratio and training_mode are optional constant
+/// inputs. In inference mode, or with ratio 0, it is the identity (and the
+/// mask all true); in training mode an otc.dropout whose random stream is
+/// a hash of the node's output name, stable from one compile to the next.
+LogicalResult importDropout(Imp &imp) {
+  auto scalarInput = [&](size_t i, double fallback, double &out) -> LogicalResult {
+    out = fallback;
+    if (imp.numInputs() <= i || imp.node().input(i).empty())
+      return success();
+    const HostTensor *t = imp.constantInput(i);
+    if (!t || t->numElements() != 1)
+      return imp.fail("Dropout's ratio and training_mode must be compile-time scalars");
+    out = t->values[0];
+    return success();
+  };
+  double ratio, training;
+  if (failed(scalarInput(1, 0.5, ratio)) || failed(scalarInput(2, 0.0, training)))
+    return failure();
+  if (!(ratio >= 0 && ratio < 1))
+    return imp.fail("the ratio " + std::to_string(ratio) + " is outside [0, 1)");
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  bool wantMask = imp.node().output_size() > 1 && !imp.node().output(1).empty();
+  if (training == 0 || ratio == 0) {
+    imp.define(0, *x);
+    if (!wantMask)
+      return success();
+    HostTensor all{false, onnx::TensorProto::BOOL, type.getShape().vec(), {}};
+    all.values.assign(type.getNumElements(), 1.0);
+    return imp.define(1, std::move(all));
+  }
+  OpBuilder &b = imp.builder();
+  uint32_t stream = 2166136261u; // FNV-1a of the output's name
+  for (unsigned char ch : imp.node().output(0))
+    stream = (stream ^ ch) * 16777619u;
+  auto maskType = RankedTensorType::get(type.getShape(), b.getI1Type());
+  auto op = DropoutOp::create(b, imp.loc(), type, maskType, *x, b.getF64FloatAttr(ratio),
+                              b.getI64IntegerAttr(stream & 0x7fffffff));
+  imp.define(0, op.getOutput());
+  if (wantMask)
+    imp.define(1, op.getMask());
+  return success();
+}
+
+LogicalResult importLeakyRelu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = imp.builder();
+  Value positive = CompareOp::create(b, imp.loc(), *x, scalarLike(imp, *x, 0.0),
+                                     b.getStringAttr("gt"));
+  Value scaled = MulOp::create(b, imp.loc(), *x, scalarLike(imp, *x, imp.floatAttr("alpha", 0.01)));
+  imp.define(0, WhereOp::create(b, imp.loc(), positive, *x, scaled).getResult());
+  return success();
+}
+
+/// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
+/// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
+LogicalResult importGelu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  std::string approx = imp.attr("approximate") ? imp.attr("approximate")->s() : "none";
+  if (approx != "none" && approx != "tanh")
+    return imp.fail("unknown approximate " + quoted(approx));
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto c = [&](double v) { return scalarLike(imp, *x, v); };
+  Value inner;
+  if (approx == "none") {
+    inner = ErfOp::create(b, loc, MulOp::create(b, loc, *x, c(M_SQRT1_2)));
+  } else {
+    Value cube = MulOp::create(b, loc, MulOp::create(b, loc, *x, *x), *x);
+    Value arg = AddOp::create(b, loc, *x, MulOp::create(b, loc, cube, c(0.044715)));
+    inner = TanhOp::create(b, loc, MulOp::create(b, loc, arg, c(std::sqrt(2.0 / M_PI))));
+  }
+  Value half = MulOp::create(b, loc, *x, c(0.5));
+  imp.define(0, MulOp::create(b, loc, half, AddOp::create(b, loc, inner, c(1.0))).getResult());
+  return success();
+}
+
+} // namespace
+
+llvm::ArrayRef<OpImporter> activationImporters() {
+  static const OpImporter table[] = {
+      {"Clip", 6, importClip<false>},
+      {"Clip", 11, importClip<true>},
+      {"Dropout", 12, importDropout},
+      {"Gelu", 20, importGelu},
+      {"LeakyRelu", 6, importLeakyRelu},
+      {"Max", 8, importMaxMin<true>},
+      {"Min", 8, importMaxMin<false>},
+      {"Sum", 8, importSum},
+  };
+  return table;
+}
+
+} // namespace otc

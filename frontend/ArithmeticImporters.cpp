@@ -1,0 +1,292 @@
+// Arithmetic, comparisons, logic, selection and casts: otc ops at run time,
+// host folds when every input is a compile-time constant.
+#include "ImportHelpers.h"
+
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+using Imp = GraphImporter;
+
+//===----------------------------------------------------------------------===//
+// Runtime operations
+//===----------------------------------------------------------------------===//
+
+LogicalResult importGemm(Imp &imp) {
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  Value c;
+  if (imp.numInputs() > 2) {
+    auto cv = imp.input(2);
+    if (failed(cv))
+      return failure();
+    c = *cv;
+  }
+  double alpha = imp.floatAttr("alpha", 1.0), beta = imp.floatAttr("beta", 1.0);
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    return imp.fail("alpha and beta must be finite");
+  return imp.defineResult(imp.create<GemmOp>(
+      *a, *b, c, imp.intAttr("transA", 0) != 0, imp.intAttr("transB", 0) != 0,
+      llvm::APFloat(alpha), llvm::APFloat(beta)));
+}
+
+/// An op built from inputs 0 and 1 alone.
+template <typename Op>
+LogicalResult importTwoInputs(Imp &imp) {
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return imp.defineResult(imp.create<Op>(*a, *b));
+}
+
+template <typename Op, typename F>
+LogicalResult importBinary(Imp &imp) {
+  switch (foldBinary(imp, F())) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: return importTwoInputs<Op>(imp);
+  }
+  return failure();
+}
+
+template <typename Op>
+LogicalResult importUnary(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  imp.define(0, Op::create(imp.builder(), imp.loc(), *x).getResult());
+  return success();
+}
+
+LogicalResult importIdentity(Imp &imp) {
+  if (const HostTensor *c = imp.constantInput(0)) {
+    return imp.define(0, *c);
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  imp.define(0, *x);
+  return success();
+}
+
+// Comparisons and logic: folded on the host when constant (shape
+// subgraphs use them), else otc.compare / not / and / or.
+struct CompareF {
+  StringRef p;
+  double operator()(double a, double b) const {
+    bool r = p == "eq" ? a == b : p == "lt" ? a < b : p == "le" ? a <= b
+           : p == "gt" ? a > b : a >= b;
+    return double(r);
+  }
+};
+struct AndF { double operator()(double a, double b) const { return double(a != 0 && b != 0); } };
+struct OrF { double operator()(double a, double b) const { return double(a != 0 || b != 0); } };
+
+template <const char *Predicate>
+LogicalResult importCompare(Imp &imp) {
+  switch (foldBinary(imp, CompareF{Predicate}, onnx::TensorProto::BOOL)) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: break;
+  }
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return imp.defineResult(imp.create<CompareOp>(*a, *b, imp.builder().getStringAttr(Predicate)));
+}
+
+template <typename Op, typename F>
+LogicalResult importLogic(Imp &imp) {
+  switch (foldBinary(imp, F(), onnx::TensorProto::BOOL)) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: return importTwoInputs<Op>(imp);
+  }
+  return failure();
+}
+
+LogicalResult importNot(Imp &imp) {
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    for (double &v : t.values)
+      v = double(v == 0);
+    return imp.define(0, std::move(t));
+  }
+  return importUnary<NotOp>(imp);
+}
+
+/// Where: on the host when all three are constants of one shape or
+/// scalars (shape subgraphs); else otc.where, whose branches are floats.
+LogicalResult importWhere(Imp &imp) {
+  const HostTensor *c = imp.constantInput(0), *a = imp.constantInput(1), *b = imp.constantInput(2);
+  if (c && a && b) {
+    int64_t n = std::max({c->numElements(), a->numElements(), b->numElements()});
+    auto ok = [n](const HostTensor *t) { return t->numElements() == n || t->numElements() == 1; };
+    if (!ok(c) || !ok(a) || !ok(b))
+      return imp.fail("a constant Where needs operands of one size or scalars");
+    const HostTensor *shaped = c->numElements() == n ? c : a->numElements() == n ? a : b;
+    HostTensor t = *a;
+    t.shape = shaped->shape;
+    t.values.resize(n);
+    auto at = [](const HostTensor *x, int64_t i) { return x->values[x->values.size() == 1 ? 0 : i]; };
+    for (int64_t i = 0; i < n; ++i)
+      t.values[i] = at(c, i) != 0 ? at(a, i) : at(b, i);
+    return imp.define(0, std::move(t));
+  }
+  auto cond = imp.input(0), x = imp.input(1), y = imp.input(2);
+  if (failed(cond) || failed(x) || failed(y))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return imp.fail("Where of integer tensors is supported on constants only");
+  return imp.defineResult(imp.create<WhereOp>(*cond, *x, *y));
+}
+
+/// Trilu: keeps (i, j) of the last two dims where j - i >= k (upper) or
+/// j - i <= k (lower). Folded on constants; otherwise a Where against a
+/// constant mask.
+LogicalResult importTrilu(Imp &imp) {
+  auto shape = shapeOfInput(imp, 0);
+  if (failed(shape))
+    return failure();
+  if (shape->size() < 2)
+    return imp.fail("the input needs rank 2 or more");
+  int64_t k = 0;
+  if (imp.numInputs() > 1) {
+    const HostTensor *kt = imp.constantInput(1);
+    if (!kt || kt->numElements() != 1)
+      return imp.fail("k must be a compile-time scalar");
+    k = kt->asInts()[0];
+  }
+  bool upper = imp.intAttr("upper", 1) != 0;
+  int64_t rows = (*shape)[shape->size() - 2], cols = shape->back();
+  auto keep = [&](int64_t i) {
+    int64_t r = i / cols % rows, c = i % cols;
+    // c - r cannot overflow: both lie within the tensor size limit.
+    return upper ? c - r >= k : c - r <= k;
+  };
+  if (const HostTensor *x = imp.constantInput(0)) {
+    HostTensor t = *x;
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      if (!keep(i))
+        t.values[i] = 0;
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return imp.fail("Trilu of a run-time integer or bool tensor is not supported");
+  HostTensor mask{false, onnx::TensorProto::BOOL, {rows, cols}, {}};
+  for (int64_t i = 0; i < rows * cols; ++i)
+    mask.values.push_back(keep(i));
+  OpBuilder &b = imp.builder();
+  Value m = ConstantOp::create(b, imp.loc(), toAttr(b, mask));
+  Value zero = scalarConstant(b, imp.loc(), cast<RankedTensorType>(x->getType()).getElementType(), 0.0);
+  return imp.defineResult(imp.create<WhereOp>(m, *x, zero));
+}
+
+LogicalResult importPow(Imp &imp) {
+  const HostTensor *e = imp.constantInput(1);
+  if (!e || e->numElements() != 1)
+    return imp.fail("the exponent must be a compile-time scalar");
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  double c = e->values[0];
+  if (c == 1.0)
+    imp.define(0, *x);
+  else if (c == 2.0) // a square stays a product: simpler IR, an exact gradient
+    imp.define(0, MulOp::create(imp.builder(), imp.loc(), *x, *x).getResult());
+  else
+    imp.define(0, PowOp::create(imp.builder(), imp.loc(), *x, imp.builder().getF64FloatAttr(c))
+                      .getResult());
+  return success();
+}
+
+LogicalResult importCast(Imp &imp) {
+  int64_t to = imp.intAttr("to", 0);
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    t.isFloat = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
+    t.elemType = to == onnx::TensorProto::INT32 ? int(onnx::TensorProto::INT64) : int(to);
+    if (to == onnx::TensorProto::BOOL)
+      for (double &v : t.values)
+        v = double(v != 0);
+    else if (!t.isFloat)
+      for (double &v : t.values)
+        v = std::trunc(v);
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  int target = to == onnx::TensorProto::INT32 ? int(onnx::TensorProto::INT64) : int(to);
+  Type elem = elementTypeFor(imp.builder(), target);
+  if (!elem)
+    return imp.fail("casts to " + onnx::TensorProto::DataType_Name(
+                                      static_cast<onnx::TensorProto::DataType>(to)) +
+                    " are not supported");
+  if (getElementTypeOrSelf(x->getType()) == elem) {
+    imp.define(0, *x);
+    return success();
+  }
+  auto type = RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(), elem);
+  imp.define(0, CastOp::create(imp.builder(), imp.loc(), type, *x).getResult());
+  return success();
+}
+
+constexpr char kEq[] = "eq", kLt[] = "lt", kLe[] = "le", kGt[] = "gt", kGe[] = "ge";
+
+struct AddF { double operator()(double a, double b) const { return a + b; } };
+struct SubF { double operator()(double a, double b) const { return a - b; } };
+struct MulF { double operator()(double a, double b) const { return a * b; } };
+struct DivF { double operator()(double a, double b) const { return a / b; } };
+
+} // namespace
+
+llvm::ArrayRef<OpImporter> arithmeticImporters() {
+  static const OpImporter table[] = {
+      {"Abs", 6, importUnary<AbsOp>},
+      {"Add", 7, importBinary<AddOp, AddF>},
+      {"And", 7, importLogic<AndOp, AndF>},
+      {"Cast", 6, importCast},
+      {"Div", 7, importBinary<DivOp, DivF>},
+      {"Equal", 7, importCompare<kEq>},
+      {"Erf", 9, importUnary<ErfOp>},
+      {"Exp", 6, importUnary<ExpOp>},
+      {"Gemm", 7, importGemm},
+      {"Greater", 7, importCompare<kGt>},
+      {"GreaterOrEqual", 12, importCompare<kGe>},
+      {"Identity", 1, importIdentity},
+      {"Less", 7, importCompare<kLt>},
+      {"LessOrEqual", 12, importCompare<kLe>},
+      {"MatMul", 1, importTwoInputs<MatMulOp>},
+      {"Mul", 7, importBinary<MulOp, MulF>},
+      {"Neg", 6, importUnary<NegOp>},
+      {"Not", 1, importNot},
+      {"Or", 7, importLogic<OrOp, OrF>},
+      {"Pow", 7, importPow},
+      {"Reciprocal", 6, importUnary<ReciprocalOp>},
+      {"Relu", 6, importUnary<ReluOp>},
+      {"Sigmoid", 6, importUnary<SigmoidOp>},
+      {"Sqrt", 6, importUnary<SqrtOp>},
+      {"Sub", 7, importBinary<SubOp, SubF>},
+      {"Tanh", 6, importUnary<TanhOp>},
+      {"Trilu", 14, importTrilu},
+      {"Where", 9, importWhere},
+  };
+  return table;
+}
+
+} // namespace otc

@@ -1,0 +1,527 @@
+// Views and copies: transpose, reshape, slices, splits, broadcasts, pads,
+// tiles, concatenation, squeezes; on the host when the input is constant.
+#include "ImportHelpers.h"
+
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace otc {
+namespace {
+
+using Imp = GraphImporter;
+
+LogicalResult importTranspose(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  std::vector<int64_t> perm = imp.intsAttr("perm");
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  return imp.defineResult(
+      imp.create<TransposeOp>(*x, imp.builder().getDenseI64ArrayAttr(perm)));
+}
+
+LogicalResult importReshape(Imp &imp) {
+  const HostTensor *shapeT = imp.constantInput(1);
+  if (!shapeT)
+    return imp.fail("the target shape must be a compile-time constant");
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> in = *inShape, shape = shapeT->asInts();
+  bool allowZero = imp.intAttr("allowzero", 0) != 0;
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowZero) {
+      if (i >= in.size())
+        return imp.fail("shape entry 0 copies a dimension the input lacks");
+      shape[i] = in[i];
+    }
+    if (shape[i] < -1)
+      return imp.fail("the target shape has a negative entry " + std::to_string(shape[i]));
+    if (shape[i] == -1) {
+      if (inferred >= 0)
+        return imp.fail("the target shape has more than one -1");
+      inferred = i;
+    } else if (!otc_mul_count(known, shape[i], &known)) {
+      return imp.fail("the target shape's element count overflows");
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || product(in) % known)
+      return imp.fail("cannot infer the -1 dimension");
+    shape[inferred] = product(in) / known;
+  }
+  if (product(shape) != product(in))
+    return imp.fail("cannot reshape " + std::to_string(product(in)) +
+                    " elements to " + std::to_string(product(shape)));
+  return defineReshaped(imp, 0, shape);
+}
+
+LogicalResult importFlatten(Imp &imp) {
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> in = *inShape;
+  int64_t axis = imp.intAttr("axis", 1);
+  if (axis < 0)
+    axis += in.size();
+  if (axis < 0 || axis > (int64_t)in.size())
+    return imp.fail("axis is out of range");
+  int64_t outer = product(ArrayRef<int64_t>(in).take_front(axis));
+  return defineReshaped(imp, 0, {outer, product(in) / std::max<int64_t>(outer, 1)});
+}
+
+/// A normalised slice: per dim, a start, a positive step and a count.
+struct SliceSpec {
+  std::vector<int64_t> starts, steps, counts;
+};
+
+/// `data` sliced by `spec` on the host.
+HostTensor sliceHost(const HostTensor &data, const SliceSpec &spec) {
+  HostTensor t = data;
+  t.shape = spec.counts;
+  t.values.clear();
+  int64_t n = product(spec.counts);
+  std::vector<int64_t> strides = stridesOf(data.shape);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rest = i, at = 0;
+    for (int d = (int)spec.counts.size() - 1; d >= 0; --d) {
+      at += (spec.starts[d] + rest % spec.counts[d] * spec.steps[d]) * strides[d];
+      rest /= spec.counts[d];
+    }
+    t.values.push_back(data.values[at]);
+  }
+  return t;
+}
+
+/// Defines output `k` as `spec` of input 0: on the host when constant, else
+/// an otc.slice (or the input itself when the slice is all of it).
+LogicalResult defineSlice(Imp &imp, size_t k, const SliceSpec &spec) {
+  if (const HostTensor *c = imp.constantInput(0)) {
+    if (failed(checkFoldSize(imp, product(spec.counts))))
+      return failure();
+    return imp.define(k, sliceHost(*c, spec));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  for (int64_t n : spec.counts)
+    if (n == 0)
+      return imp.fail("the slice is empty, which otc does not support");
+  if (ArrayRef<int64_t>(spec.counts) == type.getShape()) {
+    imp.define(k, *x);
+    return success();
+  }
+  OpBuilder &b = imp.builder();
+  auto result = RankedTensorType::get(spec.counts, type.getElementType());
+  imp.define(k, SliceOp::create(b, imp.loc(), result, *x, b.getDenseI64ArrayAttr(spec.starts),
+                                b.getDenseI64ArrayAttr(spec.steps))
+                    .getResult());
+  return success();
+}
+
+/// ONNX Slice: starts, ends (clamped, negative from the end, INT64_MAX as
+/// "to the end"), axes and positive steps, from attributes (opset 1) or
+/// constant inputs (opset 10).
+template <bool FromInputs>
+LogicalResult importSlice(Imp &imp) {
+  auto input = shapeOfInput(imp, 0);
+  if (failed(input))
+    return failure();
+  std::vector<int64_t> shape = *input;
+  int64_t rank = shape.size();
+  auto list = [&](size_t input, const char *attr, std::vector<int64_t> &out) -> LogicalResult {
+    if (!FromInputs) {
+      out = imp.intsAttr(attr);
+      return success();
+    }
+    if (imp.numInputs() <= input || imp.node().input(input).empty())
+      return success();
+    const HostTensor *t = imp.constantInput(input);
+    if (!t)
+      return imp.fail(std::string("Slice ") + attr + " must be compile-time constants");
+    out = t->asInts();
+    return success();
+  };
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (failed(list(1, "starts", starts)) || failed(list(2, "ends", ends)) ||
+      failed(list(3, "axes", axes)) || failed(list(4, "steps", steps)))
+    return failure();
+  if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
+      (!steps.empty() && steps.size() != starts.size()))
+    return imp.fail("starts, ends, axes and steps differ in length");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(int64_t(i));
+  auto norm = normaliseAxes(imp, axes, rank);
+  if (failed(norm))
+    return failure();
+  SliceSpec spec{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), shape};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t d = (*norm)[i], n = shape[d], step = steps.empty() ? 1 : steps[i];
+    if (step < 1)
+      return imp.fail("Slice steps must be positive, got " + std::to_string(step));
+    auto clamp = [n](int64_t v) {
+      if (v < 0)
+        v = v < -n ? 0 : v + n;
+      return std::min(v, n);
+    };
+    int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+    spec.starts[d] = s;
+    spec.steps[d] = step;
+    spec.counts[d] = e > s ? 1 + (e - s - 1) / step : 0; // no overflow near INT64_MAX
+  }
+  return defineSlice(imp, 0, spec);
+}
+
+/// ONNX Split into equal parts or given sizes (attribute before opset 13,
+/// input from 13, or num_outputs from 18).
+template <bool FromInput>
+LogicalResult importSplit(Imp &imp) {
+  auto input = shapeOfInput(imp, 0);
+  if (failed(input))
+    return failure();
+  std::vector<int64_t> shape = *input;
+  auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, shape.size());
+  if (failed(axis))
+    return failure();
+  int64_t a = (*axis)[0], outputs = imp.node().output_size();
+  if (outputs < 1)
+    return imp.fail("Split needs at least one output");
+  std::vector<int64_t> sizes;
+  if (FromInput && imp.numInputs() > 1) {
+    const HostTensor *t = imp.constantInput(1);
+    if (!t)
+      return imp.fail("the split sizes must be compile-time constants");
+    sizes = t->asInts();
+  } else if (!FromInput) {
+    sizes = imp.intsAttr("split");
+  }
+  if (sizes.empty()) { // equal parts; the last may be smaller (opset 18)
+    int64_t part = (shape[a] + outputs - 1) / outputs;
+    for (int64_t k = 0; k < outputs; ++k)
+      sizes.push_back(std::min(part, shape[a] - k * part));
+  }
+  int64_t total = 0;
+  bool bad = (int64_t)sizes.size() != outputs;
+  for (int64_t s : sizes)
+    bad = bad || s < 1 || __builtin_add_overflow(total, s, &total);
+  if (bad || total != shape[a])
+    return imp.fail("the split sizes do not add up to the axis's " + std::to_string(shape[a]));
+  int64_t at = 0;
+  for (int64_t k = 0; k < outputs; ++k) {
+    SliceSpec spec{std::vector<int64_t>(shape.size(), 0), std::vector<int64_t>(shape.size(), 1),
+                   shape};
+    spec.starts[a] = at;
+    spec.counts[a] = sizes[k];
+    at += sizes[k];
+    if (failed(defineSlice(imp, k, spec)))
+      return failure();
+  }
+  return success();
+}
+
+/// `t` broadcast (numpy style) to `shape`, on the host.
+HostTensor broadcastHost(const HostTensor &t, const std::vector<int64_t> &shape) {
+  HostTensor r = t;
+  r.shape = shape;
+  r.values.clear();
+  size_t lead = shape.size() - t.shape.size();
+  std::vector<int64_t> in = stridesOf(t.shape);
+  for (int64_t i = 0, n = product(shape); i < n; ++i) {
+    int64_t rest = i, at = 0;
+    for (int d = (int)shape.size() - 1; d >= (int)lead; --d) {
+      int64_t c = rest % shape[d];
+      rest /= shape[d];
+      if (t.shape[d - lead] != 1)
+        at += c * in[d - lead];
+    }
+    r.values.push_back(t.values[at]);
+  }
+  return r;
+}
+
+/// Expand: broadcast both ways between the input and a constant shape.
+LogicalResult importExpand(Imp &imp) {
+  const HostTensor *s = imp.constantInput(1);
+  if (!s)
+    return imp.fail("the expanded shape must be a compile-time constant");
+  std::vector<int64_t> in;
+  const HostTensor *c = imp.constantInput(0);
+  FailureOr<Value> x = failure();
+  if (c) {
+    in = c->shape;
+  } else {
+    x = imp.input(0);
+    if (failed(x))
+      return failure();
+    in = cast<RankedTensorType>(x->getType()).getShape().vec();
+  }
+  auto out = broadcastShapes(in, s->asInts());
+  if (!out)
+    return imp.fail("the input does not broadcast to the expanded shape");
+  std::vector<int64_t> shape(out->begin(), out->end());
+  if (c) {
+    if (failed(checkFoldSize(imp, product(shape))))
+      return failure();
+    return imp.define(0, broadcastHost(*c, shape));
+  }
+  if (ArrayRef<int64_t>(shape) == ArrayRef<int64_t>(in)) {
+    imp.define(0, *x);
+    return success();
+  }
+  imp.define(0, BroadcastToOp::create(imp.builder(), imp.loc(), withShape(*x, shape), *x)
+                    .getResult());
+  return success();
+}
+
+
+/// Pad, constant mode: per dim, a negative pad crops (a slice) and a
+/// positive one concatenates a splat constant, so the gradient is concat's.
+template <bool FromInputs>
+LogicalResult importPad(Imp &imp) {
+  const auto *mode = imp.attr("mode");
+  if (mode && mode->s() != "constant")
+    return imp.fail("pad mode " + quoted(mode->s().substr(0, 40)) +
+                    " is not supported (only constant)");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (FromInputs) {
+    const HostTensor *p = imp.constantInput(1);
+    if (!p)
+      return imp.fail("the pads must be compile-time constants");
+    pads = p->asInts();
+    if (imp.numInputs() > 2 && !imp.node().input(2).empty()) {
+      const HostTensor *v = imp.constantInput(2);
+      if (!v || v->numElements() != 1)
+        return imp.fail("the constant value must be a compile-time scalar");
+      value = v->values[0];
+    }
+    if (imp.numInputs() > 3)
+      return imp.fail("Pad's axes input is not supported");
+  } else {
+    pads = imp.intsAttr("pads");
+    value = imp.floatAttr("value", 0.0);
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  if ((int64_t)pads.size() != 2 * rank)
+    return imp.fail("pads has " + std::to_string(pads.size()) + " entries for rank " +
+                    std::to_string(rank));
+  if (!isa<FloatType>(type.getElementType()))
+    return imp.fail("Pad of integer tensors is supported on constants only");
+  OpBuilder &b = imp.builder();
+  Value v = *x;
+  for (int64_t p : pads)
+    if (p > OTC_MAX_ELEMENTS || p < -OTC_MAX_ELEMENTS)
+      return imp.fail("a pad of " + std::to_string(p) + " exceeds 2^36");
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t before = pads[d], after = pads[d + rank];
+    auto shape = cast<RankedTensorType>(v.getType()).getShape().vec();
+    if (before < 0 || after < 0) { // crop first
+      int64_t drop0 = std::max<int64_t>(0, -before), drop1 = std::max<int64_t>(0, -after);
+      if (drop0 + drop1 >= shape[d])
+        return imp.fail("the pads crop dim " + std::to_string(d) + " to nothing");
+      SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
+      starts[d] = drop0;
+      shape[d] -= drop0 + drop1;
+      v = SliceOp::create(b, imp.loc(), withShape(v, shape), v, b.getDenseI64ArrayAttr(starts),
+                          b.getDenseI64ArrayAttr(steps));
+    }
+    SmallVector<Value> parts;
+    auto fill = [&](int64_t n) {
+      std::vector<int64_t> s = shape;
+      s[d] = n;
+      auto t = withShape(v, s);
+      parts.push_back(ConstantOp::create(b, imp.loc(),
+                                         DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), value)
+                                                                       .getValue())));
+    };
+    if (before > 0)
+      fill(before);
+    parts.push_back(v);
+    if (after > 0)
+      fill(after);
+    if (parts.size() > 1) {
+      auto joined = imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(d));
+      if (failed(joined))
+        return failure();
+      v = *joined;
+    }
+  }
+  imp.define(0, v);
+  return success();
+}
+
+/// Tile: at run time, a concat of copies along each repeated dim.
+LogicalResult importTile(Imp &imp) {
+  const HostTensor *r = imp.constantInput(1);
+  if (!r)
+    return imp.fail("the repeats must be compile-time constants");
+  std::vector<int64_t> repeats = r->asInts();
+  if (imp.constantInput(0))
+    return imp.fail("Tile of a constant is not supported");
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  if ((int64_t)repeats.size() != cast<RankedTensorType>(x->getType()).getRank())
+    return imp.fail("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
+                    std::to_string(cast<RankedTensorType>(x->getType()).getRank()));
+  int64_t count = cast<RankedTensorType>(x->getType()).getNumElements();
+  for (int64_t r : repeats)
+    if (r < 1 || __builtin_mul_overflow(count, r, &count) || count > OTC_MAX_ELEMENTS)
+      return imp.fail("repeats must be at least 1 and the result at most 2^36 elements");
+  Value v = *x;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] == 1)
+      continue;
+    SmallVector<Value> copies(repeats[d], v);
+    auto joined = imp.create<ConcatOp>(ValueRange(copies), imp.builder().getI64IntegerAttr(d));
+    if (failed(joined))
+      return failure();
+    v = *joined;
+  }
+  imp.define(0, v);
+  return success();
+}
+
+LogicalResult importConcat(Imp &imp) {
+  bool constant = true;
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    constant = constant && imp.constantInput(i);
+  if (!constant) { // at run time
+    SmallVector<Value> inputs;
+    for (size_t i = 0; i < imp.numInputs(); ++i) {
+      auto v = imp.input(i);
+      if (failed(v))
+        return failure();
+      inputs.push_back(*v);
+    }
+    int64_t rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+    auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+    if (failed(axis))
+      return failure();
+    return imp.defineResult(
+        imp.create<ConcatOp>(ValueRange(inputs), imp.builder().getI64IntegerAttr((*axis)[0])));
+  }
+  if (failed(needConstants(imp, 1)))
+    return failure();
+  const HostTensor &first = *imp.constantInput(0);
+  int64_t rank = first.shape.size();
+  int64_t axis = imp.intAttr("axis", 0);
+  if (axis < 0)
+    axis += rank;
+  if (axis < 0 || axis >= rank)
+    return imp.fail("axis is out of range");
+  int64_t outer = product(ArrayRef<int64_t>(first.shape).take_front(axis));
+  HostTensor t = first;
+  t.shape[axis] = 0;
+  t.values.clear();
+  for (size_t i = 0; i < imp.numInputs(); ++i) {
+    const std::vector<int64_t> &s = imp.constantInput(i)->shape;
+    for (int64_t d = 0; d < rank; ++d)
+      if (s.size() != first.shape.size() || (d != axis && s[d] != first.shape[d]))
+        return imp.fail("input " + std::to_string(i) +
+                        "'s shape differs from input 0's off the concatenation axis");
+    if (__builtin_add_overflow(t.shape[axis], s[axis], &t.shape[axis]))
+      return imp.fail("the concatenated axis overflows");
+  }
+  int64_t count = t.numElements();
+  if (failed(checkFoldSize(imp, count)))
+    return failure();
+  if (count == 0) // outer may still be huge: do not loop over it
+    return imp.define(0, std::move(t));
+  for (int64_t o = 0; o < outer; ++o)
+    for (size_t i = 0; i < imp.numInputs(); ++i) {
+      const HostTensor &in = *imp.constantInput(i);
+      int64_t chunk = in.numElements() / std::max<int64_t>(outer, 1);
+      t.values.insert(t.values.end(), in.values.begin() + o * chunk,
+                      in.values.begin() + (o + 1) * chunk);
+    }
+  return imp.define(0, std::move(t));
+}
+
+/// Unsqueeze and Squeeze are reshapes; `fromInput` selects the opset-13 form.
+template <bool squeeze, bool fromInput>
+LogicalResult importSqueezeLike(Imp &imp) {
+  auto inShape = shapeOfInput(imp, 0);
+  if (failed(inShape))
+    return failure();
+  std::vector<int64_t> in = *inShape, axes;
+  if (fromInput && imp.numInputs() > 1) {
+    const HostTensor *a = imp.constantInput(1);
+    if (!a)
+      return imp.fail("axes must be a compile-time constant");
+    axes = a->asInts();
+  } else if (!fromInput) {
+    axes = imp.intsAttr("axes");
+  }
+  std::vector<int64_t> out;
+  if (squeeze) {
+    auto norm = normaliseAxes(imp, axes, in.size());
+    if (failed(norm))
+      return failure();
+    for (size_t d = 0; d < in.size(); ++d) {
+      bool drop = norm->empty() ? in[d] == 1 : llvm::is_contained(*norm, (int64_t)d);
+      if (drop && in[d] != 1)
+        return imp.fail("cannot squeeze dimension " + std::to_string(d) + " of size " +
+                        std::to_string(in[d]));
+      if (!drop)
+        out.push_back(in[d]);
+    }
+  } else {
+    if (in.size() + axes.size() > OTC_MAX_RANK)
+      return imp.fail("the result would have rank " + std::to_string(in.size() + axes.size()) +
+                      ", more than the limit of " + std::to_string(OTC_MAX_RANK));
+    auto norm = normaliseAxes(imp, axes, in.size() + axes.size());
+    if (failed(norm))
+      return failure();
+    if (norm->size() != axes.size())
+      return imp.fail("the axes repeat an axis");
+    size_t next = 0;
+    for (size_t d = 0; d < in.size() + norm->size(); ++d)
+      out.push_back(llvm::is_contained(*norm, (int64_t)d) ? 1 : in[next++]);
+  }
+  return defineReshaped(imp, 0, out);
+}
+
+} // namespace
+
+llvm::ArrayRef<OpImporter> shapeImporters() {
+  static const OpImporter table[] = {
+      {"Concat", 4, importConcat},
+      {"Expand", 8, importExpand},
+      {"Flatten", 1, importFlatten},
+      {"Pad", 2, importPad<false>},
+      {"Pad", 11, importPad<true>},
+      {"Reshape", 5, importReshape},
+      {"Slice", 1, importSlice<false>},
+      {"Slice", 10, importSlice<true>},
+      {"Split", 2, importSplit<false>},
+      {"Split", 13, importSplit<true>},
+      {"Squeeze", 1, importSqueezeLike<true, false>},
+      {"Squeeze", 13, importSqueezeLike<true, true>},
+      {"Tile", 6, importTile},
+      {"Transpose", 1, importTranspose},
+      {"Unsqueeze", 1, importSqueezeLike<false, false>},
+      {"Unsqueeze", 13, importSqueezeLike<false, true>},
+  };
+  return table;
+}
+
+} // namespace otc
