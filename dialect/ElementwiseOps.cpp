@@ -166,3 +166,14 @@ LogicalResult ErfOp::buildGradients(OpBuilder &b, ValueRange dy,
   grads.push_back(MulOp::create(b, loc, dy[0], scaled));
   return success();
 }
+
+LogicalResult SinOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  grads.push_back(MulOp::create(b, getLoc(), dy[0], CosOp::create(b, getLoc(), getInput())));
+  return success();
+}
+
+LogicalResult CosOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  Value sin = SinOp::create(b, getLoc(), getInput());
+  grads.push_back(NegOp::create(b, getLoc(), MulOp::create(b, getLoc(), dy[0], sin)));
+  return success();
+}

@@ -280,6 +280,7 @@ llvm::ArrayRef<OpImporter> arithmeticImporters() {
       {"Reciprocal", 6, importUnary<ReciprocalOp>},
       {"Relu", 6, importUnary<ReluOp>},
       {"Sigmoid", 6, importUnary<SigmoidOp>},
+      {"Sin", 7, importUnary<SinOp>},
       {"Sqrt", 6, importUnary<SqrtOp>},
       {"Sub", 7, importBinary<SubOp, SubF>},
       {"Tanh", 6, importUnary<TanhOp>},

@@ -113,6 +113,8 @@ def Otc_PowOp : Otc_DiffOp<"pow", [SameOperandsAndResultType, Otc_F32, Otc_Cheap
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 def Otc_ErfOp : Otc_UnaryOp<"erf", "Elementwise error function", Otc_Widest>;
+def Otc_SinOp : Otc_UnaryOp<"sin", "Elementwise sine", Otc_Widest>;
+def Otc_CosOp : Otc_UnaryOp<"cos", "Elementwise cosine", Otc_Widest>;
 
 // Only gradients use it (that of abs), so it has no gradient of its own.
 def Otc_SignOp : Otc_Op<"sign", !listconcat(Otc_ElementwiseFacts,

@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Trains a small MLP with one activation on otc's CPU target and compares
+its weights with PyTorch's after the same SGD steps.
+
+  x [12, 6] -> Linear(6, 8) -> ACT -> Linear(8, 3) -> y, mean-squared loss
+  against targets, SGD lr 0.1, 3 steps of micro-batch 4.
+
+The model is PyTorch's own module exported by torch.onnx at opset 17 (what a
+user would hand otc). The tolerance per tensor is derived from PyTorch's own
+float32-versus-float64 difference after the same steps, as the zoo's:
+4 * max |w32 - w64| + 1e-5 * max |w64|.
+
+usage: activations.py ACT OUT_DIR    (otc on PATH; exits 1 on a mismatch)
+"""
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).resolve().parent
+
+# The activations users export, with non-default parameters where a module
+# has them.
+ACTS = {
+    "sin": torch.sin,
+}
+
+
+class Net(torch.nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.fc1, self.fc2, self.act = torch.nn.Linear(6, 8), torch.nn.Linear(8, 3), act
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def train(net, x, t, dtype):
+    net = net.to(dtype)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for s in range(3):
+        xb, tb = x[4 * s:4 * s + 4].to(dtype), t[4 * s:4 * s + 4].to(dtype)
+        opt.zero_grad()
+        F.mse_loss(net(xb), tb).backward()
+        opt.step()
+    return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+
+def main():
+    name, out = sys.argv[1], Path(sys.argv[2])
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    net = Net(ACTS[name])
+    rng = np.random.default_rng(0)
+    # Wide inputs, so every activation meets its kinks and saturations.
+    x = torch.tensor(rng.normal(0, 2, (12, 6)), dtype=torch.float32)
+    t = torch.tensor(rng.normal(0, 1, (12, 3)), dtype=torch.float32)
+    np.save(out / "data" / "x.npy", x.numpy())
+    np.save(out / "data" / "targets.npy", t.numpy())
+    torch.onnx.export(net, x[:4], out / "model.onnx", input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=17)
+    w32 = train(copy.deepcopy(net), x, t, torch.float32)
+    w64 = train(copy.deepcopy(net), x, t, torch.float64)
+    expected = {k: v.astype(np.float32) for k, v in w32.items()}
+    for k in w32:
+        expected[f"tol/{k}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
+                                          1e-5 * np.abs(w64[k]).max())
+    np.savez(out / "expected.npz", **expected)
+    def run(*args):
+        r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(f"{args[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    run("otc", "compile", out / "model.onnx", "-o", out / "train", "--target", "cpu",
+        "--micro-batch", 4, "--loss", "mse:y")
+    run(out / "train", "--data", out / "data", "--steps", 3, "--lr", 0.1,
+        "--save", out / "trained.onnx")
+    sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
+                             out / "expected.npz"]).returncode)
+
+
+if __name__ == "__main__":
+    main()
