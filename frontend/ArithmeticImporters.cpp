@@ -261,6 +261,7 @@ llvm::ArrayRef<OpImporter> arithmeticImporters() {
       {"Add", 7, importBinary<AddOp, AddF>},
       {"And", 7, importLogic<AndOp, AndF>},
       {"Cast", 6, importCast},
+      {"Cos", 7, importUnary<CosOp>},
       {"Div", 7, importBinary<DivOp, DivF>},
       {"Equal", 7, importCompare<kEq>},
       {"Erf", 9, importUnary<ErfOp>},

@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 # has them.
 ACTS = {
     "sin": torch.sin,
+    "cos": torch.cos,
 }
 
 
