@@ -177,3 +177,12 @@ LogicalResult CosOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl
   grads.push_back(NegOp::create(b, getLoc(), MulOp::create(b, getLoc(), dy[0], sin)));
   return success();
 }
+
+// d tan(x)/dx = 1 + tan(x)^2, from the forward result.
+LogicalResult TanOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value yy = MulOp::create(b, loc, getResult(), getResult());
+  Value one = scalarConstant(b, loc, tensorType(getResult()).getElementType(), 1.0);
+  grads.push_back(MulOp::create(b, loc, dy[0], AddOp::create(b, loc, yy, one)));
+  return success();
+}

@@ -284,6 +284,7 @@ llvm::ArrayRef<OpImporter> arithmeticImporters() {
       {"Sin", 7, importUnary<SinOp>},
       {"Sqrt", 6, importUnary<SqrtOp>},
       {"Sub", 7, importBinary<SubOp, SubF>},
+      {"Tan", 7, importUnary<TanOp>},
       {"Tanh", 6, importUnary<TanhOp>},
       {"Trilu", 14, importTrilu},
       {"Where", 9, importWhere},
