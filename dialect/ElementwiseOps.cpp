@@ -186,3 +186,12 @@ LogicalResult TanOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl
   grads.push_back(MulOp::create(b, loc, dy[0], AddOp::create(b, loc, yy, one)));
   return success();
 }
+
+// d atan(x)/dx = 1 / (1 + x^2).
+LogicalResult AtanOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value xx = MulOp::create(b, loc, getInput(), getInput());
+  Value one = scalarConstant(b, loc, tensorType(getInput()).getElementType(), 1.0);
+  grads.push_back(DivOp::create(b, loc, dy[0], AddOp::create(b, loc, xx, one)));
+  return success();
+}

@@ -260,6 +260,7 @@ llvm::ArrayRef<OpImporter> arithmeticImporters() {
       {"Abs", 6, importUnary<AbsOp>},
       {"Add", 7, importBinary<AddOp, AddF>},
       {"And", 7, importLogic<AndOp, AndF>},
+      {"Atan", 7, importUnary<AtanOp>},
       {"Cast", 6, importCast},
       {"Cos", 7, importUnary<CosOp>},
       {"Div", 7, importBinary<DivOp, DivF>},

@@ -30,6 +30,7 @@ ACTS = {
     "sin": (torch.sin, 2.0),
     "cos": (torch.cos, 2.0),
     "tan": (torch.tan, 0.3),  # |fc1(x)| stays well inside (-pi/2, pi/2)
+    "atan": (torch.atan, 2.0),
 }
 
 
