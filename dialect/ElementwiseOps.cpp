@@ -195,3 +195,10 @@ LogicalResult AtanOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImp
   grads.push_back(DivOp::create(b, loc, dy[0], AddOp::create(b, loc, xx, one)));
   return success();
 }
+
+// d softplus(x)/dx = sigmoid(x) (1 above 20 in float32, as PyTorch's).
+LogicalResult SoftplusOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                         SmallVectorImpl<Value> &grads) {
+  grads.push_back(MulOp::create(b, getLoc(), dy[0], SigmoidOp::create(b, getLoc(), getInput())));
+  return success();
+}

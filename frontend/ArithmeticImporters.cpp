@@ -283,6 +283,7 @@ llvm::ArrayRef<OpImporter> arithmeticImporters() {
       {"Relu", 6, importUnary<ReluOp>},
       {"Sigmoid", 6, importUnary<SigmoidOp>},
       {"Sin", 7, importUnary<SinOp>},
+      {"Softplus", 1, importUnary<SoftplusOp>},
       {"Sqrt", 6, importUnary<SqrtOp>},
       {"Sub", 7, importBinary<SubOp, SubF>},
       {"Tan", 7, importUnary<TanOp>},

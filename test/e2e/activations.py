@@ -31,6 +31,7 @@ ACTS = {
     "cos": (torch.cos, 2.0),
     "tan": (torch.tan, 0.3),  # |fc1(x)| stays well inside (-pi/2, pi/2)
     "atan": (torch.atan, 2.0),
+    "softplus": (torch.nn.Softplus(), 2.0),
 }
 
 

@@ -168,6 +168,7 @@ std::vector<Case> cases() {
       unary("exp", "exp"), unary("reciprocal", "reciprocal"), unary("abs", "abs"),
       unary("erf", "erf"), unary("sin", "sin"), unary("cos", "cos"),
       unary("tan", "tan"), unary("atan", "atan"),
+      unary("softplus", "softplus"),
       {"pow_cube", kA23, "  %y = otc.pow %a {exponent = 3.0 : f64} : " + t23, t23, {2, 3}},
       {"pow_half_of_square", kA23, "  %s = otc.mul %a, %a : " + t23 + ", " + t23 + " -> " + t23 +
        "\n  %y = otc.pow %s {exponent = -0.5 : f64} : " + t23, t23, {2, 3}},

@@ -116,6 +116,7 @@ def Otc_ErfOp : Otc_UnaryOp<"erf", "Elementwise error function", Otc_Widest>;
 def Otc_SinOp : Otc_UnaryOp<"sin", "Elementwise sine", Otc_Widest>;
 def Otc_CosOp : Otc_UnaryOp<"cos", "Elementwise cosine", Otc_Widest>;
 def Otc_AtanOp : Otc_UnaryOp<"atan", "Elementwise arctangent", Otc_Widest>;
+def Otc_SoftplusOp : Otc_UnaryOp<"softplus", "Elementwise log(1 + e^x), x above 20", Otc_F32>;
 def Otc_TanOp : Otc_UnaryOp<"tan", "Elementwise tangent", Otc_F32>; // autocast's fp32 list
 
 // Only gradients use it (that of abs), so it has no gradient of its own.
