@@ -161,6 +161,17 @@ LogicalResult importLeakyRelu(Imp &imp) {
   return success();
 }
 
+/// Softsign: x / (1 + |x|).
+LogicalResult importSoftsign(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = imp.builder();
+  Value d = AddOp::create(b, imp.loc(), AbsOp::create(b, imp.loc(), *x), scalarLike(imp, *x, 1.0));
+  imp.define(0, DivOp::create(b, imp.loc(), *x, d).getResult());
+  return success();
+}
+
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
 LogicalResult importGelu(Imp &imp) {
@@ -197,6 +208,7 @@ llvm::ArrayRef<OpImporter> activationImporters() {
       {"LeakyRelu", 6, importLeakyRelu},
       {"Max", 8, importMaxMin<true>},
       {"Min", 8, importMaxMin<false>},
+      {"Softsign", 1, importSoftsign},
       {"Sum", 8, importSum},
   };
   return table;

@@ -32,6 +32,7 @@ ACTS = {
     "tan": (torch.tan, 0.3),  # |fc1(x)| stays well inside (-pi/2, pi/2)
     "atan": (torch.atan, 2.0),
     "softplus": (torch.nn.Softplus(), 2.0),
+    "softsign": (torch.nn.Softsign(), 2.0),
 }
 
 

@@ -8,6 +8,7 @@ the importer composes (deterministic).
       reductions over N x C x d; BCE written as Log(Sigmoid) and
       Log(1 - Sigmoid), as PyTorch exports it
   gelu_f64.onnx: Gelu (opset 20), exact and tanh-approximated
+  activations_f64.onnx: the composed activations (ACTIVATIONS, below)
 The recurrent models weight every output with a data input, so each
 element of Y, Y_h (and Y_c) gets its own gradient.
 """
@@ -109,3 +110,35 @@ def gelu():
 
 
 gelu()
+
+
+# The activations the importer composes from primitives (opset 18, for
+# Mish): each applied to 3 x the parameter (kinks and saturations inside the
+# drawn range), weighted by a data input, and summed.
+ACTIVATIONS = [
+    ("Softsign", {}),
+]
+
+
+def activations():
+    init = [numpy_helper.from_array(np.zeros((2, 3)), "p")]  # GradientTest draws it
+    three = numpy_helper.from_array(np.array(3.0), "three")
+    nodes = [helper.make_node("Constant", [], ["three"], value=three),
+             helper.make_node("Mul", ["p", "three"], ["z"])]
+    inputs, terms = [], []
+    for i, (op, attrs) in enumerate(ACTIVATIONS):
+        nodes += [helper.make_node(op, ["z"], [f"a{i}"], **attrs),
+                  helper.make_node("Mul", [f"a{i}", f"w{i}"], [f"p{i}"]),
+                  helper.make_node("ReduceSum", [f"p{i}"], [f"s{i}"], keepdims=0)]
+        inputs.append(helper.make_tensor_value_info(f"w{i}", D, [2, 3]))
+        terms.append(f"s{i}")
+    nodes.append(helper.make_node("Sum", terms, ["loss"]))
+    g = helper.make_graph(nodes, "activations", inputs,
+                          [helper.make_tensor_value_info("loss", D, [])], init)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, HERE / "activations_f64.onnx")
+
+
+activations()
