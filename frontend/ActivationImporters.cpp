@@ -172,6 +172,23 @@ LogicalResult importSoftsign(Imp &imp) {
   return success();
 }
 
+/// max(0, min(1, alpha x + beta)): the gradient is alpha strictly inside.
+Value hardSigmoid(Imp &imp, Value x, double alpha, double beta) {
+  OpBuilder &b = imp.builder();
+  Value y = MulOp::create(b, imp.loc(), x, scalarLike(imp, x, alpha));
+  y = AddOp::create(b, imp.loc(), y, scalarLike(imp, x, beta));
+  y = pick(imp, y, scalarLike(imp, x, 1.0), "le");
+  return pick(imp, y, scalarLike(imp, x, 0.0), "ge");
+}
+
+LogicalResult importHardSigmoid(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  imp.define(0, hardSigmoid(imp, *x, imp.floatAttr("alpha", 0.2), imp.floatAttr("beta", 0.5)));
+  return success();
+}
+
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
 LogicalResult importGelu(Imp &imp) {
@@ -205,6 +222,7 @@ llvm::ArrayRef<OpImporter> activationImporters() {
       {"Clip", 11, importClip<true>},
       {"Dropout", 12, importDropout},
       {"Gelu", 20, importGelu},
+      {"HardSigmoid", 6, importHardSigmoid},
       {"LeakyRelu", 6, importLeakyRelu},
       {"Max", 8, importMaxMin<true>},
       {"Min", 8, importMaxMin<false>},

@@ -33,6 +33,7 @@ ACTS = {
     "atan": (torch.atan, 2.0),
     "softplus": (torch.nn.Softplus(), 2.0),
     "softsign": (torch.nn.Softsign(), 2.0),
+    "hardsigmoid": (torch.nn.Hardsigmoid(), 2.0),
 }
 
 

@@ -117,6 +117,7 @@ gelu()
 # drawn range), weighted by a data input, and summed.
 ACTIVATIONS = [
     ("Softsign", {}),
+    ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
 ]
 
 
