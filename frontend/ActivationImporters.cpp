@@ -189,6 +189,16 @@ LogicalResult importHardSigmoid(Imp &imp) {
   return success();
 }
 
+/// HardSwish (opset 14): x hardsigmoid(x) with alpha 1/6 and beta 1/2.
+LogicalResult importHardSwish(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  Value h = hardSigmoid(imp, *x, 1.0 / 6.0, 0.5);
+  imp.define(0, MulOp::create(imp.builder(), imp.loc(), *x, h).getResult());
+  return success();
+}
+
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
 LogicalResult importGelu(Imp &imp) {
@@ -223,6 +233,7 @@ llvm::ArrayRef<OpImporter> activationImporters() {
       {"Dropout", 12, importDropout},
       {"Gelu", 20, importGelu},
       {"HardSigmoid", 6, importHardSigmoid},
+      {"HardSwish", 14, importHardSwish},
       {"LeakyRelu", 6, importLeakyRelu},
       {"Max", 8, importMaxMin<true>},
       {"Min", 8, importMaxMin<false>},

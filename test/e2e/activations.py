@@ -34,6 +34,7 @@ ACTS = {
     "softplus": (torch.nn.Softplus(), 2.0),
     "softsign": (torch.nn.Softsign(), 2.0),
     "hardsigmoid": (torch.nn.Hardsigmoid(), 2.0),
+    "hardswish": (torch.nn.Hardswish(), 2.0),
 }
 
 

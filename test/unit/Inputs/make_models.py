@@ -118,6 +118,7 @@ gelu()
 ACTIVATIONS = [
     ("Softsign", {}),
     ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
+    ("HardSwish", {}),
 ]
 
 
