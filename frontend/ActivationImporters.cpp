@@ -199,6 +199,30 @@ LogicalResult importHardSwish(Imp &imp) {
   return success();
 }
 
+/// The exponential linear family: x above 0, else
+/// alpha (e^(min(x, 0) / c) - 1). The min keeps e^x finite where x is
+/// taken, so the unused side's gradient there is 0, never 0 * inf.
+Value expLinear(Imp &imp, Value x, double alpha, double c) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value zero = scalarLike(imp, x, 0.0);
+  Value neg = pick(imp, x, zero, "le");
+  if (c != 1.0)
+    neg = DivOp::create(b, loc, neg, scalarLike(imp, x, c));
+  Value em1 = SubOp::create(b, loc, ExpOp::create(b, loc, neg), scalarLike(imp, x, 1.0));
+  Value scaled = MulOp::create(b, loc, em1, scalarLike(imp, x, alpha));
+  Value positive = CompareOp::create(b, loc, x, zero, b.getStringAttr("gt"));
+  return WhereOp::create(b, loc, positive, x, scaled);
+}
+
+LogicalResult importElu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  imp.define(0, expLinear(imp, *x, imp.floatAttr("alpha", 1.0), 1.0));
+  return success();
+}
+
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
 LogicalResult importGelu(Imp &imp) {
@@ -231,6 +255,7 @@ llvm::ArrayRef<OpImporter> activationImporters() {
       {"Clip", 6, importClip<false>},
       {"Clip", 11, importClip<true>},
       {"Dropout", 12, importDropout},
+      {"Elu", 6, importElu},
       {"Gelu", 20, importGelu},
       {"HardSigmoid", 6, importHardSigmoid},
       {"HardSwish", 14, importHardSwish},

@@ -3,7 +3,7 @@
 its weights with PyTorch's after the same SGD steps.
 
   x [12, 6] -> Linear(6, 8) -> ACT -> Linear(8, 3) -> y, mean-squared loss
-  against targets, SGD lr 0.1, 3 steps of micro-batch 4.
+  against targets, SGD (lr 0.1 unless ACTS says), 3 steps of micro-batch 4.
 
 The model is PyTorch's own module exported by torch.onnx at opset 17 (what a
 user would hand otc). The tolerance per tensor is derived from PyTorch's own
@@ -25,7 +25,8 @@ HERE = Path(__file__).resolve().parent
 
 # The activations users export (non-default parameters where a module has
 # them), and the input scale: wide, so every activation meets its kinks and
-# saturations, except where a pole would make float32 and float64 diverge.
+# saturations, except where a pole would make float32 and float64 diverge;
+# then the learning rate (0.1 unless given).
 ACTS = {
     "sin": (torch.sin, 2.0),
     "cos": (torch.cos, 2.0),
@@ -35,6 +36,9 @@ ACTS = {
     "softsign": (torch.nn.Softsign(), 2.0),
     "hardsigmoid": (torch.nn.Hardsigmoid(), 2.0),
     "hardswish": (torch.nn.Hardswish(), 2.0),
+    "elu": (torch.nn.ELU(alpha=0.7), 2.0),
+    # Inputs past 88, where e^x is inf in float32: no 0 * inf in the gradient.
+    "elu_wide": (torch.nn.ELU(alpha=0.7), 100.0, 1e-5),
 }
 
 
@@ -47,9 +51,9 @@ class Net(torch.nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
-def train(net, x, t, dtype):
+def train(net, x, t, dtype, lr):
     net = net.to(dtype)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
     for s in range(3):
         xb, tb = x[4 * s:4 * s + 4].to(dtype), t[4 * s:4 * s + 4].to(dtype)
         opt.zero_grad()
@@ -62,7 +66,7 @@ def main():
     name, out = sys.argv[1], Path(sys.argv[2])
     (out / "data").mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    act, scale = ACTS[name]
+    act, scale, lr = (ACTS[name] + (0.1,))[:3]
     net = Net(act)
     rng = np.random.default_rng(0)
     x = torch.tensor(rng.normal(0, scale, (12, 6)), dtype=torch.float32)
@@ -71,8 +75,8 @@ def main():
     np.save(out / "data" / "targets.npy", t.numpy())
     torch.onnx.export(net, x[:4], out / "model.onnx", input_names=["x"], output_names=["y"],
                       dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=17)
-    w32 = train(copy.deepcopy(net), x, t, torch.float32)
-    w64 = train(copy.deepcopy(net), x, t, torch.float64)
+    w32 = train(copy.deepcopy(net), x, t, torch.float32, lr)
+    w64 = train(copy.deepcopy(net), x, t, torch.float64, lr)
     expected = {k: v.astype(np.float32) for k, v in w32.items()}
     for k in w32:
         expected[f"tol/{k}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
@@ -84,7 +88,7 @@ def main():
             sys.exit(f"{args[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     run("otc", "compile", out / "model.onnx", "-o", out / "train", "--target", "cpu",
         "--micro-batch", 4, "--loss", "mse:y")
-    run(out / "train", "--data", out / "data", "--steps", 3, "--lr", 0.1,
+    run(out / "train", "--data", out / "data", "--steps", 3, "--lr", lr,
         "--save", out / "trained.onnx")
     sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
                              out / "expected.npz"]).returncode)

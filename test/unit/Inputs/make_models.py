@@ -119,6 +119,7 @@ ACTIVATIONS = [
     ("Softsign", {}),
     ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
     ("HardSwish", {}),
+    ("Elu", {"alpha": 0.7}),
 ]
 
 
