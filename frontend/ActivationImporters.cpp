@@ -223,6 +223,17 @@ LogicalResult importElu(Imp &imp) {
   return success();
 }
 
+/// Selu: gamma elu(x, alpha), with ONNX's (and PyTorch's) constants.
+LogicalResult importSelu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  Value e = expLinear(imp, *x, imp.floatAttr("alpha", 1.67326319217681884765625), 1.0);
+  Value gamma = scalarLike(imp, *x, imp.floatAttr("gamma", 1.05070102214813232421875));
+  imp.define(0, MulOp::create(imp.builder(), imp.loc(), e, gamma).getResult());
+  return success();
+}
+
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
 LogicalResult importGelu(Imp &imp) {
@@ -262,6 +273,7 @@ llvm::ArrayRef<OpImporter> activationImporters() {
       {"LeakyRelu", 6, importLeakyRelu},
       {"Max", 8, importMaxMin<true>},
       {"Min", 8, importMaxMin<false>},
+      {"Selu", 6, importSelu},
       {"Softsign", 1, importSoftsign},
       {"Sum", 8, importSum},
   };

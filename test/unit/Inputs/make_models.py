@@ -120,6 +120,7 @@ ACTIVATIONS = [
     ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
     ("HardSwish", {}),
     ("Elu", {"alpha": 0.7}),
+    ("Selu", {}),
 ]
 
 
