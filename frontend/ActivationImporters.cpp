@@ -234,6 +234,18 @@ LogicalResult importSelu(Imp &imp) {
   return success();
 }
 
+/// Celu (opset 12): max(0, x) + min(0, alpha (e^(x / alpha) - 1)).
+LogicalResult importCelu(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  double alpha = imp.floatAttr("alpha", 1.0);
+  if (alpha == 0)
+    return imp.fail("alpha must not be 0");
+  imp.define(0, expLinear(imp, *x, alpha, alpha));
+  return success();
+}
+
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
 LogicalResult importGelu(Imp &imp) {
@@ -263,6 +275,7 @@ LogicalResult importGelu(Imp &imp) {
 
 llvm::ArrayRef<OpImporter> activationImporters() {
   static const OpImporter table[] = {
+      {"Celu", 12, importCelu},
       {"Clip", 6, importClip<false>},
       {"Clip", 11, importClip<true>},
       {"Dropout", 12, importDropout},

@@ -40,6 +40,7 @@ ACTS = {
     # Inputs past 88, where e^x is inf in float32: no 0 * inf in the gradient.
     "elu_wide": (torch.nn.ELU(alpha=0.7), 100.0, 1e-5),
     "selu": (torch.nn.SELU(), 2.0),
+    "celu": (torch.nn.CELU(alpha=1.5), 2.0),
 }
 
 
