@@ -41,6 +41,7 @@ ACTS = {
     "elu_wide": (torch.nn.ELU(alpha=0.7), 100.0, 1e-5),
     "selu": (torch.nn.SELU(), 2.0),
     "celu": (torch.nn.CELU(alpha=1.5), 2.0),
+    "mish": (torch.nn.Mish(), 2.0),  # exported as x tanh(softplus(x))
 }
 
 

@@ -112,9 +112,10 @@ def gelu():
 gelu()
 
 
-# The activations the importer composes from primitives (opset 18, for
-# Mish): each applied to 3 x the parameter (kinks and saturations inside the
-# drawn range), weighted by a data input, and summed.
+# The activations the importer composes from primitives, and Mish as
+# PyTorch exports it (x tanh(softplus(x)); ONNX 1.12 has no Mish op): each
+# applied to 3 x the parameter (kinks and saturations inside the drawn
+# range), weighted by a data input, and summed.
 ACTIVATIONS = [
     ("Softsign", {}),
     ("HardSigmoid", {"alpha": 0.25, "beta": 0.4}),
@@ -123,6 +124,7 @@ ACTIVATIONS = [
     ("Selu", {}),
     # Celu is float32-only in ONNX: activations.test checks it against
     # PyTorch's autograd instead.
+    ("Mish", {}),
 ]
 
 
@@ -133,15 +135,20 @@ def activations():
              helper.make_node("Mul", ["p", "three"], ["z"])]
     inputs, terms = [], []
     for i, (op, attrs) in enumerate(ACTIVATIONS):
-        nodes += [helper.make_node(op, ["z"], [f"a{i}"], **attrs),
-                  helper.make_node("Mul", [f"a{i}", f"w{i}"], [f"p{i}"]),
+        if op == "Mish":
+            nodes += [helper.make_node("Softplus", ["z"], [f"sp{i}"]),
+                      helper.make_node("Tanh", [f"sp{i}"], [f"t{i}"]),
+                      helper.make_node("Mul", ["z", f"t{i}"], [f"a{i}"])]
+        else:
+            nodes.append(helper.make_node(op, ["z"], [f"a{i}"], **attrs))
+        nodes += [helper.make_node("Mul", [f"a{i}", f"w{i}"], [f"p{i}"]),
                   helper.make_node("ReduceSum", [f"p{i}"], [f"s{i}"], keepdims=0)]
         inputs.append(helper.make_tensor_value_info(f"w{i}", D, [2, 3]))
         terms.append(f"s{i}")
     nodes.append(helper.make_node("Sum", terms, ["loss"]))
     g = helper.make_graph(nodes, "activations", inputs,
                           [helper.make_tensor_value_info("loss", D, [])], init)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     m.ir_version = 8
     onnx.checker.check_model(m)
     onnx.save(m, HERE / "activations_f64.onnx")
