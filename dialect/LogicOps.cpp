@@ -27,13 +27,6 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx, std::optional<Locati
   return inferBroadcastOf(loc, {a.getLhs(), a.getRhs()}, boolType(ctx), types);
 }
 
-LogicalResult CompareOp::verify() {
-  StringRef p = getPredicate();
-  if (p != "eq" && p != "ne" && p != "lt" && p != "le" && p != "gt" && p != "ge")
-    return emitOpError("predicate '") << p << "' is not one of eq, ne, lt, le, gt, ge";
-  return success();
-}
-
 #define OTC_LOGIC_INFER(Op)                                                      \
   LogicalResult Op::inferReturnTypes(MLIRContext *ctx, std::optional<Location> l, \
                                      Op::Adaptor a, SmallVectorImpl<Type> &types) { \

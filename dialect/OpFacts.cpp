@@ -4,7 +4,7 @@
 
 using namespace mlir;
 
-#include "otc/Dialect/OpFactsEnums.cpp.inc"
+#include "otc/Dialect/OtcOpsEnums.cpp.inc"
 #include "otc/Dialect/OpFactsInterface.cpp.inc"
 
 namespace otc {

@@ -26,9 +26,9 @@ Value scalarLike(Imp &imp, Value like, double v) {
 
 /// max(a, b) as where(a >= b, a, b), and min with <=: the gradient goes to
 /// a on ties (PyTorch's clamp does the same at its bounds).
-Value pick(Imp &imp, Value a, Value b, const char *predicate) {
+Value pick(Imp &imp, Value a, Value b, ComparePredicate predicate) {
   OpBuilder &bld = imp.builder();
-  Value c = CompareOp::create(bld, imp.loc(), a, b, bld.getStringAttr(predicate));
+  Value c = CompareOp::create(bld, imp.loc(), a, b, predicate);
   return WhereOp::create(bld, imp.loc(), c, a, b);
 }
 
@@ -54,7 +54,7 @@ LogicalResult importMaxMin(Imp &imp) {
     auto next = imp.input(i);
     if (failed(next))
       return failure();
-    v = pick(imp, v, *next, IsMax ? "ge" : "le");
+    v = pick(imp, v, *next, IsMax ? ComparePredicate::ge : ComparePredicate::le);
   }
   imp.define(0, v);
   return success();
@@ -78,7 +78,7 @@ LogicalResult importClip(Imp &imp) {
       bound = imp.floatAttr(k ? "max" : "min", 0);
     }
     if (bound)
-      v = pick(imp, v, scalarLike(imp, v, *bound), k ? "le" : "ge");
+      v = pick(imp, v, scalarLike(imp, v, *bound), k ? ComparePredicate::le : ComparePredicate::ge);
   }
   imp.define(0, v);
   return success();
@@ -154,8 +154,8 @@ LogicalResult importLeakyRelu(Imp &imp) {
   if (failed(x))
     return failure();
   OpBuilder &b = imp.builder();
-  Value positive = CompareOp::create(b, imp.loc(), *x, scalarLike(imp, *x, 0.0),
-                                     b.getStringAttr("gt"));
+  Value positive =
+      CompareOp::create(b, imp.loc(), *x, scalarLike(imp, *x, 0.0), ComparePredicate::gt);
   Value scaled = MulOp::create(b, imp.loc(), *x, scalarLike(imp, *x, imp.floatAttr("alpha", 0.01)));
   imp.define(0, WhereOp::create(b, imp.loc(), positive, *x, scaled).getResult());
   return success();
@@ -177,8 +177,8 @@ Value hardSigmoid(Imp &imp, Value x, double alpha, double beta) {
   OpBuilder &b = imp.builder();
   Value y = MulOp::create(b, imp.loc(), x, scalarLike(imp, x, alpha));
   y = AddOp::create(b, imp.loc(), y, scalarLike(imp, x, beta));
-  y = pick(imp, y, scalarLike(imp, x, 1.0), "le");
-  return pick(imp, y, scalarLike(imp, x, 0.0), "ge");
+  y = pick(imp, y, scalarLike(imp, x, 1.0), ComparePredicate::le);
+  return pick(imp, y, scalarLike(imp, x, 0.0), ComparePredicate::ge);
 }
 
 LogicalResult importHardSigmoid(Imp &imp) {
@@ -206,12 +206,12 @@ Value expLinear(Imp &imp, Value x, double alpha, double c) {
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
   Value zero = scalarLike(imp, x, 0.0);
-  Value neg = pick(imp, x, zero, "le");
+  Value neg = pick(imp, x, zero, ComparePredicate::le);
   if (c != 1.0)
     neg = DivOp::create(b, loc, neg, scalarLike(imp, x, c));
   Value em1 = SubOp::create(b, loc, ExpOp::create(b, loc, neg), scalarLike(imp, x, 1.0));
   Value scaled = MulOp::create(b, loc, em1, scalarLike(imp, x, alpha));
-  Value positive = CompareOp::create(b, loc, x, zero, b.getStringAttr("gt"));
+  Value positive = CompareOp::create(b, loc, x, zero, ComparePredicate::gt);
   return WhereOp::create(b, loc, positive, x, scaled);
 }
 

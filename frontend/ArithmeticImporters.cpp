@@ -82,20 +82,13 @@ LogicalResult importIdentity(Imp &imp) {
 
 // Comparisons and logic: folded on the host when constant (shape
 // subgraphs use them), else otc.compare / not / and / or.
-struct CompareF {
-  StringRef p;
-  double operator()(double a, double b) const {
-    bool r = p == "eq" ? a == b : p == "lt" ? a < b : p == "le" ? a <= b
-           : p == "gt" ? a > b : a >= b;
-    return double(r);
-  }
-};
 struct AndF { double operator()(double a, double b) const { return double(a != 0 && b != 0); } };
 struct OrF { double operator()(double a, double b) const { return double(a != 0 || b != 0); } };
 
-template <const char *Predicate>
+template <ComparePredicate P>
 LogicalResult importCompare(Imp &imp) {
-  switch (foldBinary(imp, CompareF{Predicate}, onnx::TensorProto::BOOL)) {
+  auto fold = [](double a, double b) { return double(holds(P, a, b)); };
+  switch (foldBinary(imp, fold, onnx::TensorProto::BOOL)) {
   case FoldResult::Folded: return success();
   case FoldResult::Failed: return failure();
   case FoldResult::NotConstant: break;
@@ -103,7 +96,7 @@ LogicalResult importCompare(Imp &imp) {
   auto a = imp.input(0), b = imp.input(1);
   if (failed(a) || failed(b))
     return failure();
-  return imp.defineResult(imp.create<CompareOp>(*a, *b, imp.builder().getStringAttr(Predicate)));
+  return imp.defineResult(imp.create<CompareOp>(*a, *b, P));
 }
 
 template <typename Op, typename F>
@@ -246,7 +239,9 @@ LogicalResult importCast(Imp &imp) {
   return success();
 }
 
-constexpr char kEq[] = "eq", kLt[] = "lt", kLe[] = "le", kGt[] = "gt", kGe[] = "ge";
+constexpr auto kEq = ComparePredicate::eq, kLt = ComparePredicate::lt,
+               kLe = ComparePredicate::le, kGt = ComparePredicate::gt,
+               kGe = ComparePredicate::ge;
 
 struct AddF { double operator()(double a, double b) const { return a + b; } };
 struct SubF { double operator()(double a, double b) const { return a - b; } };

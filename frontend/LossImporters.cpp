@@ -64,14 +64,14 @@ LogicalResult composedLoss(GraphImporter &imp, Value logp, Value labels, Value w
   Value classIds = ConstantOp::create(b, loc, DenseElementsAttr::get(iotaType, ArrayRef(iota)));
   Value y = reshaped(imp, labels, labelShape);
   auto boolType = RankedTensorType::get(type.getShape(), b.getI1Type());
-  Value hit = CompareOp::create(b, loc, boolType, y, classIds, b.getStringAttr("eq"));
+  Value hit = CompareOp::create(b, loc, boolType, y, classIds, ComparePredicate::eq);
   Value onehot;
   if (ignore && *ignore >= 0 && *ignore < classes) {
     auto keepType = RankedTensorType::get(labelShape, b.getI1Type());
     Value ii = ConstantOp::create(
         b, loc, DenseElementsAttr::get(RankedTensorType::get({}, labelType.getElementType()),
                                        ArrayRef<int64_t>{*ignore}));
-    Value keep = CompareOp::create(b, loc, keepType, y, ii, b.getStringAttr("ne"));
+    Value keep = CompareOp::create(b, loc, keepType, y, ii, ComparePredicate::ne);
     hit = AndOp::create(b, loc, boolType, hit, keep);
     onehot = CastOp::create(b, loc, type, hit);
   }

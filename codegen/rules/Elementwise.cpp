@@ -42,10 +42,15 @@ int pow(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
 }
 
 int compare(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
-  StringRef p = cast<CompareOp>(op).getPredicate();
-  Node::Op kind = p == "eq" ? Node::Eq : p == "ne" ? Node::Ne : p == "lt" ? Node::Lt
-                : p == "le" ? Node::Le : p == "gt" ? Node::Gt : Node::Ge;
-  return b.binary(kind, x[0], x[1]);
+  switch (cast<CompareOp>(op).getPredicate()) {
+  case ComparePredicate::eq: return b.binary(Node::Eq, x[0], x[1]);
+  case ComparePredicate::ne: return b.binary(Node::Ne, x[0], x[1]);
+  case ComparePredicate::lt: return b.binary(Node::Lt, x[0], x[1]);
+  case ComparePredicate::le: return b.binary(Node::Le, x[0], x[1]);
+  case ComparePredicate::gt: return b.binary(Node::Gt, x[0], x[1]);
+  case ComparePredicate::ge: return b.binary(Node::Ge, x[0], x[1]);
+  }
+  return -1;
 }
 int where(Operation *, NodeBuilder &b, ArrayRef<int> x) { return b.select(x[0], x[1], x[2]); }
 

@@ -186,7 +186,7 @@ std::vector<Case> cases() {
       // from the boundary), and a broadcast right-hand side.
       {"where_compare", kA23 + ", " + kB3,
        "  %z = otc.constant dense<0.0> : tensor<f64>\n"
-       "  %c = otc.compare \"gt\", %a, %z : " + t23 + ", tensor<f64> -> tensor<2x3xi1>\n"
+       "  %c = otc.compare gt, %a, %z : " + t23 + ", tensor<f64> -> tensor<2x3xi1>\n"
        "  %y = otc.where %c, %a, %b : tensor<2x3xi1>, " + t23 + ", tensor<3xf64> -> " + t23,
        t23, {2, 3}},
       // Strided slices, and concat: each input's gradient is its slice.

@@ -1,6 +1,7 @@
 #include "Interpreter.h"
 #include "otc/runtime/kernel_support.h"
 
+#include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -197,12 +198,8 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           return y;
         })
         .Case([&](CompareOp c) {
-          StringRef p = c.getPredicate();
-          return binary([p](double a, double b) {
-            bool r = p == "eq" ? a == b : p == "ne" ? a != b : p == "lt" ? a < b
-                   : p == "le" ? a <= b : p == "gt" ? a > b : a >= b;
-            return double(r);
-          });
+          ComparePredicate p = c.getPredicate();
+          return binary([p](double a, double b) { return double(holds(p, a, b)); });
         })
         .Case([&](NotOp) { return unary([](double a) { return double(a == 0); }); })
         .Case([&](AndOp) { return binary([](double a, double b) { return double(a != 0 && b != 0); }); })

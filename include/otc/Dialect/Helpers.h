@@ -3,6 +3,8 @@
 #ifndef OTC_DIALECT_HELPERS_H
 #define OTC_DIALECT_HELPERS_H
 
+#include "otc/Dialect/OtcDialect.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include <optional>
@@ -27,6 +29,19 @@ mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
                        mlir::RankedTensorType target);
 
 /// The type of `v`, which every otc operand has: a static ranked tensor.
+/// Whether `a p b` holds: the host folds' and the interpreter's comparison.
+inline bool holds(ComparePredicate p, double a, double b) {
+  switch (p) {
+  case ComparePredicate::eq: return a == b;
+  case ComparePredicate::ne: return a != b;
+  case ComparePredicate::lt: return a < b;
+  case ComparePredicate::le: return a <= b;
+  case ComparePredicate::gt: return a > b;
+  case ComparePredicate::ge: return a >= b;
+  }
+  return false;
+}
+
 inline mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }

@@ -5,7 +5,7 @@
 
 #include "mlir/IR/OpDefinition.h"
 
-#include "otc/Dialect/OpFactsEnums.h.inc"
+#include "otc/Dialect/OtcOpsEnums.h.inc"
 
 namespace otc {
 

@@ -3,6 +3,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -160,16 +161,27 @@ def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
 // Comparisons, logic, selection and casts
 //===----------------------------------------------------------------------===//
 
+def Otc_ComparePredicateAttr : I32EnumAttr<"ComparePredicate",
+    "the relation otc.compare tests", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>, I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>, I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::otc";
+}
+
 def Otc_CompareOp : Otc_Op<"compare", !listconcat(Otc_ElementwiseFacts, [Pure,
     InferTypeOpAdaptor, AllElementTypesMatch<["lhs", "rhs"]>, Otc_NotDifferentiable])> {
   let summary = "Elementwise comparison with numpy broadcasting, giving booleans";
   let description = [{
     `predicate` is one of eq, ne, lt, le, gt, ge. Comparisons have no
     gradient: a value reached only through them is not trained.
+
+    ```mlir
+    %c = otc.compare gt, %x, %zero : tensor<4xf32>, tensor<f32> -> tensor<4xi1>
+    ```
   }];
-  let arguments = (ins Otc_AnyTensor:$lhs, Otc_AnyTensor:$rhs, StrAttr:$predicate);
+  let arguments = (ins Otc_AnyTensor:$lhs, Otc_AnyTensor:$rhs,
+                   Otc_ComparePredicateAttr:$predicate);
   let results = (outs Otc_BoolTensor:$result);
-  let hasVerifier = 1;
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];

@@ -3,9 +3,9 @@
 // round there.
 func.func @logic(%x: tensor<16xf32>, %y: tensor<16xf32>, %i: tensor<16xi64>)
     -> (tensor<16xi1>, tensor<16xi1>, tensor<16xf32>, tensor<16xi64>, tensor<16xf32>, tensor<16xf32>) {
-  %lt = otc.compare "lt", %x, %y : tensor<16xf32>, tensor<16xf32> -> tensor<16xi1>
+  %lt = otc.compare lt, %x, %y : tensor<16xf32>, tensor<16xf32> -> tensor<16xi1>
   %z = otc.constant dense<0> : tensor<i64>
-  %eq = otc.compare "eq", %i, %z : tensor<16xi64>, tensor<i64> -> tensor<16xi1>
+  %eq = otc.compare eq, %i, %z : tensor<16xi64>, tensor<i64> -> tensor<16xi1>
   %n = otc.not %eq : tensor<16xi1>
   %a = otc.and %lt, %n : tensor<16xi1>, tensor<16xi1> -> tensor<16xi1>
   %o = otc.or %a, %eq : tensor<16xi1>, tensor<16xi1> -> tensor<16xi1>

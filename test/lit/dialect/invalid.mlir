@@ -103,3 +103,12 @@ func.func @softmax_axis(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %y = otc.softmax %x {axis = 2 : i64} : tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// The predicate is an enum: a misspelt one does not parse.
+func.func @compare_predicate(%a: tensor<2xf32>) -> tensor<2xi1> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'predicate' [eq, ne, lt, le, gt, ge]}}
+  %c = otc.compare gte, %a, %a : tensor<2xf32>, tensor<2xf32> -> tensor<2xi1>
+  return %c : tensor<2xi1>
+}
