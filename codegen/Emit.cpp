@@ -2,6 +2,7 @@
 // that binds every buffer to its memory and runs the steps in order, then
 // the tables the runtime reads. The per-kind emitters are in emit/.
 #include "Lowering.h"
+#include "ProgramVerifier.h"
 #include "emit/EmitCommon.h"
 #include "emit/Targets.h"
 #include "otc/Codegen/Codegen.h"
@@ -213,6 +214,11 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
   Lowering lowering(func, options.training, error);
   if (!lowering.run(program))
     return false;
+  std::string invalid = verifyProgram(program);
+  if (!invalid.empty()) {
+    error = "internal error: " + invalid;
+    return false;
+  }
   out.program = printProgram(program);
   if (options.training) {
     out.memory = memoryReport(program, optimizerSlots(options.optimizer));

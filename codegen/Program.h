@@ -105,6 +105,8 @@ struct LibraryCall {
     int64_t value = 0;
   };
   std::vector<Scalar> scalars;
+  /// The trailing `outputs` buffers are written; the others are read.
+  int outputs = 1;
 };
 
 struct Step {

@@ -52,6 +52,7 @@ bool call(Operation *op, Lowering &l, const char *kernel, std::vector<int64_t> c
     }
     if (gradient)
       c.scalars.push_back({LibraryCall::Scalar::Int, 1});
+    c.outputs = (int)outputs.size();
   }
   l.newStep(Step::LibraryCall, op).call = c;
   return true;

@@ -1,0 +1,108 @@
+// The kernel program verifier accepts what the lowering builds and rejects
+// each class of corruption with a message naming the step and the buffer.
+#include "../../codegen/Lowering.h"
+#include "../../codegen/ProgramVerifier.h"
+#include "otc/Dialect/OtcDialect.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include <gtest/gtest.h>
+
+using namespace mlir;
+using otc::Buffer;
+using otc::Program;
+using otc::Step;
+
+namespace {
+
+// exp and tanh fuse into one step writing an arena buffer that the product
+// reads; the product's arena result is live with it; relu writes the result.
+const char *kFunction = R"(
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  %e = otc.exp %a : tensor<4x8xf32>
+  %t = otc.tanh %e : tensor<4x8xf32>
+  %m = otc.matmul %t, %b : tensor<4x8xf32>, tensor<8x3xf32> -> tensor<4x3xf32>
+  %s = otc.sigmoid %m : tensor<4x3xf32>
+  %p = otc.mul %s, %m : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  return %p : tensor<4x3xf32>
+}
+)";
+
+class ProgramVerifierTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ctx.loadDialect<otc::OtcDialect, func::FuncDialect>();
+    module = parseSourceString<ModuleOp>(kFunction, &ctx);
+    ASSERT_TRUE(module);
+    std::string error;
+    otc::Lowering lowering(*module->getOps<func::FuncOp>().begin(), false, error);
+    ASSERT_TRUE(lowering.run(program)) << error;
+    for (size_t s = 0; s < program.steps.size(); ++s)
+      if (program.steps[s].kind == Step::Gemm)
+        gemm = (int)s;
+    ASSERT_GT(gemm, 0);
+    tanhBuffer = program.steps[gemm].gemm.a;
+    productBuffer = program.steps[gemm].gemm.c;
+    ASSERT_EQ(program.buffers[tanhBuffer].place, Buffer::Place::Arena);
+    ASSERT_EQ(program.buffers[productBuffer].place, Buffer::Place::Arena);
+  }
+
+  /// The verifier's message, which must name `step` and `buffer`.
+  std::string rejected(int step, int buffer) {
+    std::string e = otc::verifyProgram(program);
+    EXPECT_NE(e.find("step " + std::to_string(step) + " ("), std::string::npos) << e;
+    EXPECT_NE(e.find("buffer b" + std::to_string(buffer) + " "), std::string::npos) << e;
+    return e;
+  }
+
+  MLIRContext ctx;
+  OwningOpRef<ModuleOp> module;
+  Program program;
+  int gemm = -1, tanhBuffer = -1, productBuffer = -1;
+};
+
+TEST_F(ProgramVerifierTest, AcceptsTheLowering) {
+  EXPECT_EQ(otc::verifyProgram(program), "");
+}
+
+TEST_F(ProgramVerifierTest, ReadBeforeWrite) {
+  // The product runs before the step that writes its left operand.
+  std::swap(program.steps[gemm - 1], program.steps[gemm]);
+  EXPECT_NE(rejected(gemm - 1, tanhBuffer).find("is read before any step writes it"),
+            std::string::npos);
+}
+
+TEST_F(ProgramVerifierTest, TypeMismatch) {
+  program.buffers[tanhBuffer].type = otc::ElemType::I64;
+  EXPECT_NE(rejected(gemm - 1, tanhBuffer).find("(i64) is stored from a f32 node"),
+            std::string::npos);
+}
+
+TEST_F(ProgramVerifierTest, GemmOperandTypes) {
+  program.buffers[tanhBuffer].type = otc::ElemType::F16;
+  EXPECT_NE(rejected(gemm, productBuffer).find("is the product of f16 and f32 operands"),
+            std::string::npos);
+}
+
+TEST_F(ProgramVerifierTest, StrideOutOfBounds) {
+  Step &s = program.steps[gemm - 1];
+  ASSERT_FALSE(s.stores.empty());
+  s.stores[0].strides[0] += 1; // one past each row: the last row runs off the end
+  EXPECT_NE(rejected(gemm - 1, s.stores[0].buffer).find("outside its 32"), std::string::npos);
+}
+
+TEST_F(ProgramVerifierTest, GemmBatchOutOfBounds) {
+  program.steps[gemm].gemm.batch = 2;
+  program.steps[gemm].gemm.strideA = 32;
+  EXPECT_NE(rejected(gemm, tanhBuffer).find("is a GEMM operand of 2 x 32 elements"),
+            std::string::npos);
+}
+
+TEST_F(ProgramVerifierTest, OverlappingLiveBuffers) {
+  // The product's result and its operand are live together at the product.
+  program.buffers[productBuffer].offset = program.buffers[tanhBuffer].offset;
+  int later = std::max(tanhBuffer, productBuffer);
+  EXPECT_NE(rejected(gemm, later).find("and both are live"), std::string::npos);
+}
+
+} // namespace
