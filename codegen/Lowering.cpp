@@ -311,6 +311,7 @@ static TensorDesc indexRange(BlockArgument arg, TensorDesc desc) {
 
 bool Lowering::bindArguments() {
   const RuleRegistry &rules = RuleRegistry::get();
+  std::map<int64_t, size_t> paramOfArg; // argument index: parameter index
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
     ElemType type = ElemType::F32;
@@ -340,16 +341,20 @@ bool Lowering::bindArguments() {
     } else if (auto name = named(attr::kParam)) {
       if (type != ElemType::F32)
         return fail(func, "parameter '" + name.str() + "' must be float32");
+      paramOfArg[i] = prog->params.size();
       buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Param,
                                prog->params.size(), name.str());
       prog->params.push_back({name.str(), type, shapeOf(arg).vec()});
       prog->gradIndex.push_back(-1);
-    } else if (auto name = named(attr::kGradBuffer)) {
-      for (size_t p = 0; p < prog->params.size(); ++p)
-        if (prog->params[p].name == name.str())
-          prog->gradIndex[p] = prog->numGrads;
+    } else if (auto of = func.getArgAttrOfType<IntegerAttr>(i, attr::kGradBuffer)) {
+      // Bound to its parameter by the parameter's argument index.
+      auto p = paramOfArg.find(of.getInt());
+      if (p == paramOfArg.end())
+        return fail(func, "gradient buffer " + std::to_string(i) + " names argument " +
+                              std::to_string(of.getInt()) + ", which is not a parameter");
+      prog->gradIndex[p->second] = prog->numGrads;
       buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Grad,
-                               prog->numGrads++, name.str());
+                               prog->numGrads++, prog->params[p->second].name);
     } // the seed and the first-micro-batch flag are scalars, read in place
   }
 

@@ -105,8 +105,8 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
   SmallVector<Type> newTypes;
   SmallVector<DictionaryAttr> newAttrs;
   for (BlockArgument arg : func.getArguments()) {
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam);
-    if (!name || !func.getArgAttr(arg.getArgNumber(), attr::kTrainable))
+    if (!func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
+        !func.getArgAttr(arg.getArgNumber(), attr::kTrainable))
       continue;
     Value g = grads.lookup(arg);
     if (!g) {
@@ -115,7 +115,9 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
     }
     results.push_back(g);
     newTypes.push_back(g.getType());
-    newAttrs.push_back(DictionaryAttr::get(ctx, {b.getNamedAttr(attr::kGradOf, name)}));
+    // The parameter by its argument index: a binding, not a name to match.
+    newAttrs.push_back(DictionaryAttr::get(
+        ctx, {b.getNamedAttr(attr::kGradOf, b.getI64IntegerAttr(arg.getArgNumber()))}));
   }
   ret->setOperands(results);
   SmallVector<unsigned> indices(newTypes.size(), func.getNumResults());

@@ -15,7 +15,8 @@ def Autodiff : Pass<"otc-autodiff", "mlir::ModuleOp"> {
     The gradient seeded at the loss is a new scalar argument marked
     `otc.loss_seed` rather than the constant 1, so the runtime can fold the
     1/K accumulation factor (and later a loss scale) into it. Each parameter
-    gradient becomes a new result marked `otc.grad_of = "<name>"`.
+    gradient becomes a new result marked `otc.grad_of = N`, N being the
+    parameter's argument index (a binding, not a name to match).
 
     ```mlir
     func.func @step(%x: tensor<2x4xf32> {otc.input = "x"},
@@ -23,7 +24,7 @@ def Autodiff : Pass<"otc-autodiff", "mlir::ModuleOp"> {
         -> (tensor<f32> {otc.loss})
     // becomes
     func.func @step(%x: ..., %w: ..., %seed: tensor<f32> {otc.loss_seed})
-        -> (tensor<f32> {otc.loss}, tensor<4x1xf32> {otc.grad_of = "w"})
+        -> (tensor<f32> {otc.loss}, tensor<4x1xf32> {otc.grad_of = 1 : i64})
     ```
   }];
   let dependentDialects = ["otc::OtcDialect"];
@@ -61,7 +62,7 @@ def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
   let summary = "Accumulates parameter gradients into persistent buffers";
   let description = [{
     Gives each gradient result (`otc.grad_of`) a persistent buffer argument
-    marked `otc.grad_buffer = "<name>"` and returns
+    marked `otc.grad_buffer = N` (the parameter's argument index) and returns
     `otc.accumulate %buffer, %grad, %first` in its place, with the result
     tied to the buffer (`otc.tied_arg`) so code generation updates it in
     place. A new `i1` argument marked `otc.first_micro_batch` selects
@@ -70,13 +71,13 @@ def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
 
     ```mlir
     func.func @step(..., %seed: tensor<f32> {otc.loss_seed})
-        -> (tensor<f32> {otc.loss}, tensor<4x1xf32> {otc.grad_of = "w"})
+        -> (tensor<f32> {otc.loss}, tensor<4x1xf32> {otc.grad_of = 1 : i64})
     // becomes
     func.func @step(..., %seed: tensor<f32> {otc.loss_seed},
-                    %gw: tensor<4x1xf32> {otc.grad_buffer = "w"},
+                    %gw: tensor<4x1xf32> {otc.grad_buffer = 1 : i64},
                     %first: i1 {otc.first_micro_batch})
         -> (tensor<f32> {otc.loss},
-            tensor<4x1xf32> {otc.grad_of = "w", otc.tied_arg = 3 : i64})
+            tensor<4x1xf32> {otc.grad_of = 1 : i64, otc.tied_arg = 3 : i64})
     ```
   }];
   let dependentDialects = ["otc::OtcDialect"];

@@ -8,7 +8,7 @@
 // CHECK-SAME: %[[W:[^:]*]]: tensor<3x4xf32> {otc.param = "w", otc.trainable}
 // CHECK-SAME: %[[B:[^:]*]]: tensor<3xf32> {otc.param = "b", otc.trainable}
 // CHECK-SAME: %[[SEED:[^:]*]]: tensor<f32> {otc.loss_seed}
-// CHECK-SAME: -> (tensor<f32> {otc.loss}, tensor<3x4xf32> {otc.grad_of = "w"}, tensor<3xf32> {otc.grad_of = "b"})
+// CHECK-SAME: -> (tensor<f32> {otc.loss}, tensor<3x4xf32> {otc.grad_of = 1 : i64}, tensor<3xf32> {otc.grad_of = 2 : i64})
 // CHECK: %[[Y:.*]] = otc.gemm %[[X]], %[[W]], %[[B]]
 // CHECK: %[[L:.*]] = otc.reduce_mean %[[Y]]
 // CHECK: %[[S:.*]] = otc.mul %[[SEED]], %{{.*}} : tensor<f32>, tensor<f32> -> tensor<f32>
@@ -30,7 +30,7 @@ func.func @linear(%x: tensor<2x4xf32> {otc.input = "x"},
 // A value used twice gets the sum of both gradients; a frozen parameter and
 // the integer labels get none.
 // CHECK-LABEL: func.func @fanout
-// CHECK-SAME: -> (tensor<f32> {otc.loss}, tensor<2x3xf32> {otc.grad_of = "a"})
+// CHECK-SAME: -> (tensor<f32> {otc.loss}, tensor<2x3xf32> {otc.grad_of = 0 : i64})
 // CHECK: %[[G:.*]] = otc.softmax_cross_entropy_grad
 // CHECK: %[[M1:.*]] = otc.mul %[[G]], %{{.*}}
 // CHECK: %[[M2:.*]] = otc.mul %[[G]], %{{.*}}
