@@ -6,6 +6,7 @@
 #include "emit/EmitCommon.h"
 #include "emit/Targets.h"
 #include "otc/Codegen/Codegen.h"
+#include "otc/Passes/Passes.h"
 #include "otc/runtime/limits.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -39,6 +40,15 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
   if (descs.empty())
     os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0},\n";
   os << "};\n";
+}
+
+const char *lossScaleModeName(otc_loss_scale_mode m) {
+  switch (m) {
+  case OTC_LOSS_SCALE_NONE: return "OTC_LOSS_SCALE_NONE";
+  case OTC_LOSS_SCALE_STATIC: return "OTC_LOSS_SCALE_STATIC";
+  case OTC_LOSS_SCALE_DYNAMIC: return "OTC_LOSS_SCALE_DYNAMIC";
+  }
+  return "OTC_LOSS_SCALE_NONE";
 }
 
 const char *optimizerName(otc_optimizer o) {
@@ -196,7 +206,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << program.arenaBytes << ", " << int(optimizer)
      << ", otc_generated_step, OTC_SET_THREADS, "
      << (cuda ? std::string("0") : "otc_kernels::optimizer_update<" + std::string(optimizerName(optimizer)) + ">")
-     << ",\n  " << program.lossScale.mode << ", " << floatLiteral(program.lossScale.initScale)
+     << ",\n  " << lossScaleModeName(program.lossScale.mode) << ", "
+     << floatLiteral(program.lossScale.initScale)
      << ", " << program.lossScale.window << ", " << program.lossScale.hysteresis << ", "
      << floatLiteral(program.lossScale.minScale) << ", " << accumSteps << "};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
@@ -208,7 +219,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
 bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOutput &out,
               std::string &error) {
   Program program;
-  program.microBatch = options.microBatch;
+  if (auto n = func->getAttrOfType<mlir::IntegerAttr>(attr::kMicroBatch))
+    program.microBatch = n.getInt();
   if (options.training && options.target == Target::Cuda)
     program.workspaceBytes = OTC_CUDA_WORKSPACE_BYTES;
   Lowering lowering(func, options.training, error);

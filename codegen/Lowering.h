@@ -29,6 +29,14 @@ std::string cString(const std::string &s);
 /// The storage type of a tensor type's elements; false if none fits.
 bool elemTypeOf(mlir::Type type, ElemType &out);
 
+// Shared by the lowering's files.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+/// The value a chain of reshapes (views in the same element order) shows.
+mlir::Value viewBase(mlir::Value v);
+/// Whether `t` is one of the 16-bit float storage types.
+bool isHalf(mlir::Type t);
+std::string typeText(mlir::Type t);
+
 /// A buffer's size and live range, in op positions, both ends inclusive.
 struct Interval {
   int64_t bytes, begin, end;
@@ -85,6 +93,10 @@ public:
 private:
   bool classify();
   bool bindArguments();
+  bool bindResults();
+  bool fuseAccumulations();
+  bool storable(mlir::Value v) const;
+  bool owned(mlir::Value v) const;
   bool makeBuffers();
   bool placeArena();
   bool finishResults();

@@ -4,6 +4,8 @@
 #ifndef OTC_CODEGEN_PROGRAM_H
 #define OTC_CODEGEN_PROGRAM_H
 
+#include "otc/runtime/abi.h"
+
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -155,9 +157,9 @@ struct Program {
   /// For a plain function (not a training step): its arguments and results.
   std::vector<TensorDesc> arguments, results;
   /// The training step's loss-scaling policy (otc-loss-scaling), for the
-  /// runtime: mode 0 none, 1 static, 2 dynamic.
+  /// runtime.
   struct LossScale {
-    int mode = 0;
+    otc_loss_scale_mode mode = OTC_LOSS_SCALE_NONE;
     double initScale = 1.0, minScale = 0.0;
     int64_t window = 2000, hysteresis = 1;
   } lossScale;

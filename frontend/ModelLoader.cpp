@@ -3,6 +3,7 @@
 #include "GraphImporter.h"
 #include "ModelChecks.h"
 #include "otc/Frontend/Import.h"
+#include "otc/Passes/Passes.h"
 #include "otc/runtime/limits.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -314,7 +315,11 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     return nullptr;
   }
   GraphImporter importer(ctx, error, options.freeze, options.forwardOnly);
-  return importer.import(model, name);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(model, name);
+  if (module)
+    for (auto f : module->getOps<mlir::func::FuncOp>())
+      f->setAttr(attr::kMicroBatch, mlir::Builder(&ctx).getI64IntegerAttr(options.microBatch));
+  return module;
 }
 
 } // namespace

@@ -68,7 +68,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   otc::CodegenOptions codegen;
   codegen.target = data[1] & 4 ? otc::Target::Cuda : otc::Target::Cpu;
-  codegen.microBatch = options.microBatch;
   codegen.optimizer = OTC_ADAM;
   otc::CodegenOutput out;
   if (!otc::emitCode(func, codegen, out, error) && error.empty())

@@ -22,11 +22,6 @@ struct LossScalingPass : otc::impl::LossScalingBase<LossScalingPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (mode != "none" && mode != "static" && mode != "dynamic") {
-      module.emitError("otc-loss-scaling: unknown mode '") << mode
-          << "' (expected none, static or dynamic)";
-      return signalPassFailure();
-    }
     // Powers of two keep scaling and unscaling exact.
     if (!(initScale > 0) || !std::isfinite(float(initScale)) || float(initScale) < FLT_MIN ||
         !(minScale >= 0) ||
@@ -45,8 +40,9 @@ struct LossScalingPass : otc::impl::LossScalingBase<LossScalingPass> {
       if (!hasLoss)
         continue;
       NamedAttrList policy;
-      policy.append("mode", b.getStringAttr(mode));
-      policy.append("init_scale", b.getF64FloatAttr(mode == "none" ? 1.0 : double(initScale)));
+      policy.append("mode", otc::LossScaleModeAttr::get(module.getContext(), mode));
+      policy.append("init_scale",
+                    b.getF64FloatAttr(mode == otc::LossScaleMode::None ? 1.0 : double(initScale)));
       policy.append("window", b.getI64IntegerAttr(window));
       policy.append("hysteresis", b.getI64IntegerAttr(hysteresis));
       policy.append("min_scale", b.getF64FloatAttr(minScale));

@@ -103,21 +103,17 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (precision == "fp32")
+    if (precision == Precision::Fp32)
       return;
-    if (precision != "fp16" && precision != "bf16") {
-      module.emitError("otc-mixed-precision: unknown precision '")
-          << precision << "' (expected fp32, fp16 or bf16)";
-      return signalPassFailure();
-    }
     Builder builder(module.getContext());
-    Type low = precision == "fp16" ? Type(builder.getF16Type()) : Type(builder.getBF16Type());
+    Type low = precision == Precision::Fp16 ? Type(builder.getF16Type())
+                                            : Type(builder.getBF16Type());
     Type f32 = builder.getF32Type();
     for (auto func : module.getOps<func::FuncOp>())
       rewrite(func, low, f32);
     // The table, for --emit mlir.
     NamedAttrList table;
-    table.append("precision", builder.getStringAttr(precision));
+    table.append("precision", PrecisionAttr::get(module.getContext(), precision));
     table.append("low", builder.getStrArrayAttr(opsOfClass(module.getContext(), Policy::Low)));
     table.append("f32", builder.getStrArrayAttr(opsOfClass(module.getContext(), Policy::F32)));
     table.append("other", builder.getStringAttr(

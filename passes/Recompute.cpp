@@ -162,24 +162,33 @@ void recompute(func::FuncOp func, const Forward &f, llvm::function_ref<bool(Valu
       op->erase();
 }
 
-LogicalResult run(func::FuncOp func, StringRef policy, StringRef boundary, int64_t layers) {
+LogicalResult run(func::FuncOp func, RecomputePolicy policy, StringRef boundary,
+                  int64_t layers) {
   Forward f(func);
   if (!f.boundary)
     return success(); // no backward (forward-only)
   llvm::DenseMap<Operation *, int> seg;
-  std::string summary = policy.str();
+  std::string summary = stringifyRecomputePolicy(policy).str();
   int64_t candidates = -1;
-  if (policy == "blocks") {
+  switch (policy) {
+  case RecomputePolicy::Blocks:
     if (failed(segmentBlocks(f, func, boundary, seg, summary)))
       return failure();
-  } else if (policy == "sqrt") {
+    break;
+  case RecomputePolicy::Sqrt:
     segmentSqrt(f, seg, summary);
-  } else if (policy == "budget") {
+    break;
+  case RecomputePolicy::Budget:
     segmentBudget(f, layers, seg, summary, candidates);
+    break;
+  case RecomputePolicy::None:
+  case RecomputePolicy::Selective:
+    break;
   }
   KeepRule kept(f, seg);
   recompute(func, f, kept);
   OpBuilder b(func.getContext());
+  func->setAttr(kRecomputePolicy, RecomputePolicyAttr::get(func.getContext(), policy));
   func->setAttr(kRecomputeSummary, b.getStringAttr(summary));
   if (candidates >= 0)
     func->setAttr(kRecomputeLayers, b.getI64IntegerAttr(candidates));
@@ -189,15 +198,11 @@ LogicalResult run(func::FuncOp func, StringRef policy, StringRef boundary, int64
 struct RecomputePass : otc::impl::RecomputeBase<RecomputePass> {
   using RecomputeBase::RecomputeBase;
   void runOnOperation() override {
-    if (!llvm::is_contained({"none", "selective", "blocks", "sqrt", "budget"}, policy)) {
-      getOperation().emitError("unknown recompute policy '") << policy << "'";
-      return signalPassFailure();
-    }
     if (layers < 0) {
       getOperation().emitError("recompute layers must not be negative");
       return signalPassFailure();
     }
-    if (policy == "none")
+    if (policy == RecomputePolicy::None)
       return;
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (failed(run(func, policy, boundary, layers)))

@@ -6,7 +6,7 @@
 namespace otc {
 
 void LossScaler::update(bool overflow) {
-  if (mode != Dynamic)
+  if (mode != OTC_LOSS_SCALE_DYNAMIC)
     return;
   if (overflow) {
     goodSteps = 0;

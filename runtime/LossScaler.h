@@ -3,18 +3,20 @@
 #ifndef OTC_RUNTIME_LOSSSCALER_H
 #define OTC_RUNTIME_LOSSSCALER_H
 
+#include "otc/runtime/abi.h"
+
 #include <cstdint>
 
 namespace otc {
 
 class LossScaler {
 public:
-  enum Mode { None = 0, Static = 1, Dynamic = 2 };
-  LossScaler(int mode, double initScale, int64_t window, int64_t hysteresis, double minScale)
-      : mode(Mode(mode)), current(mode == None ? 1.0f : float(initScale)), window(window),
+  LossScaler(otc_loss_scale_mode mode, double initScale, int64_t window, int64_t hysteresis,
+             double minScale)
+      : mode(mode), current(mode == OTC_LOSS_SCALE_NONE ? 1.0f : float(initScale)), window(window),
         hysteresis(hysteresis), hysteresisLeft(hysteresis), minScale(float(minScale)) {}
 
-  bool enabled() const { return mode != None; }
+  bool enabled() const { return mode != OTC_LOSS_SCALE_NONE; }
   /// The scale, a float32 as GradScaler keeps it.
   float scale() const { return current; }
   /// What the update multiplies gradients by: GradScaler's inv_scale, the
@@ -28,7 +30,7 @@ public:
   void update(bool overflow);
 
 private:
-  Mode mode;
+  otc_loss_scale_mode mode;
   float current;
   int64_t window, hysteresis, hysteresisLeft, goodSteps = 0;
   float minScale;

@@ -63,7 +63,7 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
           fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
     // With a loss scaler a non-finite sample is a skipped step, as in
     // PyTorch AMP; without one it could only stop the run later.
-    checkValues(d, a, path, /*requireFinite=*/!prog.loss_scale_mode);
+    checkValues(d, a, path, /*requireFinite=*/prog.loss_scale_mode == OTC_LOSS_SCALE_NONE);
     ds.samples = a.shape[0];
     ds.sampleBytes.push_back(ds.samples ? a.data.size() / ds.samples : 0);
     ds.arrays.push_back(std::move(a));
@@ -146,111 +146,102 @@ std::string jsonNumber(double v) {
   return text;
 }
 
-int run(int argc, char **argv) {
+/// One training run: its options, data, device buffers and progress.
+struct Trainer {
   const otc_program &prog = *otc_get_program();
-  auto kind = static_cast<otc_optimizer>(prog.optimizer);
+  otc_optimizer kind = static_cast<otc_optimizer>(prog.optimizer);
   TrainOptions opt;
-  std::string error;
-  switch (parseTrainOptions(argc, argv, kind, opt, error, prog.default_accum_steps)) {
-  case ParseResult::Help:
-    std::fputs(error.c_str(), stdout);
-    return 0;
-  case ParseResult::Error:
-    std::fprintf(stderr, "train: error: %s (see %s --help)\n", error.c_str(), argv[0]);
-    return 2;
-  case ParseResult::Ok:
-    break;
-  }
-  // Refuse an unwritable --save before hours of training, not after.
-  if (!opt.save.empty() && !checkReplaceable(opt.save, error))
-    die("--save: " + error);
-  Dataset ds = loadDataset(opt.data, prog);
-  const int64_t N = prog.micro_batch, K = opt.accumSteps;
-  const int64_t M = ds.samples / N;
-  if (M == 0)
-    die("the data holds " + std::to_string(ds.samples) +
-        " samples, fewer than one micro-batch of " + std::to_string(N));
-  int64_t total = opt.steps * K; // the option parser bounds this product
-  if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > OTC_MAX_MICRO_BATCHES))
-    die("--epochs " + std::to_string(opt.epochs) + " of " + std::to_string(M) +
-        " micro-batches exceeds 2^40 micro-batches");
-  if (ds.samples % N)
-    std::fprintf(stderr, "train: note: skipping the last %lld samples, fewer than a micro-batch\n",
-                 (long long)(ds.samples % N));
-
-  if (opt.threads > 0 && prog.set_threads)
-    prog.set_threads(int(opt.threads));
-  std::unique_ptr<Backend> backend = makeBackend();
-  backend->setUpdateKernel(prog.update);
-  std::map<std::string, int64_t> counts;
-  for (int i = 0; i < prog.num_params; ++i)
-    counts[prog.params[i].name] = elements(prog.params[i]);
-  std::map<std::string, std::vector<float>> values;
-  if (!readInitializers(counts, values, error))
-    die(error);
-
+  Dataset ds;
+  int64_t N = 0, K = 0, M = 0, total = 0, steps = 0;
+  std::unique_ptr<Backend> backend;
   std::vector<Param> params;
-  std::vector<float *> paramPtrs, gradPtrs(prog.num_grads);
-  std::vector<void *> lowPtrs;
-  for (int i = 0; i < prog.num_params; ++i) {
-    Param p{&prog.params[i], elements(prog.params[i]), nullptr};
-    p.value = (float *)backend->alloc(p.count * sizeof(float));
-    backend->toDevice(p.value, values[p.desc->name].data(), p.count * sizeof(float));
-    if (p.desc->low_dtype == OTC_F16 || p.desc->low_dtype == OTC_BF16) {
-      std::vector<uint16_t> bits = lowCopy(values[p.desc->name], p.desc->low_dtype);
-      p.low = backend->alloc(bits.size() * sizeof(uint16_t));
-      backend->toDevice(p.low, bits.data(), bits.size() * sizeof(uint16_t));
-    }
-    if (prog.grad_index[i] >= 0) {
-      p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
-      // State as the optimizer needs it: none for SGD, m for momentum, m
-      // and v for Adam (the memory report counts the same).
-      if (kind != OTC_SGD)
-        p.m = (float *)backend->alloc(p.count * sizeof(float));
-      if (kind == OTC_ADAM || kind == OTC_ADAMW)
-        p.v = (float *)backend->alloc(p.count * sizeof(float));
-    }
-    paramPtrs.push_back(p.value);
-    lowPtrs.push_back(p.low);
-    params.push_back(p);
-  }
+  std::vector<float *> paramPtrs, gradPtrs;
+  std::vector<void *> lowPtrs, inputPtrs;
   std::vector<Backend::Span> gradSpans;
-  for (const Param &p : params)
-    if (p.grad)
-      gradSpans.push_back({p.grad, p.count});
-  std::vector<void *> inputPtrs;
-  for (size_t i = 0; i < ds.arrays.size(); ++i)
-    inputPtrs.push_back(backend->alloc(ds.sampleBytes[i] * N));
-
   otc_step_args args{};
-  args.arena = (char *)backend->alloc(prog.arena_bytes);
   // Painted, so that the bytes the steps wrote can be told from the rest at
   // the end: the arena's measured high-water mark, against the plan's.
-  constexpr unsigned char kPaint = 0xA5;
-  backend->fill(args.arena, kPaint, prog.arena_bytes);
-  args.inputs = inputPtrs.data();
-  args.params = paramPtrs.data();
-  args.low_params = lowPtrs.data();
-  args.grads = gradPtrs.data();
-  args.loss = (float *)backend->alloc(sizeof(float));
-  args.blas = backend->blas();
-
-  const int64_t steps = (total + K - 1) / K;
-  std::unique_ptr<std::FILE, int (*)(std::FILE *)> logFile(nullptr, std::fclose);
-  if (!opt.log.empty() && !(logFile.reset(openLog(opt.log)), logFile))
-    die("cannot write the log '" + opt.log + "': " + std::strerror(errno));
-  std::FILE *log = logFile.get();
-  std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
-               (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
-
-  LossScaler scaler(prog.loss_scale_mode, prog.init_scale, prog.scale_window,
-                    prog.scale_hysteresis, prog.min_scale);
+  static constexpr unsigned char kPaint = 0xA5;
+  std::unique_ptr<std::FILE, int (*)(std::FILE *)> logFile{nullptr, std::fclose};
   int64_t updates = 0, skipped = 0; // Adam's step count advances on updates only
-  auto start = std::chrono::steady_clock::now();
   double firstLoss = 0, lastLoss = 0;
-  for (int64_t s = 0; s < steps; ++s) {
-    auto stepStart = std::chrono::steady_clock::now();
-    int64_t k = std::min(K, total - s * K); // a partial last window counts 1/k
+
+  /// Reads the data and sizes the run: micro-batches per epoch and in all.
+  void loadData() {
+    // Refuse an unwritable --save before hours of training, not after.
+    std::string error;
+    if (!opt.save.empty() && !checkReplaceable(opt.save, error))
+      die("--save: " + error);
+    ds = loadDataset(opt.data, prog);
+    N = prog.micro_batch, K = opt.accumSteps;
+    M = ds.samples / N;
+    if (M == 0)
+      die("the data holds " + std::to_string(ds.samples) +
+          " samples, fewer than one micro-batch of " + std::to_string(N));
+    total = opt.steps * K; // the option parser bounds this product
+    if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > OTC_MAX_MICRO_BATCHES))
+      die("--epochs " + std::to_string(opt.epochs) + " of " + std::to_string(M) +
+          " micro-batches exceeds 2^40 micro-batches");
+    if (ds.samples % N)
+      std::fprintf(stderr, "train: note: skipping the last %lld samples, fewer than a micro-batch\n",
+                   (long long)(ds.samples % N));
+    steps = (total + K - 1) / K;
+  }
+
+  /// Parameters from the embedded model, their 16-bit copies, gradient
+  /// buffers and optimizer state on the device.
+  void loadParams() {
+    std::map<std::string, int64_t> counts;
+    for (int i = 0; i < prog.num_params; ++i)
+      counts[prog.params[i].name] = elements(prog.params[i]);
+    std::map<std::string, std::vector<float>> values;
+    std::string error;
+    if (!readInitializers(counts, values, error))
+      die(error);
+    gradPtrs.resize(prog.num_grads);
+    for (int i = 0; i < prog.num_params; ++i) {
+      Param p{&prog.params[i], elements(prog.params[i]), nullptr};
+      p.value = (float *)backend->alloc(p.count * sizeof(float));
+      backend->toDevice(p.value, values[p.desc->name].data(), p.count * sizeof(float));
+      if (p.desc->low_dtype == OTC_F16 || p.desc->low_dtype == OTC_BF16) {
+        std::vector<uint16_t> bits = lowCopy(values[p.desc->name], p.desc->low_dtype);
+        p.low = backend->alloc(bits.size() * sizeof(uint16_t));
+        backend->toDevice(p.low, bits.data(), bits.size() * sizeof(uint16_t));
+      }
+      if (prog.grad_index[i] >= 0) {
+        p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
+        // State as the optimizer needs it: none for SGD, m for momentum, m
+        // and v for Adam (the memory report counts the same).
+        if (kind != OTC_SGD)
+          p.m = (float *)backend->alloc(p.count * sizeof(float));
+        if (kind == OTC_ADAM || kind == OTC_ADAMW)
+          p.v = (float *)backend->alloc(p.count * sizeof(float));
+      }
+      paramPtrs.push_back(p.value);
+      lowPtrs.push_back(p.low);
+      params.push_back(p);
+    }
+    for (const Param &p : params)
+      if (p.grad)
+        gradSpans.push_back({p.grad, p.count});
+  }
+
+  /// The step's arguments: staged inputs, the painted arena, the loss.
+  void prepareStep() {
+    for (size_t i = 0; i < ds.arrays.size(); ++i)
+      inputPtrs.push_back(backend->alloc(ds.sampleBytes[i] * N));
+    args.arena = (char *)backend->alloc(prog.arena_bytes);
+    backend->fill(args.arena, kPaint, prog.arena_bytes);
+    args.inputs = inputPtrs.data();
+    args.params = paramPtrs.data();
+    args.low_params = lowPtrs.data();
+    args.grads = gradPtrs.data();
+    args.loss = (float *)backend->alloc(sizeof(float));
+    args.blas = backend->blas();
+  }
+
+  /// Runs window `s`'s k micro-batches; returns the summed loss.
+  float runWindow(int64_t s, int64_t k, const LossScaler &scaler) {
     for (int64_t j = 0; j < k; ++j) {
       int64_t first = ((s * K + j) % M) * N;
       for (size_t i = 0; i < ds.arrays.size(); ++i)
@@ -265,9 +256,14 @@ int run(int argc, char **argv) {
     // The step summed the window's loss on the device: one read per step.
     float lossSum;
     backend->toHost(&lossSum, args.loss, sizeof(float));
-    // Without loss scaling, training stops at the first non-finite value and
-    // nothing is saved. With it, such a step is skipped whole, as GradScaler
-    // skips optimizer.step(): weights and moments untouched.
+    return lossSum;
+  }
+
+  /// Whether window `s` overflowed. Without loss scaling, training stops at
+  /// the first non-finite value and nothing is saved. With it, such a step
+  /// is skipped whole, as GradScaler skips optimizer.step(): weights and
+  /// moments untouched.
+  bool overflowed(int64_t s, float lossSum, const LossScaler &scaler) {
     std::string where = "step " + std::to_string(s + 1);
     // As GradScaler, only the gradients decide: a non-finite loss with finite
     // gradients (a term no parameter reaches) still steps.
@@ -283,24 +279,13 @@ int run(int argc, char **argv) {
       die(where + ": the gradient of '" + (bad ? bad->desc->name : std::string("?")) +
           "' is not finite; stopping without saving");
     }
-    float scaleUsed = scaler.scale();
-    if (overflow) {
-      ++skipped;
-    } else {
-      OptimizerStep scalars = stepScalars(kind, opt, ++updates);
-      scalars.gradScale = scaler.invScale();
-      for (Param &p : params)
-        if (p.grad)
-          backend->update(scalars, p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.count);
-    }
-    scaler.update(overflow);
-    double loss = double(lossSum) / double(k);
-    if (s == 0)
-      firstLoss = loss;
-    lastLoss = loss;
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
-    double rate = secs > 0 ? double(k * N) / secs : 0;
-    if (log) { // JSON has no inf or nan: a skipped step's loss is null
+    return overflow;
+  }
+
+  /// The --log line and, every twentieth of the run, the progress line.
+  void report(int64_t s, double loss, double rate, float scaleUsed, bool overflow,
+              const LossScaler &scaler) {
+    if (std::FILE *log = logFile.get()) { // JSON has no inf or nan: a skipped step's loss is null
       std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"samples_per_second\": %.6g",
                    (long long)(s + 1), jsonNumber(loss).c_str(), opt.lr, rate);
       if (scaler.enabled())
@@ -317,46 +302,108 @@ int run(int argc, char **argv) {
       std::fputc('\n', stderr);
     }
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f", secs, firstLoss, lastLoss);
-  if (scaler.enabled())
-    std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
-                 (long long)steps, double(scaler.scale()));
-  std::fputc('\n', stderr);
-  logFile.reset();
-  if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
-    die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +
-        "' is not finite; stopping without saving (is --lr too large?)");
 
-  if (!opt.save.empty()) {
-    std::map<std::string, std::vector<float>> trained;
-    for (Param &p : params) {
-      std::vector<float> &v = trained[p.desc->name];
-      v.resize(p.count);
-      backend->toHost(v.data(), p.value, p.count * sizeof(float));
+  void train() {
+    if (!opt.log.empty() && !(logFile.reset(openLog(opt.log)), logFile))
+      die("cannot write the log '" + opt.log + "': " + std::strerror(errno));
+    std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
+                 (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
+    LossScaler scaler(prog.loss_scale_mode, prog.init_scale,
+                      prog.scale_window, prog.scale_hysteresis, prog.min_scale);
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < steps; ++s) {
+      auto stepStart = std::chrono::steady_clock::now();
+      int64_t k = std::min(K, total - s * K); // a partial last window counts 1/k
+      float lossSum = runWindow(s, k, scaler);
+      bool overflow = overflowed(s, lossSum, scaler);
+      float scaleUsed = scaler.scale();
+      if (overflow) {
+        ++skipped;
+      } else {
+        OptimizerStep scalars = stepScalars(kind, opt, ++updates);
+        scalars.gradScale = scaler.invScale();
+        for (Param &p : params)
+          if (p.grad)
+            backend->update(scalars, p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.count);
+      }
+      scaler.update(overflow);
+      double loss = double(lossSum) / double(k);
+      if (s == 0)
+        firstLoss = loss;
+      lastLoss = loss;
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
+      report(s, loss, secs > 0 ? double(k * N) / secs : 0, scaleUsed, overflow, scaler);
     }
-    if (!writeTrainedModel(opt.save, trained, error))
-      die(error);
-    std::fprintf(stderr, "train: saved %s\n", opt.save.c_str());
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f", secs, firstLoss, lastLoss);
+    if (scaler.enabled())
+      std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
+                   (long long)steps, double(scaler.scale()));
+    std::fputc('\n', stderr);
+    logFile.reset();
   }
-  // After saving, so nothing here can cost the trained weights. From the
-  // top down, a chunk at a time: no second arena-sized buffer.
-  size_t high = prog.arena_bytes;
-  std::vector<unsigned char> chunk(std::min<size_t>(high, size_t(1) << 20));
-  for (bool found = false; high > 0 && !found;) {
-    size_t n = std::min(high, chunk.size());
-    backend->toHost(chunk.data(), args.arena + (high - n), n);
-    size_t i = n;
-    while (i > 0 && chunk[i - 1] == kPaint)
-      --i;
-    found = i > 0;
-    high -= n - i;
+
+  /// Saves the trained model (never a non-finite one), then measures the
+  /// arena's high-water mark.
+  void finish() {
+    if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
+      die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +
+          "' is not finite; stopping without saving (is --lr too large?)");
+    if (!opt.save.empty()) {
+      std::map<std::string, std::vector<float>> trained;
+      for (Param &p : params) {
+        std::vector<float> &v = trained[p.desc->name];
+        v.resize(p.count);
+        backend->toHost(v.data(), p.value, p.count * sizeof(float));
+      }
+      std::string error;
+      if (!writeTrainedModel(opt.save, trained, error))
+        die(error);
+      std::fprintf(stderr, "train: saved %s\n", opt.save.c_str());
+    }
+    // After saving, so nothing here can cost the trained weights. From the
+    // top down, a chunk at a time: no second arena-sized buffer.
+    size_t high = prog.arena_bytes;
+    std::vector<unsigned char> chunk(std::min<size_t>(high, size_t(1) << 20));
+    for (bool found = false; high > 0 && !found;) {
+      size_t n = std::min(high, chunk.size());
+      backend->toHost(chunk.data(), args.arena + (high - n), n);
+      size_t i = n;
+      while (i > 0 && chunk[i - 1] == kPaint)
+        --i;
+      found = i > 0;
+      high -= n - i;
+    }
+    std::fprintf(stderr, "train: arena high-water mark %zu bytes (planned %lld)\n", high,
+                 (long long)prog.arena_bytes);
+    std::string note = backend->deviceMemoryNote();
+    std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
+                 note.empty() ? "" : "; ", note.c_str());
   }
-  std::fprintf(stderr, "train: arena high-water mark %zu bytes (planned %lld)\n", high,
-               (long long)prog.arena_bytes);
-  std::string note = backend->deviceMemoryNote();
-  std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
-               note.empty() ? "" : "; ", note.c_str());
+};
+
+int run(int argc, char **argv) {
+  Trainer t;
+  std::string error;
+  switch (parseTrainOptions(argc, argv, t.kind, t.opt, error, t.prog.default_accum_steps)) {
+  case ParseResult::Help:
+    std::fputs(error.c_str(), stdout);
+    return 0;
+  case ParseResult::Error:
+    std::fprintf(stderr, "train: error: %s (see %s --help)\n", error.c_str(), argv[0]);
+    return 2;
+  case ParseResult::Ok:
+    break;
+  }
+  t.loadData();
+  if (t.opt.threads > 0 && t.prog.set_threads)
+    t.prog.set_threads(int(t.opt.threads));
+  t.backend = makeBackend();
+  t.backend->setUpdateKernel(t.prog.update);
+  t.loadParams();
+  t.prepareStep();
+  t.train();
+  t.finish();
   return 0;
 }
 

@@ -9,10 +9,6 @@ using namespace mlir;
 namespace otc {
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-
 /// Fills the operand and result buffers of `g` for `op` with result `out`.
 bool finish(Operation *op, Value a, Value b, Value out, otc::Gemm g, Lowering &l) {
   g.a = l.buffer(a, op);

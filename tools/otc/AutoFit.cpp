@@ -2,8 +2,6 @@
 
 #include "otc/runtime/limits.h"
 
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,45 +10,20 @@ using namespace mlir;
 
 namespace otc {
 
-bool planStep(MLIRContext &ctx, const StepOptions &o, Plan &plan) {
-  std::string diagnostic;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    if (diagnostic.empty())
-      diagnostic = d.str();
-    return success();
-  });
+bool planStep(MLIRContext &ctx, const CompileOptions &o, Plan &plan) {
   plan.microBatch = o.import.microBatch;
   plan.recompute = o.recompute;
-  std::string error;
-  OwningOpRef<ModuleOp> module = importOnnxModel(ctx, o.model, o.import, error);
-  if (!module) {
-    plan.error = error;
+  CompileResult r;
+  if (!compile(ctx, o, Stage::Plan, r, plan.error))
     return false;
-  }
-  PassManager pm(&ctx);
-  buildTrainingPipeline(pm, o.scaling, o.precision, o.recompute);
-  if (failed(pm.run(*module))) {
-    plan.error = "the training pipeline failed: " + diagnostic.substr(0, diagnostic.find('\n'));
-    return false;
-  }
-  auto func = module->lookupSymbol<func::FuncOp>("train_step");
-  CodegenOptions c = o.codegen;
-  c.microBatch = o.import.microBatch;
-  c.training = true;
-  c.planOnly = true;
-  CodegenOutput out;
-  if (!emitCode(func, c, out, error)) {
-    plan.error = error;
-    return false;
-  }
-  plan.planned = out.plannedBytes;
-  plan.kept = out.keptBytes;
-  plan.traffic = out.traffic;
-  plan.steps = out.steps;
-  plan.flops = countFlops(func);
-  auto summary = func->getAttrOfType<StringAttr>(kRecomputeSummary);
-  plan.summary = summary ? summary.str() : o.recompute.policy;
-  if (auto n = func->getAttrOfType<IntegerAttr>(kRecomputeLayers))
+  plan.planned = r.out.plannedBytes;
+  plan.kept = r.out.keptBytes;
+  plan.traffic = r.out.traffic;
+  plan.steps = r.out.steps;
+  plan.flops = countFlops(r.func);
+  auto summary = r.func->getAttrOfType<StringAttr>(kRecomputeSummary);
+  plan.summary = summary ? summary.str() : stringifyRecomputePolicy(o.recompute.policy).str();
+  if (auto n = r.func->getAttrOfType<IntegerAttr>(kRecomputeLayers))
     plan.candidates = n.getInt();
   return true;
 }
@@ -61,8 +34,8 @@ namespace {
 /// kernel launch (the compiler's FLOP and byte counts; the rates are
 /// nominal: an H100's dense tensor-core and CUDA-core rates, HBM3, and a
 /// two-core CPU with OpenBLAS; 16-bit GEMMs on the CPU are plain loops).
-double estimateSeconds(const Plan &p, Target target, const std::string &precision) {
-  bool gpu = target == Target::Cuda, low = precision != "fp32";
+double estimateSeconds(const Plan &p, Target target, Precision precision) {
+  bool gpu = target == Target::Cuda, low = precision != Precision::Fp32;
   double flops = gpu ? (low ? 400e12 : 50e12) : (low ? 5e9 : 1e11);
   double bandwidth = gpu ? 2.5e12 : 1.5e10;
   double launch = gpu ? 4e-6 : 1e-6;
@@ -72,14 +45,14 @@ double estimateSeconds(const Plan &p, Target target, const std::string &precisio
 
 struct Fitter {
   MLIRContext &ctx;
-  const StepOptions &base;
+  const CompileOptions &base;
   const FitRequest &request;
   int64_t trials = 0;
 
   bool fits(const Plan &p) const { return p.error.empty() && p.planned <= request.budget; }
 
   Plan trial(int64_t n, const RecomputeOptions &r) {
-    StepOptions s = base;
+    CompileOptions s = base;
     s.import.microBatch = n;
     s.recompute = r;
     Plan p;
@@ -96,13 +69,13 @@ struct Fitter {
   Plan atMicroBatch(int64_t n) {
     if (request.policyGiven)
       return trial(n, base.recompute);
-    Plan none = trial(n, {"none", "", 0});
+    Plan none = trial(n, {RecomputePolicy::None, "", 0});
     if (fits(none) || !none.error.empty())
       return none;
-    Plan most = trial(n, {"budget", "", int64_t(1) << 30});
+    Plan most = trial(n, {RecomputePolicy::Budget, "", int64_t(1) << 30});
     if (!fits(most)) {
       Plan best = most.error.empty() && most.planned < none.planned ? most : none;
-      for (const char *policy : {"sqrt", "blocks"}) {
+      for (RecomputePolicy policy : {RecomputePolicy::Sqrt, RecomputePolicy::Blocks}) {
         Plan p = trial(n, {policy, base.recompute.boundary, 0});
         if (p.error.empty() && p.planned < best.planned)
           best = p;
@@ -113,7 +86,7 @@ struct Fitter {
     Plan best = most;
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
-      Plan p = trial(n, {"budget", "", mid});
+      Plan p = trial(n, {RecomputePolicy::Budget, "", mid});
       if (fits(p))
         best = p, hi = mid;
       else
@@ -125,7 +98,7 @@ struct Fitter {
 
 } // namespace
 
-bool autoFit(MLIRContext &ctx, StepOptions &o, const FitRequest &request, std::string &error,
+bool autoFit(MLIRContext &ctx, CompileOptions &o, const FitRequest &request, std::string &error,
              llvm::raw_ostream &log) {
   Fitter fit{ctx, o, request};
   std::vector<Plan> plans;

@@ -4,9 +4,7 @@
 #ifndef OTC_TOOLS_AUTOFIT_H
 #define OTC_TOOLS_AUTOFIT_H
 
-#include "otc/Codegen/Codegen.h"
-#include "otc/Frontend/Import.h"
-#include "otc/Passes/Passes.h"
+#include "Compile.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,16 +12,6 @@
 #include <string>
 
 namespace otc {
-
-/// Everything one training-step compile depends on.
-struct StepOptions {
-  std::string model;
-  ImportOptions import;
-  LossScalingOptions scaling;
-  MixedPrecisionOptions precision;
-  RecomputeOptions recompute;
-  CodegenOptions codegen;
-};
 
 /// One compiled configuration's plan and estimate.
 struct Plan {
@@ -39,7 +27,7 @@ struct Plan {
 };
 
 /// Imports, runs the training pipeline and plans the step (no source).
-bool planStep(mlir::MLIRContext &ctx, const StepOptions &o, Plan &plan);
+bool planStep(mlir::MLIRContext &ctx, const CompileOptions &o, Plan &plan);
 
 struct FitRequest {
   int64_t budget = 0;      // bytes
@@ -52,7 +40,7 @@ struct FitRequest {
 /// and the runners-up to `log`, and sets them in `o` (the accumulation as
 /// the executable's default). False with one line in `error` when nothing
 /// fits, giving the smallest planned peak it found.
-bool autoFit(mlir::MLIRContext &ctx, StepOptions &o, const FitRequest &request,
+bool autoFit(mlir::MLIRContext &ctx, CompileOptions &o, const FitRequest &request,
              std::string &error, llvm::raw_ostream &log);
 
 } // namespace otc

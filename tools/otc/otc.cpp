@@ -6,7 +6,7 @@
 //   otc import model.onnx [--micro-batch N] [--loss SPEC]
 //   otc kernel function.mlir -o run [--target cuda|cpu] [--emit program|source]
 #include "AutoFit.h"
-#include "Driver.h"
+#include "HostCompiler.h"
 #include "../../runtime/SafeFile.h"
 #include "otc/Codegen/Codegen.h"
 #include "otc/Frontend/Import.h"
@@ -53,13 +53,10 @@ const char kUsage[] =
   std::exit(code);
 }
 
-struct Args {
-  std::string command, model, output, target = "cuda", optimizer = "sgd", emit;
+/// The compile's options, and what only the command line has.
+struct Args : otc::CompileOptions {
+  std::string command, output, target = "cuda", optimizer = "sgd", emit;
   std::string memoryReport; // the timeline picture's path
-  otc::ImportOptions import;
-  otc::LossScalingOptions scaling;
-  otc::MixedPrecisionOptions precision;
-  otc::RecomputeOptions recompute;
   int64_t memoryBudget = 0, globalBatch = 0; // auto-fit
   bool microBatchAuto = false, microBatchGiven = false, recomputeGiven = false;
   bool lossScaleGiven = false;
@@ -110,6 +107,8 @@ int64_t byteCount(const std::string &flag, const std::string &v) {
   return int64_t(x * u->second);
 }
 
+void checkArgs(Args &a);
+
 Args parseArgs(int argc, char **argv) {
   if (argc < 2)
     fail("missing command", 2);
@@ -147,28 +146,30 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--emit") a.emit = v;
     else if (arg == "--memory-report") a.memoryReport = v;
     else if (arg == "--recompute") {
-      if (v != "none" && v != "selective" && v != "blocks" && v != "sqrt" && v != "budget")
+      auto policy = otc::symbolizeRecomputePolicy(v);
+      if (!policy)
         fail("unknown --recompute '" + v.substr(0, 40) +
                  "' (expected none, selective, blocks, sqrt or budget)",
              2);
-      a.recompute.policy = v;
+      a.recompute.policy = *policy;
       a.recomputeGiven = true;
     } else if (arg == "--checkpoint-boundary") {
       a.recompute.boundary = v;
     }
     else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--precision") {
-      if (v != "fp32" && v != "fp16" && v != "bf16")
+      auto precision = otc::symbolizePrecision(v);
+      if (!precision)
         fail("unknown --precision '" + v.substr(0, 40) + "' (expected fp32, fp16 or bf16)", 2);
-      a.precision.precision = v;
+      a.precision.precision = *precision;
     } else if (arg == "--keep-fp32") {
       a.precision.keepFp32.push_back(v);
     } else if (arg == "--loss-scale") {
       a.lossScaleGiven = true;
       if (v == "none" || v == "dynamic") {
-        a.scaling.mode = v;
+        a.scaling.mode = *otc::symbolizeLossScaleMode(v);
       } else if (v.rfind("static:", 0) == 0) {
-        a.scaling.mode = "static";
+        a.scaling.mode = otc::LossScaleMode::Static;
         a.scaling.initScale = positiveNumber("--loss-scale static:S", v.substr(7), false);
       } else {
         fail("unknown --loss-scale '" + v.substr(0, 40) + "' (expected none, static:S or dynamic)",
@@ -200,6 +201,12 @@ Args parseArgs(int argc, char **argv) {
       fail("unknown flag '" + arg.substr(0, 40) + "'", 2);
     }
   }
+  checkArgs(a);
+  return a;
+}
+
+/// The flags' combinations: one error naming the flags, exit code 2.
+void checkArgs(Args &a) {
   if (a.model.empty())
     fail("no model given", 2);
   if (a.import.forwardOnly && a.command != "compile" && a.command != "import")
@@ -207,19 +214,21 @@ Args parseArgs(int argc, char **argv) {
   if (a.import.forwardOnly && !a.import.freeze.empty())
     fail("--freeze does not apply to a forward-only executable", 2);
   // fp16's narrow range needs scaling by default, as AMP's GradScaler.
-  if (!a.lossScaleGiven && a.precision.precision == "fp16" && !a.import.forwardOnly)
-    a.scaling.mode = "dynamic";
-  if (a.scalingFlags && a.scaling.mode != "dynamic")
+  if (!a.lossScaleGiven && a.precision.precision == otc::Precision::Fp16 &&
+      !a.import.forwardOnly)
+    a.scaling.mode = otc::LossScaleMode::Dynamic;
+  if (a.scalingFlags && a.scaling.mode != otc::LossScaleMode::Dynamic)
     fail("--init-scale, --scale-window, --scale-hysteresis and --min-scale need "
          "--loss-scale dynamic",
          2);
   if (a.scaling.minScale > a.scaling.initScale)
     fail("--min-scale must not exceed the initial scale", 2);
-  if (a.import.forwardOnly && a.scaling.mode != "none")
+  if (a.import.forwardOnly && a.scaling.mode != otc::LossScaleMode::None)
     fail("--loss-scale does not apply to a forward-only executable", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty() && a.memoryReport.empty())
     fail("no output given (-o)", 2);
-  if (a.recompute.policy != "none" && (a.command != "compile" || a.import.forwardOnly))
+  using Policy = otc::RecomputePolicy;
+  if (a.recompute.policy != Policy::None && (a.command != "compile" || a.import.forwardOnly))
     fail("--recompute applies to otc compile of a training step", 2);
   if (!a.memoryReport.empty() && (a.command != "compile" || a.import.forwardOnly))
     fail("--memory-report applies to otc compile of a training step", 2);
@@ -228,7 +237,8 @@ Args parseArgs(int argc, char **argv) {
     fail("--memory-budget, --global-batch and --micro-batch auto apply to otc compile of a "
          "training step",
          2);
-  if ((a.globalBatch || a.microBatchAuto || a.recompute.policy == "budget") && !a.memoryBudget)
+  if ((a.globalBatch || a.microBatchAuto || a.recompute.policy == Policy::Budget) &&
+      !a.memoryBudget)
     fail(std::string(a.globalBatch ? "--global-batch" : a.microBatchAuto ? "--micro-batch auto"
                                                                          : "--recompute budget") +
              " needs --memory-budget",
@@ -237,8 +247,9 @@ Args parseArgs(int argc, char **argv) {
     fail("--global-batch chooses the micro-batch: give --micro-batch auto or none", 2);
   // The boundary names blocks for --recompute blocks, or for auto-fit when
   // it chooses the policy.
-  bool policyChosen = a.memoryBudget && (!a.recomputeGiven || a.recompute.policy == "budget");
-  if (!a.recompute.boundary.empty() && a.recompute.policy != "blocks" && !policyChosen)
+  bool policyChosen =
+      a.memoryBudget && (!a.recomputeGiven || a.recompute.policy == Policy::Budget);
+  if (!a.recompute.boundary.empty() && a.recompute.policy != Policy::Blocks && !policyChosen)
     fail("--checkpoint-boundary applies to --recompute blocks", 2);
   if (std::string why; !a.recompute.boundary.empty() &&
                        !llvm::Regex(a.recompute.boundary).isValid(why))
@@ -248,37 +259,8 @@ Args parseArgs(int argc, char **argv) {
     fail("unknown --target '" + a.target + "' (expected cuda or cpu)", 2);
   if (!a.emit.empty() && a.emit != "mlir" && a.emit != "source" && a.emit != "program")
     fail("unknown --emit '" + a.emit + "' (expected mlir, program or source)", 2);
-  return a;
-}
-
-/// `otc kernel`: one hand-written function on the otc dialect, compiled with
-/// the function runner (arguments and results as .npy files).
-int compileKernel(MLIRContext &ctx, const Args &args, otc::CodegenOptions codegen,
-                  const std::string &diagnostic) {
-  ctx.allowUnregisteredDialects(false);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(args.model, &ctx);
-  if (!module)
-    fail("cannot parse '" + args.model + "': " + diagnostic.substr(0, diagnostic.find('\n')));
-  auto funcs = module->getOps<func::FuncOp>();
-  if (std::distance(funcs.begin(), funcs.end()) != 1)
-    fail("'" + args.model + "' must hold exactly one func.func");
-  codegen.training = false;
-  codegen.microBatch = 0;
-  otc::CodegenOutput out;
-  std::string error;
-  if (!otc::emitCode(*funcs.begin(), codegen, out, error))
-    fail(error);
-  if (args.emit == "source" || args.emit == "program") {
-    llvm::outs() << (args.emit == "source" ? out.source : out.program);
-    return 0;
-  }
-  if (args.emit == "mlir")
+  if (a.emit == "mlir" && a.command == "kernel")
     fail("--emit mlir applies to otc compile", 2);
-  if (!otc::buildExecutable(out.source, "", codegen.target, otc::ExecutableKind::Function,
-                            args.output, error))
-    fail(error);
-  llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ")\n";
-  return 0;
 }
 
 /// The step's FLOPs and what recompute did to them, and the kept bytes.
@@ -291,6 +273,69 @@ std::string stepSummary(func::FuncOp func, const otc::CodegenOutput &out) {
                 "activations kept for the backward %lld bytes\n",
                 (long long)f.total, (long long)f.recomputed, f.addedPercent(), policy ? policy.str().c_str() : "none", (long long)out.keptBytes);
   return line;
+}
+
+/// Writes the executable, or prints what --emit asks for.
+int finish(const Args &args, otc::CompileResult &r) {
+  std::string error;
+  const otc::CodegenOutput &out = r.out;
+  bool forward = args.import.forwardOnly;
+  if (!args.memoryReport.empty()) {
+    if (!otc::replaceFile(args.memoryReport, 0666,
+                          [&](int fd) {
+                            return otc::writeAll(fd, out.timeline.data(), out.timeline.size());
+                          },
+                          error))
+      fail("--memory-report: " + error);
+    llvm::errs() << out.memory << out.peak << stepSummary(r.func, out)
+                 << "otc: wrote the timeline " << args.memoryReport << "\n";
+    if (args.output.empty() && args.emit.empty())
+      return 0;
+  }
+  if (args.emit == "source" || args.emit == "program") {
+    llvm::outs() << (args.emit == "source" ? out.source : out.program);
+    return 0;
+  }
+  auto kind = args.kernel ? otc::ExecutableKind::Function
+              : forward   ? otc::ExecutableKind::Forward
+                          : otc::ExecutableKind::Train;
+  if (!otc::buildExecutable(out.source, r.embedded, args.codegen.target, kind, args.output,
+                            error))
+    fail(error);
+  if (args.kernel) {
+    llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ")\n";
+    return 0;
+  }
+  llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
+               << (forward ? "forward only" : args.optimizer) << ", "
+               << otc::stringifyPrecision(args.precision.precision) << ", micro-batch "
+               << args.import.microBatch
+               << (args.codegen.defaultAccumSteps > 1
+                       ? ", accumulation " + std::to_string(args.codegen.defaultAccumSteps)
+                       : std::string())
+               << ")\n"
+               << out.memory << (forward ? std::string() : stepSummary(r.func, out));
+  return 0;
+}
+
+/// Auto-fit (--memory-budget): sets the micro-batch, the recompute policy
+/// and the executable's default accumulation.
+void fitToBudget(MLIRContext &ctx, Args &args) {
+  otc::CompileOptions step = args;
+  otc::FitRequest request;
+  request.budget = args.memoryBudget;
+  request.globalBatch = args.globalBatch;
+  request.microBatchAuto = args.microBatchAuto && !args.globalBatch;
+  // The recompute policy is chosen too, unless one was named (other than
+  // budget); --micro-batch auto alone keeps the given policy, none by default.
+  request.policyGiven = args.recompute.policy != otc::RecomputePolicy::Budget &&
+                        (args.recomputeGiven || request.microBatchAuto);
+  std::string error;
+  if (!otc::autoFit(ctx, step, request, error, llvm::errs()))
+    fail(error);
+  args.import.microBatch = step.import.microBatch;
+  args.recompute = step.recompute;
+  args.codegen.defaultAccumSteps = step.codegen.defaultAccumSteps;
 }
 
 } // namespace
@@ -306,99 +351,31 @@ int main(int argc, char **argv) {
 
   MLIRContext ctx;
   ctx.loadDialect<otc::OtcDialect, func::FuncDialect>();
-  std::string diagnostic;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    if (diagnostic.empty())
-      diagnostic = d.str();
-    return success();
-  });
-
   std::string error;
   bool writesExecutable = args.command != "import" && args.emit.empty() && !args.output.empty();
   if (writesExecutable && !otc::checkReplaceable(args.output, error))
     fail("-o: " + error);
   if (!args.memoryReport.empty() && !otc::checkReplaceable(args.memoryReport, error))
     fail("--memory-report: " + error);
-  std::string embedded;
-  otc::CodegenOptions codegen;
-  codegen.target = args.target == "cpu" ? otc::Target::Cpu : otc::Target::Cuda;
-  codegen.optimizer = optimizer->second;
-  if (args.command == "kernel")
-    return compileKernel(ctx, args, codegen, diagnostic);
-  if (args.memoryBudget) {
-    otc::StepOptions step{args.model, args.import, args.scaling, args.precision, args.recompute,
-                          codegen};
-    otc::FitRequest request;
-    request.budget = args.memoryBudget;
-    request.globalBatch = args.globalBatch;
-    request.microBatchAuto = args.microBatchAuto && !args.globalBatch;
-    // The recompute policy is chosen too, unless one was named (other than
-    // budget); --micro-batch auto alone keeps the given policy, none by default.
-    request.policyGiven = args.recompute.policy != "budget" &&
-                          (args.recomputeGiven || request.microBatchAuto);
-    if (!otc::autoFit(ctx, step, request, error, llvm::errs()))
-      fail(error);
-    args.import.microBatch = step.import.microBatch;
-    args.recompute = step.recompute;
-    codegen.defaultAccumSteps = step.codegen.defaultAccumSteps;
-  }
-  codegen.microBatch = args.import.microBatch;
-  codegen.title = "otc memory per step: " + args.model.substr(args.model.rfind('/') + 1) + ", " +
-                  args.precision.precision + ", micro-batch " +
-                  std::to_string(args.import.microBatch) + ", " + args.optimizer;
-  OwningOpRef<ModuleOp> module =
-      otc::importOnnxModel(ctx, args.model, args.import, error, &embedded);
-  if (!module)
-    fail(error);
-  if (args.command == "import") {
-    module->print(llvm::outs());
-    return 0;
-  }
+  args.kernel = args.command == "kernel";
+  args.codegen.target = args.target == "cpu" ? otc::Target::Cpu : otc::Target::Cuda;
+  args.codegen.optimizer = optimizer->second;
+  if (args.memoryBudget)
+    fitToBudget(ctx, args);
+  args.codegen.title = "otc memory per step: " + args.model.substr(args.model.rfind('/') + 1) +
+                       ", " + otc::stringifyPrecision(args.precision.precision).str() +
+                       ", micro-batch " +
+                       std::to_string(args.import.microBatch) + ", " + args.optimizer;
 
-  bool forward = args.import.forwardOnly;
-  PassManager pm(&ctx);
-  forward ? otc::buildForwardPipeline(pm, args.precision)
-          : otc::buildTrainingPipeline(pm, args.scaling, args.precision, args.recompute);
-  if (failed(pm.run(*module)))
-    fail(std::string(forward ? "the forward" : "the training") + " pipeline failed: " +
-         diagnostic.substr(0, diagnostic.find('\n')));
-  if (args.emit == "mlir") {
-    module->print(llvm::outs());
+  otc::Stage stage = args.command == "import" ? otc::Stage::Import
+                     : args.emit == "mlir"     ? otc::Stage::Passes
+                                               : otc::Stage::Source;
+  otc::CompileResult result;
+  if (!otc::compile(ctx, args, stage, result, error))
+    fail(error);
+  if (stage != otc::Stage::Source) {
+    result.module->print(llvm::outs());
     return 0;
   }
-
-  auto func = module->lookupSymbol<func::FuncOp>(forward ? "forward" : "train_step");
-  codegen.training = !forward;
-  otc::CodegenOutput out;
-  if (!otc::emitCode(func, codegen, out, error))
-    fail(error);
-  if (!args.memoryReport.empty()) {
-    if (!otc::replaceFile(args.memoryReport, 0666,
-                          [&](int fd) {
-                            return otc::writeAll(fd, out.timeline.data(), out.timeline.size());
-                          },
-                          error))
-      fail("--memory-report: " + error);
-    llvm::errs() << out.memory << out.peak << stepSummary(func, out)
-                 << "otc: wrote the timeline " << args.memoryReport << "\n";
-    if (args.output.empty() && args.emit.empty())
-      return 0;
-  }
-  if (args.emit == "source" || args.emit == "program") {
-    llvm::outs() << (args.emit == "source" ? out.source : out.program);
-    return 0;
-  }
-  if (!otc::buildExecutable(out.source, embedded, codegen.target,
-                            forward ? otc::ExecutableKind::Forward : otc::ExecutableKind::Train,
-                            args.output, error))
-    fail(error);
-  llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ", "
-               << (forward ? "forward only" : args.optimizer) << ", "
-               << args.precision.precision << ", micro-batch " << args.import.microBatch
-               << (codegen.defaultAccumSteps > 1
-                       ? ", accumulation " + std::to_string(codegen.defaultAccumSteps)
-                       : std::string())
-               << ")\n"
-               << out.memory << (forward ? std::string() : stepSummary(func, out));
-  return 0;
+  return finish(args, result);
 }

@@ -16,8 +16,7 @@ struct CodegenOptions {
   Target target = Target::Cpu;
   /// The training pipeline's step (loss, seed, gradient buffers), or a
   /// plain function whose arguments and results the runtime binds.
-  bool training = true;
-  int64_t microBatch = 0;
+  bool training = true; // the micro-batch is the function's otc.micro_batch
   otc_optimizer optimizer = OTC_SGD;
   std::string title; // of the memory timeline picture
   bool planOnly = false; // the plan's numbers, no source (auto-fit's trials)

@@ -22,7 +22,10 @@ def Otc_Dialect : Dialect {
     of those rules.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
+
+include "otc/Dialect/OtcEnums.td"
 
 def Otc_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Otc_IndexTensor : StaticShapeTensorOf<[I64]>;

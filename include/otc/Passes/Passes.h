@@ -28,6 +28,9 @@ inline constexpr const char kGradOf[] = "otc.grad_of";
 inline constexpr const char kGradBuffer[] = "otc.grad_buffer";
 inline constexpr const char kFirstMicroBatch[] = "otc.first_micro_batch";
 inline constexpr const char kTiedArg[] = "otc.tied_arg";
+/// On the imported function: the samples per micro-batch its shapes hold,
+/// which code generation reads (a plain function has none).
+inline constexpr const char kMicroBatch[] = "otc.micro_batch";
 /// On an integer input: class labels in [0, otc.classes), or otc.ignore_index.
 inline constexpr const char kClasses[] = "otc.classes";
 inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
@@ -41,6 +44,8 @@ inline constexpr const char kRecomputedAttr[] = "otc.recomputed";
 /// ("blocks: 2 blocks /blocks.N/"), and for policy budget the number of
 /// layers it can recompute (what `layers` ranges over).
 inline constexpr const char kRecomputeSummary[] = "otc.recompute";
+/// The policy it applied, typed (#otc<recompute_policy sqrt>).
+inline constexpr const char kRecomputePolicy[] = "otc.recompute_policy";
 inline constexpr const char kRecomputeLayers[] = "otc.recompute_layers";
 
 /// Floating-point operations of one op by the compiler's model (Flops.cpp):

@@ -114,8 +114,11 @@ def MixedPrecision : Pass<"otc-mixed-precision", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
-           "fp32, fp16 or bf16">,
+    Option<"precision", "precision", "::otc::Precision", /*default=*/"::otc::Precision::Fp32",
+           "fp32, fp16 or bf16", [{::llvm::cl::values(
+             clEnumValN(::otc::Precision::Fp32, "fp32", "float32 throughout"),
+             clEnumValN(::otc::Precision::Fp16, "fp16", "float16 with float32 master weights"),
+             clEnumValN(::otc::Precision::Bf16, "bf16", "bfloat16 with float32 master weights"))}]>,
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "op types (matmul) or node names kept in float32">,
   ];
@@ -146,12 +149,15 @@ def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
     // with mode=dynamic becomes
     func.func @train_step(...) -> (tensor<f32> {otc.loss}, ...)
         attributes {otc.loss_scale = {hysteresis = 1 : i64, init_scale = 65536.0 : f64,
-                    min_scale = 0.0 : f64, mode = "dynamic", window = 2000 : i64}}
+                    min_scale = 0.0 : f64, mode = #otc<loss_scale_mode dynamic>, window = 2000 : i64}}
     ```
   }];
   let options = [
-    Option<"mode", "mode", "std::string", /*default=*/"\"none\"",
-           "none, static or dynamic">,
+    Option<"mode", "mode", "::otc::LossScaleMode", /*default=*/"::otc::LossScaleMode::None",
+           "none, static or dynamic", [{::llvm::cl::values(
+             clEnumValN(::otc::LossScaleMode::None, "none", "no scaling"),
+             clEnumValN(::otc::LossScaleMode::Static, "static", "a fixed scale"),
+             clEnumValN(::otc::LossScaleMode::Dynamic, "dynamic", "GradScaler's rules"))}]>,
     Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
            "the scale (static) or the initial scale (dynamic)">,
     Option<"window", "window", "int64_t", /*default=*/"2000",
@@ -215,8 +221,14 @@ def Recompute : Pass<"otc-recompute", "mlir::ModuleOp"> {
     too is recomputed, from `%x`, when both GEMMs lie in one block.
   }];
   let options = [
-    Option<"policy", "policy", "std::string", /*default=*/"\"none\"",
-           "none, selective, blocks, sqrt or budget">,
+    Option<"policy", "policy", "::otc::RecomputePolicy",
+           /*default=*/"::otc::RecomputePolicy::None",
+           "none, selective, blocks, sqrt or budget", [{::llvm::cl::values(
+             clEnumValN(::otc::RecomputePolicy::None, "none", "keep every value"),
+             clEnumValN(::otc::RecomputePolicy::Selective, "selective", "recompute cheap ops"),
+             clEnumValN(::otc::RecomputePolicy::Blocks, "blocks", "recompute repeated blocks"),
+             clEnumValN(::otc::RecomputePolicy::Sqrt, "sqrt", "Chen's sqrt(n) segments"),
+             clEnumValN(::otc::RecomputePolicy::Budget, "budget", "the best layers first"))}]>,
     Option<"boundary", "boundary", "std::string", /*default=*/"\"\"",
            "blocks: a regex; ops whose node names share its match form a block">,
     Option<"layers", "layers", "int64_t", /*default=*/"0",

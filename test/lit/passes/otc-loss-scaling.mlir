@@ -7,13 +7,14 @@
 // The policy is recorded on the step that returns the loss; the runtime
 // multiplies it into the loss seed (scale / k) and unscales in the update.
 // DYN-LABEL: func.func @step
-// DYN-SAME: otc.loss_scale = {hysteresis = 2 : i64, init_scale = 6.553600e+04 : f64, min_scale = 1.000000e+00 : f64, mode = "dynamic", window = 500 : i64}
-// STATIC: otc.loss_scale = {hysteresis = 1 : i64, init_scale = 1.024000e+03 : f64, min_scale = 0.000000e+00 : f64, mode = "static", window = 2000 : i64}
-// NONE: otc.loss_scale = {{{.*}}init_scale = 1.000000e+00 : f64{{.*}}mode = "none"
+// DYN-SAME: otc.loss_scale = {hysteresis = 2 : i64, init_scale = 6.553600e+04 : f64, min_scale = 1.000000e+00 : f64, mode = #otc<loss_scale_mode dynamic>, window = 500 : i64}
+// STATIC: otc.loss_scale = {hysteresis = 1 : i64, init_scale = 1.024000e+03 : f64, min_scale = 0.000000e+00 : f64, mode = #otc<loss_scale_mode static>, window = 2000 : i64}
+// NONE: otc.loss_scale = {{{.*}}init_scale = 1.000000e+00 : f64{{.*}}mode = #otc<loss_scale_mode none>
 // A function without a loss is left alone.
 // DYN-LABEL: func.func @helper
 // DYN-NOT: otc.loss_scale
-// BAD: error: otc-loss-scaling: unknown mode 'sometimes' (expected none, static or dynamic)
+// The mode is an enum: an unknown one is refused as the option is parsed.
+// BAD: for the --mode option: Cannot find option named 'sometimes'!
 // RANGE: error: otc-loss-scaling: the scale must be positive and normal in float32, min-scale within [0, scale]
 func.func @step(%l: tensor<f32>, %seed: tensor<f32> {otc.loss_seed}) -> (tensor<f32> {otc.loss}) {
   return %l : tensor<f32>

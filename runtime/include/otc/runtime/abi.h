@@ -14,6 +14,14 @@ extern "C" {
 enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1, OTC_F16 = 2, OTC_BF16 = 3, OTC_BOOL = 4 };
 
 /* The optimizers the runtime implements; the compiler and runtime share it. */
+/* The loss-scaling policy: none, a static scale, or GradScaler's dynamic
+ * rules (the IR's #otc.loss_scale_mode). */
+typedef enum otc_loss_scale_mode {
+  OTC_LOSS_SCALE_NONE = 0,
+  OTC_LOSS_SCALE_STATIC = 1,
+  OTC_LOSS_SCALE_DYNAMIC = 2
+} otc_loss_scale_mode;
+
 typedef enum otc_optimizer {
   OTC_SGD = 0,
   OTC_MOMENTUM = 1,
@@ -76,9 +84,9 @@ typedef struct otc_program {
    * low_dtype) when that is not null. */
   void (*update)(const void *step, float *param, const float *grad, float *m,
                  float *v, void *low, int low_dtype, int64_t n);
-  /* Loss scaling (otc-loss-scaling): 0 none, 1 static, 2 dynamic with
-   * GradScaler's rules. The seed is scale / k; updates multiply by 1/scale. */
-  int loss_scale_mode;
+  /* Loss scaling (otc-loss-scaling). The seed is scale / k; updates
+   * multiply by 1/scale. */
+  otc_loss_scale_mode loss_scale_mode;
   double init_scale;
   int64_t scale_window, scale_hysteresis;
   double min_scale;

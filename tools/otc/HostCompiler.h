@@ -1,8 +1,8 @@
 // Builds the training executable from generated source: writes the source
 // and the embedded model to a scratch directory and runs the host compiler
 // or nvcc.
-#ifndef OTC_TOOLS_DRIVER_H
-#define OTC_TOOLS_DRIVER_H
+#ifndef OTC_TOOLS_HOSTCOMPILER_H
+#define OTC_TOOLS_HOSTCOMPILER_H
 
 #include "otc/Codegen/Codegen.h"
 #include <string>

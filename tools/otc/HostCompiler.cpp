@@ -1,4 +1,4 @@
-#include "Driver.h"
+#include "HostCompiler.h"
 
 #include "../../runtime/SafeFile.h"
 

@@ -1,0 +1,73 @@
+#include "Compile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace otc {
+
+namespace {
+
+std::string firstLine(const std::string &s) { return s.substr(0, s.find('\n')); }
+
+/// `otc kernel`'s input: a module holding exactly one func.func.
+bool parseKernel(MLIRContext &ctx, const CompileOptions &o, const std::string &diagnostic,
+                 CompileResult &r, std::string &error) {
+  ctx.allowUnregisteredDialects(false);
+  r.module = parseSourceFile<ModuleOp>(o.model, &ctx);
+  if (!r.module) {
+    error = "cannot parse '" + o.model + "': " + firstLine(diagnostic);
+    return false;
+  }
+  auto funcs = r.module->getOps<func::FuncOp>();
+  if (std::distance(funcs.begin(), funcs.end()) != 1) {
+    error = "'" + o.model + "' must hold exactly one func.func";
+    return false;
+  }
+  r.func = *funcs.begin();
+  return true;
+}
+
+} // namespace
+
+bool compile(MLIRContext &ctx, const CompileOptions &o, Stage stage, CompileResult &r,
+             std::string &error) {
+  std::string diagnostic;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (diagnostic.empty())
+      diagnostic = d.str();
+    return success();
+  });
+  bool forward = o.import.forwardOnly;
+  if (o.kernel) {
+    if (!parseKernel(ctx, o, diagnostic, r, error))
+      return false;
+  } else {
+    r.module = importOnnxModel(ctx, o.model, o.import, error,
+                               stage == Stage::Source ? &r.embedded : nullptr);
+    if (!r.module)
+      return false;
+    if (stage == Stage::Import)
+      return true;
+    PassManager pm(&ctx);
+    forward ? buildForwardPipeline(pm, o.precision)
+            : buildTrainingPipeline(pm, o.scaling, o.precision, o.recompute);
+    if (failed(pm.run(*r.module))) {
+      error = std::string(forward ? "the forward" : "the training") +
+              " pipeline failed: " + firstLine(diagnostic);
+      return false;
+    }
+    r.func = r.module->lookupSymbol<func::FuncOp>(forward ? "forward" : "train_step");
+  }
+  if (stage == Stage::Passes)
+    return true;
+  CodegenOptions c = o.codegen;
+  c.training = !o.kernel && !forward;
+  c.planOnly = stage == Stage::Plan;
+  return emitCode(r.func, c, r.out, error);
+}
+
+} // namespace otc
