@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from lit_inputs import save_model, save_data
+
 out, data = sys.argv[1], Path(sys.argv[2])
 rng = np.random.default_rng(13)
 n = helper.make_node
@@ -28,11 +30,6 @@ graph = helper.make_graph(
     nodes, "dropout_mlp",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
     [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 3])], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 7
-onnx.checker.check_model(model)
-onnx.save(model, out)
-data.mkdir(parents=True, exist_ok=True)
+save_model(graph, out, opset=13, ir_version=7)
 x = rng.normal(size=(256, 8)).astype(np.float32)
-np.save(data / "x.npy", x)
-np.save(data / "labels.npy", x[:, :3].argmax(axis=1).astype(np.int64))
+save_data(data, x=x, labels=x[:, :3].argmax(axis=1).astype(np.int64))

@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from fd_sgd import sgd
+from lit_inputs import save_data, save_model, sgd
 
 out, data = sys.argv[1], Path(sys.argv[2])
 n, k, steps, lr, expected = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
@@ -29,18 +29,13 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 3])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])],
     [numpy_helper.from_array(v, key) for key, v in params.items()])
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 7
-onnx.checker.check_model(model)
-onnx.save(model, out)
+save_model(graph, out, opset=13, ir_version=7)
 
-data.mkdir(parents=True, exist_ok=True)
 ids = rng.integers(0, 6, (8, 3)).astype(np.int64)
 ids[0] = [1, 1, 5]  # a repeat within a sample
 ids[1, 0] = -1      # counted from the end: row 5
 t = rng.normal(size=(8, 2)).astype(np.float32)
-np.save(data / "ids.npy", ids)
-np.save(data / "targets.npy", t)
+save_data(data, ids=ids, targets=t)
 
 
 def loss(p, ib, tb):

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from fd_sgd import batch, sgd
+from lit_inputs import batch, save_data, save_model, sgd
 
 out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rng = np.random.default_rng(4)
@@ -31,16 +31,11 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])],
     [numpy_helper.from_array(v, k) for k, v in params.items()])
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.checker.check_model(model)
-onnx.save(model, out)
+save_model(graph, out, opset=17, ir_version=8)
 
-data.mkdir(parents=True, exist_ok=True)
 x = rng.normal(size=(8, 4)).astype(np.float32)
 t = rng.normal(size=(8, 6)).astype(np.float32)
-np.save(data / "x.npy", x)
-np.save(data / "targets.npy", t)
+save_data(data, x=x, targets=t)
 
 
 def loss(p, xb, tb):

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from fd_sgd import batch, sgd
+from lit_inputs import batch, save_data, save_model, sgd
 
 out, data = sys.argv[1], Path(sys.argv[2])
 steps, lr, wd = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
@@ -32,16 +32,11 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
     [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 3])],
     [numpy_helper.from_array(w0, "w"), numpy_helper.from_array(mask, "mask")])
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 7
-onnx.checker.check_model(model)
-onnx.save(model, out)
+save_model(graph, out, opset=13, ir_version=7)
 
-data.mkdir(parents=True, exist_ok=True)
 x = rng.normal(size=(8, 4)).astype(np.float32)
 labels = rng.choice([0, 2], 8).astype(np.int64)  # the classes the mask keeps
-np.save(data / "x.npy", x)
-np.save(data / "labels.npy", labels)
+save_data(data, x=x, labels=labels)
 
 
 def loss(w, xb, yb):

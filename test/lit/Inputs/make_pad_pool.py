@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from fd_sgd import batch, sgd
+from lit_inputs import batch, save_data, sgd
 
 out, reflect, data = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 steps, lr, expected = int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
@@ -42,11 +42,9 @@ def model(mode):
 
 onnx.save(model("constant"), out)
 onnx.save(model("reflect"), reflect)
-data.mkdir(parents=True, exist_ok=True)
 x = rng.normal(size=(8, 2, 3, 3)).astype(np.float32)
 t = rng.normal(size=(8, 2)).astype(np.float32)
-np.save(data / "x.npy", x)
-np.save(data / "targets.npy", t)
+save_data(data, x=x, targets=t)
 
 
 def loss(s, xb, tb):

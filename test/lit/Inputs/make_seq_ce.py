@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from fd_sgd import batch, sgd
+from lit_inputs import batch, save_data, save_model, sgd
 
 out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 rng = np.random.default_rng(14)
@@ -28,17 +28,12 @@ graph = helper.make_graph(
      helper.make_tensor_value_info("labels", TensorProto.INT64, ["N", 3])],
     [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
     [numpy_helper.from_array(w0, "w")])
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 7
-onnx.checker.check_model(model)
-onnx.save(model, out)
+save_model(graph, out, opset=13, ir_version=7)
 
-data.mkdir(parents=True, exist_ok=True)
 x = rng.normal(size=(8, 3, 4)).astype(np.float32)
 labels = rng.integers(0, 5, (8, 3)).astype(np.int64)
 labels[0, 1] = labels[3, 2] = labels[5, 0] = -1
-np.save(data / "x.npy", x)
-np.save(data / "labels.npy", labels)
+save_data(data, x=x, labels=labels)
 
 
 def loss(w, xb, yb):

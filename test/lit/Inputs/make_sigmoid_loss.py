@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from lit_inputs import save_model, save_data
+
 out, data = sys.argv[1], Path(sys.argv[2])
 rng = np.random.default_rng(2)
 w = rng.normal(0, 0.5, (4, 3)).astype(np.float32)
@@ -24,11 +26,8 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
     [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])],
     [numpy_helper.from_array(w, "w")])
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 7
-onnx.save(model, out)
-data.mkdir(parents=True, exist_ok=True)
+save_model(graph, out, opset=13, ir_version=7, check=False)
 x = rng.normal(size=(8, 4)).astype(np.float32)
-np.save(data / "x.npy", x)
 first = x[:2].astype(np.float64) @ w.astype(np.float64)  # micro-batch 2
+save_data(data, x=x)
 (data / "loss.txt").write_text(f"{1 / (1 + np.exp(-first.mean())):.6f}\n")

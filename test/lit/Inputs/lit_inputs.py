@@ -1,7 +1,29 @@
-"""SGD whose gradients are float64 central finite differences of a numpy
-loss, the reference the import tests train against: it shares nothing with
-otc's gradient rules."""
+"""What the lit input generators (make_*.py) share: writing a checked model
+and its data files, and SGD whose gradients are float64 central finite
+differences of a numpy loss, the reference the import tests train against
+(it shares nothing with otc's gradient rules)."""
+from pathlib import Path
+
 import numpy as np
+import onnx
+from onnx import helper
+
+
+def save_model(graph, path, opset=17, ir_version=8, check=True):
+    """`graph` as a model of the default domain at `opset` (libonnx 1.12
+    reads IR versions up to 8), checked unless the test wants it broken."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = ir_version
+    if check:
+        onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def save_data(data, **arrays):
+    """Each array as DATA/NAME.npy, the files a training executable reads."""
+    Path(data).mkdir(parents=True, exist_ok=True)
+    for name, a in arrays.items():
+        np.save(Path(data) / f"{name}.npy", a)
 
 
 def batch(a, step, n=2):
