@@ -167,38 +167,31 @@ LogicalResult ErfOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
+// The trigonometric and softplus rules, one line each.
 LogicalResult SinOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
-  grads.push_back(MulOp::create(b, getLoc(), dy[0], CosOp::create(b, getLoc(), getInput())));
-  return success();
+  RuleBuilder o{b, getLoc()}; // dy cos(x)
+  return o.grad(grads, o.mul(dy[0], CosOp::create(b, getLoc(), getInput())));
 }
 
 LogicalResult CosOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
-  Value sin = SinOp::create(b, getLoc(), getInput());
-  grads.push_back(NegOp::create(b, getLoc(), MulOp::create(b, getLoc(), dy[0], sin)));
-  return success();
+  RuleBuilder o{b, getLoc()}; // -dy sin(x)
+  return o.grad(grads, o.neg(o.mul(dy[0], SinOp::create(b, getLoc(), getInput()))));
 }
 
-// d tan(x)/dx = 1 + tan(x)^2, from the forward result.
 LogicalResult TanOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
-  Location loc = getLoc();
-  Value yy = MulOp::create(b, loc, getResult(), getResult());
-  Value one = scalarConstant(b, loc, tensorType(getResult()).getElementType(), 1.0);
-  grads.push_back(MulOp::create(b, loc, dy[0], AddOp::create(b, loc, yy, one)));
-  return success();
+  RuleBuilder o{b, getLoc()}; // dy (1 + y^2), from the result y = tan(x)
+  Value y = getResult();
+  return o.grad(grads, o.mul(dy[0], o.add(o.mul(y, y), o.scalar(y, 1.0))));
 }
 
-// d atan(x)/dx = 1 / (1 + x^2).
 LogicalResult AtanOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
-  Location loc = getLoc();
-  Value xx = MulOp::create(b, loc, getInput(), getInput());
-  Value one = scalarConstant(b, loc, tensorType(getInput()).getElementType(), 1.0);
-  grads.push_back(DivOp::create(b, loc, dy[0], AddOp::create(b, loc, xx, one)));
-  return success();
+  RuleBuilder o{b, getLoc()}; // dy / (1 + x^2)
+  Value x = getInput();
+  return o.grad(grads, o.div(dy[0], o.add(o.mul(x, x), o.scalar(x, 1.0))));
 }
 
-// d softplus(x)/dx = sigmoid(x) (1 above 20 in float32, as PyTorch's).
 LogicalResult SoftplusOp::buildGradients(OpBuilder &b, ValueRange dy,
                                          SmallVectorImpl<Value> &grads) {
-  grads.push_back(MulOp::create(b, getLoc(), dy[0], SigmoidOp::create(b, getLoc(), getInput())));
-  return success();
+  RuleBuilder o{b, getLoc()}; // dy sigmoid(x): 1 above 20 in float32, as PyTorch's
+  return o.grad(grads, o.mul(dy[0], SigmoidOp::create(b, getLoc(), getInput())));
 }

@@ -149,27 +149,29 @@ LogicalResult importDropout(Imp &imp) {
   return success();
 }
 
-LogicalResult importLeakyRelu(Imp &imp) {
+/// An activation of input 0, which `F` builds from it (or fails, naming
+/// the attribute at fault).
+template <FailureOr<Value> (*F)(Imp &, Value)>
+LogicalResult importActivation(Imp &imp) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
+  return imp.defineResult(F(imp, *x));
+}
+
+FailureOr<Value> leakyRelu(Imp &imp, Value x) {
   OpBuilder &b = imp.builder();
   Value positive =
-      CompareOp::create(b, imp.loc(), *x, scalarLike(imp, *x, 0.0), ComparePredicate::gt);
-  Value scaled = MulOp::create(b, imp.loc(), *x, scalarLike(imp, *x, imp.floatAttr("alpha", 0.01)));
-  imp.define(0, WhereOp::create(b, imp.loc(), positive, *x, scaled).getResult());
-  return success();
+      CompareOp::create(b, imp.loc(), x, scalarLike(imp, x, 0.0), ComparePredicate::gt);
+  Value scaled = MulOp::create(b, imp.loc(), x, scalarLike(imp, x, imp.floatAttr("alpha", 0.01)));
+  return WhereOp::create(b, imp.loc(), positive, x, scaled).getResult();
 }
 
 /// Softsign: x / (1 + |x|).
-LogicalResult importSoftsign(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
+FailureOr<Value> softsign(Imp &imp, Value x) {
   OpBuilder &b = imp.builder();
-  Value d = AddOp::create(b, imp.loc(), AbsOp::create(b, imp.loc(), *x), scalarLike(imp, *x, 1.0));
-  imp.define(0, DivOp::create(b, imp.loc(), *x, d).getResult());
-  return success();
+  Value d = AddOp::create(b, imp.loc(), AbsOp::create(b, imp.loc(), x), scalarLike(imp, x, 1.0));
+  return DivOp::create(b, imp.loc(), x, d).getResult();
 }
 
 /// max(0, min(1, alpha x + beta)): the gradient is alpha strictly inside.
@@ -181,22 +183,14 @@ Value hardSigmoid(Imp &imp, Value x, double alpha, double beta) {
   return pick(imp, y, scalarLike(imp, x, 0.0), ComparePredicate::ge);
 }
 
-LogicalResult importHardSigmoid(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
-  imp.define(0, hardSigmoid(imp, *x, imp.floatAttr("alpha", 0.2), imp.floatAttr("beta", 0.5)));
-  return success();
+FailureOr<Value> hardSigmoidOf(Imp &imp, Value x) {
+  return hardSigmoid(imp, x, imp.floatAttr("alpha", 0.2), imp.floatAttr("beta", 0.5));
 }
 
 /// HardSwish (opset 14): x hardsigmoid(x) with alpha 1/6 and beta 1/2.
-LogicalResult importHardSwish(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
-  Value h = hardSigmoid(imp, *x, 1.0 / 6.0, 0.5);
-  imp.define(0, MulOp::create(imp.builder(), imp.loc(), *x, h).getResult());
-  return success();
+FailureOr<Value> hardSwish(Imp &imp, Value x) {
+  Value h = hardSigmoid(imp, x, 1.0 / 6.0, 0.5);
+  return MulOp::create(imp.builder(), imp.loc(), x, h).getResult();
 }
 
 /// The exponential linear family: x above 0, else
@@ -215,79 +209,63 @@ Value expLinear(Imp &imp, Value x, double alpha, double c) {
   return WhereOp::create(b, loc, positive, x, scaled);
 }
 
-LogicalResult importElu(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
-  imp.define(0, expLinear(imp, *x, imp.floatAttr("alpha", 1.0), 1.0));
-  return success();
+FailureOr<Value> elu(Imp &imp, Value x) {
+  return expLinear(imp, x, imp.floatAttr("alpha", 1.0), 1.0);
 }
 
 /// Selu: gamma elu(x, alpha), with ONNX's (and PyTorch's) constants.
-LogicalResult importSelu(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
-  Value e = expLinear(imp, *x, imp.floatAttr("alpha", 1.67326319217681884765625), 1.0);
-  Value gamma = scalarLike(imp, *x, imp.floatAttr("gamma", 1.05070102214813232421875));
-  imp.define(0, MulOp::create(imp.builder(), imp.loc(), e, gamma).getResult());
-  return success();
+FailureOr<Value> selu(Imp &imp, Value x) {
+  Value e = expLinear(imp, x, imp.floatAttr("alpha", 1.67326319217681884765625), 1.0);
+  Value gamma = scalarLike(imp, x, imp.floatAttr("gamma", 1.05070102214813232421875));
+  return MulOp::create(imp.builder(), imp.loc(), e, gamma).getResult();
 }
 
 /// Celu (opset 12): max(0, x) + min(0, alpha (e^(x / alpha) - 1)).
-LogicalResult importCelu(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
+FailureOr<Value> celu(Imp &imp, Value x) {
   double alpha = imp.floatAttr("alpha", 1.0);
   if (alpha == 0)
     return imp.fail("alpha must not be 0");
-  imp.define(0, expLinear(imp, *x, alpha, alpha));
-  return success();
+  return expLinear(imp, x, alpha, alpha);
 }
 
 /// Gelu (opset 20): x/2 (1 + erf(x/√2)), or with approximate = "tanh"
 /// x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), the forms PyTorch's GELU has.
-LogicalResult importGelu(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
-    return failure();
+FailureOr<Value> gelu(Imp &imp, Value x) {
   std::string approx = imp.attr("approximate") ? imp.attr("approximate")->s() : "none";
   if (approx != "none" && approx != "tanh")
     return imp.fail("unknown approximate " + quoted(approx));
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
-  auto c = [&](double v) { return scalarLike(imp, *x, v); };
+  auto c = [&](double v) { return scalarLike(imp, x, v); };
   Value inner;
   if (approx == "none") {
-    inner = ErfOp::create(b, loc, MulOp::create(b, loc, *x, c(M_SQRT1_2)));
+    inner = ErfOp::create(b, loc, MulOp::create(b, loc, x, c(M_SQRT1_2)));
   } else {
-    Value cube = MulOp::create(b, loc, MulOp::create(b, loc, *x, *x), *x);
-    Value arg = AddOp::create(b, loc, *x, MulOp::create(b, loc, cube, c(0.044715)));
+    Value cube = MulOp::create(b, loc, MulOp::create(b, loc, x, x), x);
+    Value arg = AddOp::create(b, loc, x, MulOp::create(b, loc, cube, c(0.044715)));
     inner = TanhOp::create(b, loc, MulOp::create(b, loc, arg, c(std::sqrt(2.0 / M_PI))));
   }
-  Value half = MulOp::create(b, loc, *x, c(0.5));
-  imp.define(0, MulOp::create(b, loc, half, AddOp::create(b, loc, inner, c(1.0))).getResult());
-  return success();
+  Value half = MulOp::create(b, loc, x, c(0.5));
+  return MulOp::create(b, loc, half, AddOp::create(b, loc, inner, c(1.0))).getResult();
 }
 
 } // namespace
 
 llvm::ArrayRef<OpImporter> activationImporters() {
   static const OpImporter table[] = {
-      {"Celu", 12, importCelu},
+      {"Celu", 12, importActivation<celu>},
       {"Clip", 6, importClip<false>},
       {"Clip", 11, importClip<true>},
       {"Dropout", 12, importDropout},
-      {"Elu", 6, importElu},
-      {"Gelu", 20, importGelu},
-      {"HardSigmoid", 6, importHardSigmoid},
-      {"HardSwish", 14, importHardSwish},
-      {"LeakyRelu", 6, importLeakyRelu},
+      {"Elu", 6, importActivation<elu>},
+      {"Gelu", 20, importActivation<gelu>},
+      {"HardSigmoid", 6, importActivation<hardSigmoidOf>},
+      {"HardSwish", 14, importActivation<hardSwish>},
+      {"LeakyRelu", 6, importActivation<leakyRelu>},
       {"Max", 8, importMaxMin<true>},
       {"Min", 8, importMaxMin<false>},
-      {"Selu", 6, importSelu},
-      {"Softsign", 1, importSoftsign},
+      {"Selu", 6, importActivation<selu>},
+      {"Softsign", 1, importActivation<softsign>},
       {"Sum", 8, importSum},
   };
   return table;

@@ -28,7 +28,26 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
                        mlir::RankedTensorType target);
 
-/// The type of `v`, which every otc operand has: a static ranked tensor.
+/// Short builders for gradient rules, so that a rule is one line:
+///   return o.grad(grads, o.div(dy[0], o.add(o.mul(x, x), o.scalar(x, 1))));
+struct RuleBuilder {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value add(mlir::Value x, mlir::Value y) { return AddOp::create(b, loc, x, y); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return MulOp::create(b, loc, x, y); }
+  mlir::Value div(mlir::Value x, mlir::Value y) { return DivOp::create(b, loc, x, y); }
+  mlir::Value neg(mlir::Value x) { return NegOp::create(b, loc, x); }
+  /// A scalar constant of `like`'s element type.
+  mlir::Value scalar(mlir::Value like, double v) {
+    return scalarConstant(b, loc, mlir::cast<mlir::RankedTensorType>(like.getType()).getElementType(), v);
+  }
+  /// Appends the operand's gradient `g`: the rule's result.
+  llvm::LogicalResult grad(llvm::SmallVectorImpl<mlir::Value> &grads, mlir::Value g) {
+    grads.push_back(g);
+    return mlir::success();
+  }
+};
+
 /// Whether `a p b` holds: the host folds' and the interpreter's comparison.
 inline bool holds(ComparePredicate p, double a, double b) {
   switch (p) {
@@ -42,6 +61,7 @@ inline bool holds(ComparePredicate p, double a, double b) {
   return false;
 }
 
+/// The type of `v`, which every otc operand has: a static ranked tensor.
 inline mlir::RankedTensorType tensorType(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType());
 }
