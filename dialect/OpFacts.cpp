@@ -1,5 +1,5 @@
-// The op facts interface (OpFacts.td) and the FLOP counts that ops compute
-// themselves: products and windows.
+// The op facts interface (OpFacts.td), the FLOP counts that ops compute
+// themselves (products and windows), and the step's count.
 #include "otc/Dialect/OtcDialect.h"
 
 using namespace mlir;
@@ -30,6 +30,22 @@ int64_t resultElements(Operation *op) {
 
 int64_t operandElements(Operation *op) {
   return op->getNumOperands() ? elements(op->getOperand(0).getType()) : 0;
+}
+
+int64_t opFlops(Operation *op) {
+  auto facts = dyn_cast<OpFactsInterface>(op);
+  return facts ? facts.getFlopCount() : 0;
+}
+
+StepFlops countFlops(Operation *root) {
+  StepFlops f;
+  root->walk([&](Operation *op) {
+    int64_t n = opFlops(op);
+    f.total += n;
+    if (op->hasAttr(kRecomputedAttr))
+      f.recomputed += n;
+  });
+  return f;
 }
 
 // Matrix products: a multiply and an add per term (and one for C).

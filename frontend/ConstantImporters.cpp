@@ -120,11 +120,10 @@ LogicalResult importGather(Imp &imp) {
 LogicalResult foldGather(Imp &imp) {
   const HostTensor &data = *imp.constantInput(0), &idx = *imp.constantInput(1);
   int64_t rank = data.shape.size();
-  int64_t axis = imp.intAttr("axis", 0);
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank)
-    return imp.fail("axis is out of range");
+  auto axes = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+  if (failed(axes))
+    return failure();
+  int64_t axis = (*axes)[0];
   int64_t outer = product(ArrayRef<int64_t>(data.shape).take_front(axis));
   int64_t inner = product(ArrayRef<int64_t>(data.shape).drop_front(axis + 1));
   int64_t n = data.shape[axis];

@@ -48,6 +48,16 @@ static void fromRaw(const std::string &raw, std::vector<double> &out) {
   }
 }
 
+/// The values from raw_data (as `T`s) when the tensor has it, else from
+/// its typed field.
+template <typename T, typename Field>
+static void readValues(const onnx::TensorProto &t, const Field &typed, std::vector<double> &out) {
+  if (t.has_raw_data())
+    fromRaw<T>(t.raw_data(), out);
+  else
+    out.assign(typed.begin(), typed.end());
+}
+
 bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
                   std::string &error) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -63,42 +73,26 @@ bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
     return false;
   }
   out.elemType = t.data_type();
-  const std::string &raw = t.raw_data();
   switch (t.data_type()) {
   case onnx::TensorProto::FLOAT:
     out.isFloat = true;
-    if (t.has_raw_data())
-      fromRaw<float>(raw, out.values);
-    else
-      out.values.assign(t.float_data().begin(), t.float_data().end());
+    readValues<float>(t, t.float_data(), out.values);
     break;
   case onnx::TensorProto::DOUBLE:
     out.isFloat = true;
-    if (t.has_raw_data())
-      fromRaw<double>(raw, out.values);
-    else
-      out.values.assign(t.double_data().begin(), t.double_data().end());
+    readValues<double>(t, t.double_data(), out.values);
     break;
   case onnx::TensorProto::INT64:
-    if (t.has_raw_data())
-      fromRaw<int64_t>(raw, out.values);
-    else
-      out.values.assign(t.int64_data().begin(), t.int64_data().end());
+    readValues<int64_t>(t, t.int64_data(), out.values);
     break;
   case onnx::TensorProto::BOOL: // one byte each in raw_data, else int32_data
-    if (t.has_raw_data())
-      fromRaw<uint8_t>(raw, out.values);
-    else
-      out.values.assign(t.int32_data().begin(), t.int32_data().end());
+    readValues<uint8_t>(t, t.int32_data(), out.values);
     for (double &v : out.values)
       v = double(v != 0);
     break;
   case onnx::TensorProto::INT32:
     out.elemType = onnx::TensorProto::INT64; // widened: only shapes use it
-    if (t.has_raw_data())
-      fromRaw<int32_t>(raw, out.values);
-    else
-      out.values.assign(t.int32_data().begin(), t.int32_data().end());
+    readValues<int32_t>(t, t.int32_data(), out.values);
     break;
   default:
     error = "tensor " + quoted(t.name()) + " has unsupported data type " +

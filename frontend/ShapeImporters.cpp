@@ -423,11 +423,10 @@ LogicalResult importConcat(Imp &imp) {
     return failure();
   const HostTensor &first = *imp.constantInput(0);
   int64_t rank = first.shape.size();
-  int64_t axis = imp.intAttr("axis", 0);
-  if (axis < 0)
-    axis += rank;
-  if (axis < 0 || axis >= rank)
-    return imp.fail("axis is out of range");
+  auto axes = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+  if (failed(axes))
+    return failure();
+  int64_t axis = (*axes)[0];
   int64_t outer = product(ArrayRef<int64_t>(first.shape).take_front(axis));
   HostTensor t = first;
   t.shape[axis] = 0;

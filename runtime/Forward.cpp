@@ -5,7 +5,8 @@
 #include "Backend.h"
 #include "ModelFile.h"
 #include "Npy.h"
-#include "RunSupport.h"
+#include "ExecutableMain.h"
+#include "TensorFiles.h"
 #include "otc/runtime/abi.h"
 
 #include <cerrno>

@@ -5,7 +5,8 @@
 // reference, on either target.
 #include "Backend.h"
 #include "Npy.h"
-#include "RunSupport.h"
+#include "ExecutableMain.h"
+#include "TensorFiles.h"
 #include "otc/runtime/abi.h"
 
 #include <chrono>

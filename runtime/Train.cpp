@@ -5,7 +5,8 @@
 #include "ModelFile.h"
 #include "Npy.h"
 #include "Options.h"
-#include "RunSupport.h"
+#include "ExecutableMain.h"
+#include "TensorFiles.h"
 #include "SafeFile.h"
 #include "otc/runtime/abi.h"
 

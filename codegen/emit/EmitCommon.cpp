@@ -3,6 +3,7 @@
 #include "../Lowering.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -25,6 +26,14 @@ const char *valueType(ElemType t) {
 
 std::string var(int node) { return "v" + std::to_string(node); }
 std::string bufferName(int id) { return "b" + std::to_string(id); }
+
+std::string kernelName(const Step &s, int k) {
+  std::string op = s.origin.rfind("otc.", 0) == 0 ? s.origin.substr(4) : s.origin;
+  std::string name = "k" + std::to_string(k) + "_";
+  for (char c : op)
+    name += std::isalnum((unsigned char)c) ? c : '_';
+  return s.recomputed ? name + "_recomputed" : name;
+}
 
 LoopInfo::LoopInfo(const Step &s) : step(s) {
   for (size_t d = 0; d < s.shape.size(); ++d) {

@@ -67,6 +67,9 @@ private:
 
 std::string var(int node);
 std::string bufferName(int id);
+/// Kernel `k`'s name, saying what it computes: k7_softmax_cross_entropy,
+/// k12_tanh_grad_recomputed.
+std::string kernelName(const Step &s, int k);
 /// `const IT c<d> = ...;` for each of `dims`, from the flat index `flat`
 /// over exactly those dims (row-major).
 std::string coords(const Step &s, const std::vector<int> &dims, const std::string &flat,

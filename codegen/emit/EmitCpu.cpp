@@ -135,7 +135,8 @@ bool isColumnReduce(const Step &s) {
 
 void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, int k) {
   LoopInfo info(s);
-  os << "// " << s.origin << "\nstatic void k" << k << "(" << kernelParams(p, info) << ") {\n";
+  os << "// " << s.origin << "\nstatic void " << kernelName(s, k) << "(" << kernelParams(p, info)
+     << ") {\n";
   if (s.kind == Step::Elementwise)
     elementwise(os, p, s);
   else if (isColumnReduce(s))
@@ -146,7 +147,7 @@ void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, int k) {
 }
 
 void emitCpuLaunch(std::ostream &os, const Program &, const Step &s, int k) {
-  os << "  k" << k << "(" << kernelArgs(LoopInfo(s)) << ");\n";
+  os << "  " << kernelName(s, k) << "(" << kernelArgs(LoopInfo(s)) << ");\n";
 }
 
 void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {

@@ -199,8 +199,8 @@ const char *cudaType(ElemType t) {
 void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k) {
   LoopInfo info(s);
   const char *it = indexType(p, info);
-  os << "// " << s.origin << "\n__global__ void __launch_bounds__(" << kThreads << ") k" << k
-     << "(" << kernelParams(p, info) << ") {\n";
+  os << "// " << s.origin << "\n__global__ void __launch_bounds__(" << kThreads << ") "
+     << kernelName(s, k) << "(" << kernelParams(p, info) << ") {\n";
   if (s.kind == Step::Elementwise)
     elementwise(os, p, s, it);
   else if (isColumnReduce(s))
@@ -211,7 +211,7 @@ void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k) {
 }
 
 void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, int k) {
-  os << "  k" << k << "<<<" << gridOf(p, s) << ", " << kThreads << ", 0, stream>>>("
+  os << "  " << kernelName(s, k) << "<<<" << gridOf(p, s) << ", " << kThreads << ", 0, stream>>>("
      << kernelArgs(LoopInfo(s)) << ");\n  OTC_CUDA_CHECK(cudaGetLastError());\n";
 }
 

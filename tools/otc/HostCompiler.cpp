@@ -165,12 +165,12 @@ bool buildExecutable(const std::string &source, const std::string &model,
   Args assemble = {cxx, "-c", dir + "/model.S", "-o", dir + "/model.o"};
   Args link;
   if (cuda) {
-    link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++17"};
+    link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++20"};
     append(link, envWords("OTC_NVCC_FLAGS", "-O2 -arch=sm_90"));
     append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
                   "-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
-    link = {cxx, "-std=c++17"};
+    link = {cxx, "-std=c++20"};
     // Tuned for the machine that compiles, as torch.compile does on CPUs.
     append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native"));
     append(link, runtimeFlags);

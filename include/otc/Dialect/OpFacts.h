@@ -9,6 +9,24 @@
 
 namespace otc {
 
+/// The attribute otc-recompute puts on the ops it clones into the backward.
+inline constexpr const char kRecomputedAttr[] = "otc.recomputed";
+
+/// The step's floating-point operations by the compiler's model, the sum of
+/// each op's declared count (getFlopCount): what --recompute's cost is
+/// measured in and auto-fit's throughput estimate starts from.
+struct StepFlops {
+  int64_t total = 0, recomputed = 0; // recomputed: ops marked otc.recomputed
+  /// What recompute adds, in percent of the step without it.
+  double addedPercent() const {
+    return total > recomputed ? 100.0 * double(recomputed) / double(total - recomputed) : 0.0;
+  }
+};
+/// One op's count (0 for ops of other dialects: func.return).
+int64_t opFlops(mlir::Operation *op);
+/// Every op under `root`.
+StepFlops countFlops(mlir::Operation *root);
+
 /// Elements of an op's first result or first operand (0 if it has none).
 int64_t resultElements(mlir::Operation *op);
 int64_t operandElements(mlir::Operation *op);

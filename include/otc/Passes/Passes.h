@@ -38,8 +38,6 @@ inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
 inline constexpr const char kLossScale[] = "otc.loss_scale";
 } // namespace attr
 
-/// The attribute otc-recompute puts on the ops it clones into the backward.
-inline constexpr const char kRecomputedAttr[] = "otc.recomputed";
 /// On the training step after otc-recompute: what it did, in words
 /// ("blocks: 2 blocks /blocks.N/"), and for policy budget the number of
 /// layers it can recompute (what `layers` ranges over).
@@ -47,20 +45,6 @@ inline constexpr const char kRecomputeSummary[] = "otc.recompute";
 /// The policy it applied, typed (#otc<recompute_policy sqrt>).
 inline constexpr const char kRecomputePolicy[] = "otc.recompute_policy";
 inline constexpr const char kRecomputeLayers[] = "otc.recompute_layers";
-
-/// Floating-point operations of one op by the compiler's model (Flops.cpp):
-/// 2 per multiply-add in matrix products, one per element of elementwise
-/// ops and reductions, five per element of row kernels, none for data
-/// movement and casts.
-int64_t opFlops(mlir::Operation *op);
-struct StepFlops {
-  int64_t total = 0, recomputed = 0; // recomputed: ops marked otc.recomputed
-  /// What recompute adds, in percent of the step without it.
-  double addedPercent() const {
-    return total > recomputed ? 100.0 * double(recomputed) / double(total - recomputed) : 0.0;
-  }
-};
-StepFlops countFlops(mlir::func::FuncOp func);
 
 /// Forward graph to training step: cleanups, fusions, autodiff, accumulation,
 /// cleanups.

@@ -1,4 +1,5 @@
-#include "RunSupport.h"
+// Tensors between disk and device storage (TensorFiles.h).
+#include "TensorFiles.h"
 #include "Backend.h"
 #include "SafeFile.h"
 #include "otc/runtime/kernel_support.h"
@@ -135,29 +136,6 @@ void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string 
                   ", outside " +
                   (d.negative_indices ? "" : "the " + std::to_string(d.num_classes) + " classes ") +
                   "[" + std::to_string(low) + ", " + std::to_string(d.num_classes) + ")"};
-  }
-}
-
-void relaunchWithPassiveWait(char **argv) {
-  if (std::getenv("OMP_WAIT_POLICY"))
-    return;
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-  execv("/proc/self/exe", argv); // on failure, go on with spinning threads
-}
-
-} // namespace otc
-
-namespace otc {
-
-int runReportingErrors(const char *tool, int (*run)(int, char **), int argc, char **argv) {
-  try {
-    return run(argc, argv);
-  } catch (const Fatal &f) {
-    std::fprintf(stderr, "%s: error: %s\n", tool, f.message.c_str());
-    return f.code;
-  } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "%s: error: out of host memory\n", tool);
-    return 1;
   }
 }
 

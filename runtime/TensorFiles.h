@@ -1,7 +1,8 @@
-// What the executables' mains share: data file names, checks on data read
-// from disk, and the OpenMP wait policy.
-#ifndef OTC_RUNTIME_RUNSUPPORT_H
-#define OTC_RUNTIME_RUNSUPPORT_H
+// Tensors between disk and device storage: the data file of an input, the
+// npy types and conversions, writing .npy files, and the checks on data
+// read from disk.
+#ifndef OTC_RUNTIME_TENSORFILES_H
+#define OTC_RUNTIME_TENSORFILES_H
 
 #include "Npy.h"
 #include "otc/runtime/abi.h"
@@ -42,17 +43,6 @@ void writeNpyFile(const std::string &path, int dtype, const std::vector<int64_t>
 /// through them), or, with `requireFinite`, a non-finite float.
 void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string &path,
                  bool requireFinite);
-
-/// OpenMP (the generated kernels) and OpenBLAS (the GEMMs) each keep a
-/// thread pool; threads that spin while waiting starve the other pool's
-/// (3x slower steps at 2 threads on 2 cores). libgomp reads its wait policy
-/// from the environment only, when it loads, so set it and start again,
-/// same process id, unless the user chose a policy. Returns on failure.
-void relaunchWithPassiveWait(char **argv);
-
-/// The mains' shared body: runs `run`, reporting a Fatal or running out of
-/// memory as one line "TOOL: error: ..." and the exit code.
-int runReportingErrors(const char *tool, int (*run)(int, char **), int argc, char **argv);
 
 } // namespace otc
 

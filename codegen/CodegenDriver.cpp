@@ -1,6 +1,8 @@
-// Source emission: the kernels of the loop steps, then the step function
-// that binds every buffer to its memory and runs the steps in order, then
-// the tables the runtime reads. The per-kind emitters are in emit/.
+// The codegen driver (emitCode): lowering to the kernel program, its
+// verifier, the memory report, then the source: the kernels of the loop
+// steps, the step function that binds every buffer to its memory and runs
+// the steps in order, and the tables the runtime reads. The per-kind
+// emitters are in emit/.
 #include "Lowering.h"
 #include "ProgramVerifier.h"
 #include "emit/EmitCommon.h"
@@ -186,10 +188,15 @@ std::string emitSource(const Program &program, Target target, bool training, int
       os << (i ? ", " : "") << program.arguments[i].role;
     if (program.arguments.empty())
       os << "0";
-    os << "};\n\nstatic const otc_function kFunction = {\n  " << targetName << ", "
-       << program.microBatch << ", " << program.arguments.size() << ", kArgs, kArgRoles, "
-       << program.results.size() << ", kResults, "
-       << program.arenaBytes << ", otc_generated_run, OTC_SET_THREADS};\n\n"
+    os << "};\n\nstatic const otc_function kFunction = {\n"
+       << "  .target = " << targetName << ",\n"
+       << "  .micro_batch = " << program.microBatch << ",\n"
+       << "  .num_args = " << program.arguments.size() << ",\n"
+       << "  .args = kArgs,\n  .arg_roles = kArgRoles,\n"
+       << "  .num_results = " << program.results.size() << ",\n"
+       << "  .results = kResults,\n"
+       << "  .arena_bytes = " << program.arenaBytes << ",\n"
+       << "  .run = otc_generated_run,\n  .set_threads = OTC_SET_THREADS,\n};\n\n"
        << "extern \"C\" const otc_function *otc_get_function(void) { return &kFunction; }\n";
     return os.str();
   }
@@ -200,16 +207,26 @@ std::string emitSource(const Program &program, Target target, bool training, int
     os << (i ? ", " : "") << program.gradIndex[i];
   if (program.gradIndex.empty())
     os << "0";
-  os << "};\n\nstatic const otc_program kProgram = {\n  " << targetName << ", "
-     << program.microBatch << ", " << program.inputs.size() << ", kInputs, "
-     << program.params.size() << ", kParams, kGradIndex, " << program.numGrads << ", "
-     << program.arenaBytes << ", " << int(optimizer)
-     << ", otc_generated_step, OTC_SET_THREADS, "
-     << (cuda ? std::string("0") : "otc_kernels::optimizer_update<" + std::string(optimizerName(optimizer)) + ">")
-     << ",\n  " << lossScaleModeName(program.lossScale.mode) << ", "
-     << floatLiteral(program.lossScale.initScale)
-     << ", " << program.lossScale.window << ", " << program.lossScale.hysteresis << ", "
-     << floatLiteral(program.lossScale.minScale) << ", " << accumSteps << "};\n\n"
+  std::string update = cuda ? std::string("0")
+                            : "otc_kernels::optimizer_update<" +
+                                  std::string(optimizerName(optimizer)) + ">";
+  os << "};\n\nstatic const otc_program kProgram = {\n"
+     << "  .target = " << targetName << ",\n"
+     << "  .micro_batch = " << program.microBatch << ",\n"
+     << "  .num_inputs = " << program.inputs.size() << ",\n  .inputs = kInputs,\n"
+     << "  .num_params = " << program.params.size() << ",\n  .params = kParams,\n"
+     << "  .grad_index = kGradIndex,\n"
+     << "  .num_grads = " << program.numGrads << ",\n"
+     << "  .arena_bytes = " << program.arenaBytes << ",\n"
+     << "  .optimizer = " << optimizerName(optimizer) << ",\n"
+     << "  .step = otc_generated_step,\n  .set_threads = OTC_SET_THREADS,\n"
+     << "  .update = " << update << ",\n"
+     << "  .loss_scale_mode = " << lossScaleModeName(program.lossScale.mode) << ",\n"
+     << "  .init_scale = " << floatLiteral(program.lossScale.initScale) << ",\n"
+     << "  .scale_window = " << program.lossScale.window << ",\n"
+     << "  .scale_hysteresis = " << program.lossScale.hysteresis << ",\n"
+     << "  .min_scale = " << floatLiteral(program.lossScale.minScale) << ",\n"
+     << "  .default_accum_steps = " << accumSteps << ",\n};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }
