@@ -11,19 +11,10 @@ using namespace otc;
 #include "otc/Dialect/GradientInterface.cpp.inc"
 #include "otc/Dialect/OtcOpsDialect.cpp.inc"
 
-#include "mlir/IR/DialectImplementation.h"
-#include "llvm/ADT/TypeSwitch.h"
-#define GET_ATTRDEF_CLASSES
-#include "otc/Dialect/OtcOpsAttrDefs.cpp.inc"
-
 void OtcDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "otc/Dialect/OtcOps.cpp.inc"
-      >();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "otc/Dialect/OtcOpsAttrDefs.cpp.inc"
       >();
 }
 

@@ -13,9 +13,6 @@
 #include "otc/Dialect/OpFacts.h"
 #include "otc/Dialect/OtcOpsDialect.h.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "otc/Dialect/OtcOpsAttrDefs.h.inc"
-
 #define GET_OP_CLASSES
 #include "otc/Dialect/OtcOps.h.inc"
 

@@ -22,7 +22,6 @@ def Otc_Dialect : Dialect {
     of those rules.
   }];
   let hasConstantMaterializer = 1;
-  let useDefaultAttributePrinterParser = 1;
 }
 
 include "otc/Dialect/OtcEnums.td"

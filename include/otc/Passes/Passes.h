@@ -42,7 +42,7 @@ inline constexpr const char kLossScale[] = "otc.loss_scale";
 /// ("blocks: 2 blocks /blocks.N/"), and for policy budget the number of
 /// layers it can recompute (what `layers` ranges over).
 inline constexpr const char kRecomputeSummary[] = "otc.recompute";
-/// The policy it applied, typed (#otc<recompute_policy sqrt>).
+/// The policy it applied, typed (a RecomputePolicyAttr).
 inline constexpr const char kRecomputePolicy[] = "otc.recompute_policy";
 inline constexpr const char kRecomputeLayers[] = "otc.recompute_layers";
 

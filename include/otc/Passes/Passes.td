@@ -149,7 +149,7 @@ def LossScaling : Pass<"otc-loss-scaling", "mlir::ModuleOp"> {
     // with mode=dynamic becomes
     func.func @train_step(...) -> (tensor<f32> {otc.loss}, ...)
         attributes {otc.loss_scale = {hysteresis = 1 : i64, init_scale = 65536.0 : f64,
-                    min_scale = 0.0 : f64, mode = #otc<loss_scale_mode dynamic>, window = 2000 : i64}}
+                    min_scale = 0.0 : f64, mode = 2 : i32, window = 2000 : i64}}
     ```
   }];
   let options = [

@@ -4,12 +4,13 @@
 // RUN: not otc-opt %s --otc-loss-scaling="mode=sometimes" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not otc-opt %s --otc-loss-scaling="mode=dynamic min-scale=1.0e6" 2>&1 | FileCheck %s --check-prefix=RANGE
 
-// The policy is recorded on the step that returns the loss; the runtime
+// The policy is recorded on the step that returns the loss (the mode as
+// LossScaleModeAttr: 0 none, 1 static, 2 dynamic); the runtime
 // multiplies it into the loss seed (scale / k) and unscales in the update.
 // DYN-LABEL: func.func @step
-// DYN-SAME: otc.loss_scale = {hysteresis = 2 : i64, init_scale = 6.553600e+04 : f64, min_scale = 1.000000e+00 : f64, mode = #otc<loss_scale_mode dynamic>, window = 500 : i64}
-// STATIC: otc.loss_scale = {hysteresis = 1 : i64, init_scale = 1.024000e+03 : f64, min_scale = 0.000000e+00 : f64, mode = #otc<loss_scale_mode static>, window = 2000 : i64}
-// NONE: otc.loss_scale = {{{.*}}init_scale = 1.000000e+00 : f64{{.*}}mode = #otc<loss_scale_mode none>
+// DYN-SAME: otc.loss_scale = {hysteresis = 2 : i64, init_scale = 6.553600e+04 : f64, min_scale = 1.000000e+00 : f64, mode = 2 : i32, window = 500 : i64}
+// STATIC: otc.loss_scale = {hysteresis = 1 : i64, init_scale = 1.024000e+03 : f64, min_scale = 0.000000e+00 : f64, mode = 1 : i32, window = 2000 : i64}
+// NONE: otc.loss_scale = {{{.*}}init_scale = 1.000000e+00 : f64{{.*}}mode = 0 : i32
 // A function without a loss is left alone.
 // DYN-LABEL: func.func @helper
 // DYN-NOT: otc.loss_scale

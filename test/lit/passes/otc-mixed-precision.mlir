@@ -9,7 +9,7 @@
 // and the loss stays float32. The softmax (float32 by the table) reads an
 // fp16 value and only feeds an fp16 matmul, so it stores fp16 ("low_users"):
 // its kernel still sums in float32, and no float32 copy is kept.
-// CHECK: module attributes {otc.precision_policy = {{{.*}}precision = #otc<precision fp16>
+// CHECK: module attributes {otc.precision_policy = {{{.*}}precision = 1 : i32
 // CHECK-LABEL: func.func @block
 // CHECK: %[[X16:.*]] = otc.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xf16>
 // CHECK: %[[W16:.*]] = otc.cast %arg1 : tensor<8x8xf32> -> tensor<8x8xf16>

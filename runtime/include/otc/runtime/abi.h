@@ -15,7 +15,7 @@ enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1, OTC_F16 = 2, OTC_BF16 = 3, OTC_BOOL =
 
 /* The optimizers the runtime implements; the compiler and runtime share it. */
 /* The loss-scaling policy: none, a static scale, or GradScaler's dynamic
- * rules (the IR's #otc.loss_scale_mode). */
+ * rules (the IR's LossScaleModeAttr, the same cases). */
 typedef enum otc_loss_scale_mode {
   OTC_LOSS_SCALE_NONE = 0,
   OTC_LOSS_SCALE_STATIC = 1,
