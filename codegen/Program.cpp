@@ -32,6 +32,17 @@ bool isFloat(ElemType t) {
   return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
 }
 
+const char *kernelTemplate(LibraryCall::Kernel k) {
+  switch (k) {
+#define OTC_KERNEL_NAME(Kind, name)                                            \
+  case LibraryCall::Kernel::Kind:                                              \
+    return name;
+    OTC_LIBRARY_KERNELS(OTC_KERNEL_NAME)
+#undef OTC_KERNEL_NAME
+  }
+  return "?";
+}
+
 int64_t Buffer::count() const {
   int64_t n = 1;
   for (int64_t d : shape)
@@ -182,7 +193,7 @@ std::string printProgram(const Program &p) {
       continue;
     }
     if (s.kind == Step::LibraryCall) {
-      os << " " << s.call.kernel << dims(s.call.constants);
+      os << " " << kernelTemplate(s.call.kernel) << dims(s.call.constants);
       for (int b : s.call.buffers)
         os << " b" << b;
       for (const LibraryCall::Scalar &a : s.call.scalars)

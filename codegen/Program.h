@@ -97,7 +97,22 @@ struct Gemm {
 /// A kernel from the runtime's kernel library (runtime/include/otc/kernels),
 /// instantiated with compile-time integers and the buffers' element types.
 struct LibraryCall {
-  std::string kernel;
+  /// The kernels the library has, one row each: the enumerator and the
+  /// template's name in otc_kernels.
+#define OTC_LIBRARY_KERNELS(X)                                                 \
+  X(GatherBackward, "gather_backward")                                         \
+  X(Im2Col, "im2col")                                                          \
+  X(Col2Im, "col2im")                                                          \
+  X(MaxPool, "max_pool")                                                       \
+  X(MaxPoolGrad, "max_pool_grad")                                              \
+  X(AvgPool, "avg_pool")                                                       \
+  X(AvgPoolGrad, "avg_pool_grad")
+  enum class Kernel : uint8_t {
+#define OTC_KERNEL_ENUM(Kind, name) Kind,
+    OTC_LIBRARY_KERNELS(OTC_KERNEL_ENUM)
+#undef OTC_KERNEL_ENUM
+  };
+  Kernel kernel = Kernel::GatherBackward;
   std::vector<int64_t> constants;
   std::vector<int> buffers;
   /// Run-time arguments after the buffers: integers, or the window's
@@ -214,6 +229,9 @@ struct MemoryTimeline {
 };
 
 MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots);
+
+/// The library template `k` names (otc_kernels::NAME).
+const char *kernelTemplate(LibraryCall::Kernel k);
 
 /// Merges adjacent iteration dims that every access walks contiguously, so
 /// an identity map becomes one flat loop. Keeps a RowReduce's last dim.

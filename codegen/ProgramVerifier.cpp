@@ -190,7 +190,7 @@ private:
     const LibraryCall &c = p.steps[s].call;
     int n = (int)c.buffers.size();
     if (c.outputs < 1 || c.outputs > n)
-      return fail(s, -1, c.kernel + " writes " + std::to_string(c.outputs) + " of its " +
+      return fail(s, -1, std::string(kernelTemplate(c.kernel)) + " writes " + std::to_string(c.outputs) + " of its " +
                              std::to_string(n) + " buffers");
     bool accumulates = false;
     for (const LibraryCall::Scalar &a : c.scalars)

@@ -257,7 +257,7 @@ std::string kernelArgs(const LoopInfo &info) {
 }
 
 void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
-  os << "  otc_kernels::" << call.kernel;
+  os << "  otc_kernels::" << kernelTemplate(call.kernel);
   if (!call.constants.empty()) {
     os << "<";
     for (size_t i = 0; i < call.constants.size(); ++i)

@@ -54,7 +54,7 @@ bool lowerGatherGrad(Operation *op, Lowering &l) {
   if (l.program().buffers[dy].type != ElemType::F32)
     return l.fail(op, "the gather gradient is implemented for float32 only");
   LibraryCall call;
-  call.kernel = "gather_backward";
+  call.kernel = LibraryCall::Kernel::GatherBackward;
   call.constants = {product(out.take_front(axis)), out[axis],
                     product(shapeOf(g.getIndices())), product(out.drop_front(axis + 1))};
   int target = l.accumulatorOf(op);

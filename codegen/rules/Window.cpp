@@ -7,6 +7,7 @@
 #include "otc/Dialect/OtcDialect.h"
 
 using namespace mlir;
+using Kernel = otc::LibraryCall::Kernel;
 
 namespace otc {
 namespace {
@@ -25,7 +26,7 @@ std::vector<int64_t> geometry(OpTy op, Value image, Value out) {
 
 /// Appends a call of `kernel` reading `inputs` and writing `outputs`
 /// (results of `op`), all float32 but index buffers.
-bool call(Operation *op, Lowering &l, const char *kernel, std::vector<int64_t> constants,
+bool call(Operation *op, Lowering &l, Kernel kernel, std::vector<int64_t> constants,
           ArrayRef<Value> inputs, ArrayRef<Value> outputs, bool gradient) {
   LibraryCall c;
   c.kernel = kernel;
@@ -60,25 +61,25 @@ bool call(Operation *op, Lowering &l, const char *kernel, std::vector<int64_t> c
 
 bool lowerIm2Col(Operation *op, Lowering &l) {
   auto o = cast<Im2ColOp>(op);
-  return call(op, l, "im2col", geometry(o, o.getInput(), o.getResult()), {o.getInput()},
+  return call(op, l, Kernel::Im2Col, geometry(o, o.getInput(), o.getResult()), {o.getInput()},
               {o.getResult()}, false);
 }
 
 bool lowerCol2Im(Operation *op, Lowering &l) {
   auto o = cast<Col2ImOp>(op);
-  return call(op, l, "col2im", geometry(o, o.getResult(), o.getGrad()), {o.getGrad()},
+  return call(op, l, Kernel::Col2Im, geometry(o, o.getResult(), o.getGrad()), {o.getGrad()},
               {o.getResult()}, true);
 }
 
 bool lowerMaxPool(Operation *op, Lowering &l) {
   auto o = cast<MaxPoolOp>(op);
-  return call(op, l, "max_pool", geometry(o, o.getInput(), o.getResult()), {o.getInput()},
+  return call(op, l, Kernel::MaxPool, geometry(o, o.getInput(), o.getResult()), {o.getInput()},
               {o.getResult(), o.getIndices()}, false);
 }
 
 bool lowerMaxPoolGrad(Operation *op, Lowering &l) {
   auto o = cast<MaxPoolGradOp>(op);
-  return call(op, l, "max_pool_grad", geometry(o, o.getResult(), o.getGrad()),
+  return call(op, l, Kernel::MaxPoolGrad, geometry(o, o.getResult(), o.getGrad()),
               {o.getGrad(), o.getIndices()}, {o.getResult()}, true);
 }
 
@@ -86,14 +87,14 @@ bool lowerAvgPool(Operation *op, Lowering &l) {
   auto o = cast<AvgPoolOp>(op);
   auto k = geometry(o, o.getInput(), o.getResult());
   k.push_back(o.getCountIncludePad());
-  return call(op, l, "avg_pool", k, {o.getInput()}, {o.getResult()}, false);
+  return call(op, l, Kernel::AvgPool, k, {o.getInput()}, {o.getResult()}, false);
 }
 
 bool lowerAvgPoolGrad(Operation *op, Lowering &l) {
   auto o = cast<AvgPoolGradOp>(op);
   auto k = geometry(o, o.getResult(), o.getGrad());
   k.push_back(o.getCountIncludePad());
-  return call(op, l, "avg_pool_grad", k, {o.getGrad()}, {o.getResult()}, true);
+  return call(op, l, Kernel::AvgPoolGrad, k, {o.getGrad()}, {o.getResult()}, true);
 }
 
 } // namespace
