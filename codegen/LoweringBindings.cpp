@@ -51,7 +51,6 @@ static TensorDesc indexRange(BlockArgument arg, TensorDesc desc) {
 }
 
 bool Lowering::bindArguments() {
-  const RuleRegistry &rules = RuleRegistry::get();
   std::map<int64_t, size_t> paramOfArg; // argument index: parameter index
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
