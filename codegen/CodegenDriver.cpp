@@ -3,6 +3,7 @@
 // steps, the step function that binds every buffer to its memory and runs
 // the steps in order, and the tables the runtime reads. The per-kind
 // emitters are in emit/.
+#include "AbiEnums.h"
 #include "Lowering.h"
 #include "ProgramVerifier.h"
 #include "emit/EmitCommon.h"
@@ -42,15 +43,6 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
   if (descs.empty())
     os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0},\n";
   os << "};\n";
-}
-
-const char *lossScaleModeName(otc_loss_scale_mode m) {
-  switch (m) {
-  case OTC_LOSS_SCALE_NONE: return "OTC_LOSS_SCALE_NONE";
-  case OTC_LOSS_SCALE_STATIC: return "OTC_LOSS_SCALE_STATIC";
-  case OTC_LOSS_SCALE_DYNAMIC: return "OTC_LOSS_SCALE_DYNAMIC";
-  }
-  return "OTC_LOSS_SCALE_NONE";
 }
 
 const char *optimizerName(otc_optimizer o) {
@@ -221,12 +213,14 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .optimizer = " << optimizerName(optimizer) << ",\n"
      << "  .step = otc_generated_step,\n  .set_threads = OTC_SET_THREADS,\n"
      << "  .update = " << update << ",\n"
-     << "  .loss_scale_mode = " << lossScaleModeName(program.lossScale.mode) << ",\n"
+     << "  .loss_scale_mode = " << abiName(program.lossScale.mode) << ",\n"
      << "  .init_scale = " << floatLiteral(program.lossScale.initScale) << ",\n"
      << "  .scale_window = " << program.lossScale.window << ",\n"
      << "  .scale_hysteresis = " << program.lossScale.hysteresis << ",\n"
      << "  .min_scale = " << floatLiteral(program.lossScale.minScale) << ",\n"
-     << "  .default_accum_steps = " << accumSteps << ",\n};\n\n"
+     << "  .default_accum_steps = " << accumSteps << ",\n"
+     << "  .precision = " << abiName(program.precision) << ",\n"
+     << "  .recompute = " << abiName(program.recompute) << ",\n};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

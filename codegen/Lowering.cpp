@@ -2,6 +2,7 @@
 // one consumer's loops (a fusion group) are computed there; every other value
 // gets a typed buffer, placed in the arena by live range.
 #include "Lowering.h"
+#include "AbiEnums.h"
 #include "Rules.h"
 #include "otc/runtime/abi.h"
 #include "otc/runtime/limits.h"
@@ -537,16 +538,6 @@ int Lowering::ownResult(Value v, Operation *op) {
   return out;
 }
 
-/// The IR's loss-scaling mode as the runtime's.
-static otc_loss_scale_mode runtimeMode(LossScaleMode m) {
-  switch (m) {
-  case LossScaleMode::None: return OTC_LOSS_SCALE_NONE;
-  case LossScaleMode::Static: return OTC_LOSS_SCALE_STATIC;
-  case LossScaleMode::Dynamic: return OTC_LOSS_SCALE_DYNAMIC;
-  }
-  return OTC_LOSS_SCALE_NONE;
-}
-
 bool Lowering::run(Program &program) {
   prog = &program;
   if (!func.getBody().hasOneBlock())
@@ -560,10 +551,16 @@ bool Lowering::run(Program &program) {
     auto hysteresis = policy.getAs<IntegerAttr>("hysteresis");
     if (!mode || !init || !low || !window || !hysteresis)
       return fail(func, "malformed otc.loss_scale; run otc-loss-scaling");
-    prog->lossScale = {runtimeMode(mode.getValue()),
+    prog->lossScale = {toAbi(mode.getValue()),
                        init.getValueAsDouble(), low.getValueAsDouble(), window.getInt(),
                        hysteresis.getInt()};
   }
+  if (auto policy = func->getAttrOfType<RecomputePolicyAttr>(kRecomputePolicy))
+    prog->recompute = toAbi(policy.getValue());
+  if (auto module = func->getParentOfType<ModuleOp>())
+    if (auto table = module->getAttrOfType<DictionaryAttr>(attr::kPrecisionPolicy))
+      if (auto precision = table.getAs<PrecisionAttr>("precision"))
+        prog->precision = toAbi(precision.getValue());
   const RuleRegistry &rules = RuleRegistry::get();
   for (Operation &op : func.getBody().front().without_terminator()) {
     if (op.getNumResults() == 1 && inlined.contains(op.getResult(0)))

@@ -178,6 +178,9 @@ struct Program {
     double initScale = 1.0, minScale = 0.0;
     int64_t window = 2000, hysteresis = 1;
   } lossScale;
+  /// What mixed precision and recompute chose, for the runtime's report.
+  otc_precision precision = OTC_PRECISION_FP32;
+  otc_recompute_policy recompute = OTC_RECOMPUTE_NONE;
   /// The most bytes of low-precision weight copies live at once in the arena.
   int64_t lowCopyBytes = 0;
   /// The library workspace the runtime allocates (cuBLAS's on CUDA).

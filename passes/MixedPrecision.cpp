@@ -124,7 +124,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
     for (const std::string &k : keepFp32)
       kept.push_back(builder.getStringAttr(k));
     table.append("keep_fp32", builder.getArrayAttr(kept));
-    module->setAttr("otc.precision_policy", table.getDictionary(module.getContext()));
+    module->setAttr(attr::kPrecisionPolicy, table.getDictionary(module.getContext()));
   }
 
   /// An add of a low-precision GEMM result and a parameter (a bias), either

@@ -118,6 +118,26 @@ std::vector<uint16_t> lowCopy(const std::vector<float> &values, int dtype) {
 
 /// The --log file. Opened non-blocking, so a FIFO nobody reads is an error
 /// rather than a hang; a pipe or terminal (/dev/stdout) still works.
+const char *precisionName(otc_precision p) {
+  switch (p) {
+  case OTC_PRECISION_FP32: return "fp32";
+  case OTC_PRECISION_FP16: return "fp16";
+  case OTC_PRECISION_BF16: return "bf16";
+  }
+  return "an unknown precision";
+}
+
+const char *recomputeName(otc_recompute_policy p) {
+  switch (p) {
+  case OTC_RECOMPUTE_NONE: return "none";
+  case OTC_RECOMPUTE_SELECTIVE: return "selective";
+  case OTC_RECOMPUTE_BLOCKS: return "blocks";
+  case OTC_RECOMPUTE_SQRT: return "sqrt";
+  case OTC_RECOMPUTE_BUDGET: return "budget";
+  }
+  return "unknown";
+}
+
 std::FILE *openLog(const std::string &path) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0666);
   if (fd < 0)
@@ -307,8 +327,9 @@ struct Trainer {
   void train() {
     if (!opt.log.empty() && !(logFile.reset(openLog(opt.log)), logFile))
       die("cannot write the log '" + opt.log + "': " + std::strerror(errno));
-    std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s\n",
-                 (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name());
+    std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s, %s, recompute %s\n",
+                 (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name(),
+                 precisionName(prog.precision), recomputeName(prog.recompute));
     LossScaler scaler(prog.loss_scale_mode, prog.init_scale,
                       prog.scale_window, prog.scale_hysteresis, prog.min_scale);
     auto start = std::chrono::steady_clock::now();

@@ -36,6 +36,9 @@ inline constexpr const char kClasses[] = "otc.classes";
 inline constexpr const char kIgnoreIndex[] = "otc.ignore_index";
 /// On the training step: the loss-scaling policy (otc-loss-scaling).
 inline constexpr const char kLossScale[] = "otc.loss_scale";
+/// On the module: the mixed-precision table (otc-mixed-precision), whose
+/// "precision" entry is a PrecisionAttr.
+inline constexpr const char kPrecisionPolicy[] = "otc.precision_policy";
 } // namespace attr
 
 /// On the training step after otc-recompute: what it did, in words

@@ -13,15 +13,35 @@ extern "C" {
 
 enum otc_dtype { OTC_F32 = 0, OTC_I64 = 1, OTC_F16 = 2, OTC_BF16 = 3, OTC_BOOL = 4 };
 
-/* The optimizers the runtime implements; the compiler and runtime share it. */
+/* The compile's policies. Each has the cases of the IR's enum attribute of
+ * the same name (OtcEnums.td), value for value: codegen/AbiEnums.h checks it
+ * at compile time. */
+
 /* The loss-scaling policy: none, a static scale, or GradScaler's dynamic
- * rules (the IR's LossScaleModeAttr, the same cases). */
+ * rules (LossScaleModeAttr). */
 typedef enum otc_loss_scale_mode {
   OTC_LOSS_SCALE_NONE = 0,
   OTC_LOSS_SCALE_STATIC = 1,
   OTC_LOSS_SCALE_DYNAMIC = 2
 } otc_loss_scale_mode;
 
+/* The step's compute precision; parameters stay float32 (PrecisionAttr). */
+typedef enum otc_precision {
+  OTC_PRECISION_FP32 = 0,
+  OTC_PRECISION_FP16 = 1,
+  OTC_PRECISION_BF16 = 2
+} otc_precision;
+
+/* What otc-recompute recomputes in the backward (RecomputePolicyAttr). */
+typedef enum otc_recompute_policy {
+  OTC_RECOMPUTE_NONE = 0,
+  OTC_RECOMPUTE_SELECTIVE = 1,
+  OTC_RECOMPUTE_BLOCKS = 2,
+  OTC_RECOMPUTE_SQRT = 3,
+  OTC_RECOMPUTE_BUDGET = 4
+} otc_recompute_policy;
+
+/* The optimizers the runtime implements. */
 typedef enum otc_optimizer {
   OTC_SGD = 0,
   OTC_MOMENTUM = 1,
@@ -93,6 +113,9 @@ typedef struct otc_program {
   /* --accum-steps when not given: the K that otc compile's auto-fit chose
    * (--global-batch), else 1. */
   int64_t default_accum_steps;
+  /* What the compile chose, for the run's report. */
+  otc_precision precision;
+  otc_recompute_policy recompute;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),
