@@ -5,10 +5,8 @@
 using namespace mlir;
 using namespace otc;
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor a,
-                                            SmallVectorImpl<Type> &types) {
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
   auto t = tensorType(a.getInput());
   ArrayRef<int64_t> perm = a.getPerm();
   SmallVector<bool> seen(t.getRank(), false);

@@ -85,23 +85,7 @@ LogicalResult IdentityOp::buildGradients(OpBuilder &, ValueRange dy,
 
 OpFoldResult IdentityOp::fold(FoldAdaptor) { return getInput(); }
 
-LogicalResult ReluOp::buildGradients(OpBuilder &b, ValueRange dy,
-                                     SmallVectorImpl<Value> &grads) {
-  grads.push_back(ReluGradOp::create(b, getLoc(), dy[0], getInput()));
-  return success();
-}
-
-LogicalResult TanhOp::buildGradients(OpBuilder &b, ValueRange dy,
-                                     SmallVectorImpl<Value> &grads) {
-  grads.push_back(TanhGradOp::create(b, getLoc(), dy[0], getResult()));
-  return success();
-}
-
-LogicalResult SigmoidOp::buildGradients(OpBuilder &b, ValueRange dy,
-                                        SmallVectorImpl<Value> &grads) {
-  grads.push_back(SigmoidGradOp::create(b, getLoc(), dy[0], getResult()));
-  return success();
-}
+// Relu, tanh and sigmoid: one fused op each (Otc_UnaryOpWithGradOp).
 
 // The math functions' rules compose primitives, reusing the forward result
 // where it is the derivative's natural input.

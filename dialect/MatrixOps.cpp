@@ -7,10 +7,8 @@
 using namespace mlir;
 using namespace otc;
 
-LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         Adaptor a,
-                                         SmallVectorImpl<Type> &types) {
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor a, SmallVectorImpl<Type> &types) {
   auto lt = tensorType(a.getLhs()), rt = tensorType(a.getRhs());
   ArrayRef<int64_t> l = lt.getShape(), r = rt.getShape();
   if (l.size() < 2 || r.size() < 2)

@@ -24,17 +24,13 @@ static LogicalResult inferReduce(std::optional<Location> loc, Value input,
   return success();
 }
 
-LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
-                                            std::optional<Location> loc,
-                                            Adaptor a,
-                                            SmallVectorImpl<Type> &types) {
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
   return inferReduce(loc, a.getInput(), a.getAxes(), a.getKeepdims(), types);
 }
 
-LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
-                                             std::optional<Location> loc,
-                                             Adaptor a,
-                                             SmallVectorImpl<Type> &types) {
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor a, SmallVectorImpl<Type> &types) {
   return inferReduce(loc, a.getInput(), a.getAxes(), a.getKeepdims(), types);
 }
 

@@ -5,16 +5,12 @@
 
 namespace otc {
 
-/// OpenMP (the generated kernels) and OpenBLAS (the GEMMs) each keep a
-/// thread pool; threads that spin while waiting starve the other pool's
-/// (3x slower steps at 2 threads on 2 cores). libgomp reads its wait policy
-/// from the environment only, when it loads, so set it and start again,
-/// same process id, unless the user chose a policy. Returns on failure.
-void relaunchWithPassiveWait(char **argv);
-
-/// The mains' shared body: runs `run`, reporting a Fatal or running out of
-/// memory as one line "TOOL: error: ..." and the exit code.
-int runReportingErrors(const char *tool, int (*run)(int, char **), int argc, char **argv);
+/// The mains' shared body: relaunches with a passive OpenMP wait when the
+/// generated code runs CPU threads (`cpuThreads`), then runs `run`,
+/// reporting a Fatal or running out of memory as one line
+/// "TOOL: error: ..." and the exit code.
+int executableMain(const char *tool, int (*run)(int, char **), int argc, char **argv,
+                   bool cpuThreads);
 
 } // namespace otc
 

@@ -184,7 +184,5 @@ int run(int argc, char **argv) {
 } // namespace otc
 
 int main(int argc, char **argv) {
-  if (otc_get_function()->set_threads)
-    otc::relaunchWithPassiveWait(argv);
-  return otc::runReportingErrors("forward", otc::run, argc, argv);
+  return otc::executableMain("forward", otc::run, argc, argv, otc_get_function()->set_threads);
 }

@@ -1,4 +1,5 @@
 #include "Npy.h"
+#include "SafeFile.h"
 
 #include "otc/runtime/limits.h"
 
@@ -247,24 +248,11 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
       close(fd);
     return false;
   }
-  auto readAt = [&](char *dst, size_t n, off_t at) {
-    while (n > 0) {
-      ssize_t got = pread(fd, dst, n, at);
-      if (got < 0 && errno == EINTR)
-        continue;
-      if (got <= 0)
-        return false;
-      dst += got;
-      n -= size_t(got);
-      at += got;
-    }
-    return true;
-  };
   // The header is read first, so a lying header never sizes an allocation.
   std::string head(size_t(std::min<off_t>(st.st_size, 12 + OTC_MAX_NPY_HEADER)), '\0');
   size_t offset = 0;
   int64_t dataBytes = 0;
-  bool ok = readAt(&head[0], head.size(), 0);
+  bool ok = readAllAt(fd, &head[0], head.size(), 0);
   if (!ok)
     error = "cannot read data file " + name;
   else if (!(ok = parseNpyHeader(head.data(), head.size(), out, offset, dataBytes, error)))
@@ -274,7 +262,7 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
             " bytes of data, but its header describes " + std::to_string(dataBytes);
   if (ok) {
     out.data.resize(size_t(dataBytes));
-    if (!(ok = readAt(out.data.data(), out.data.size(), off_t(offset))))
+    if (!(ok = readAllAt(fd, out.data.data(), out.data.size(), (long long)offset)))
       error = "cannot read data file " + name;
   }
   close(fd);

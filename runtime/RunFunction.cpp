@@ -93,5 +93,5 @@ int run(int argc, char **argv) {
 } // namespace otc
 
 int main(int argc, char **argv) {
-  return otc::runReportingErrors("run", otc::run, argc, argv);
+  return otc::executableMain("run", otc::run, argc, argv, /*cpuThreads=*/false);
 }

@@ -87,17 +87,29 @@ unsigned currentUmask() {
 
 } // namespace
 
-bool writeAll(int fd, const char *data, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, size);
+/// Moves all `size` bytes with `io(data, size, done)` (a read or write of
+/// at most that many bytes, `done` bytes in), retrying short transfers and
+/// interrupted calls.
+template <typename Io> static bool transferAll(char *data, size_t size, Io io) {
+  for (size_t done = 0; done < size;) {
+    ssize_t n = io(data + done, size - done, done);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
       return false;
-    data += n;
-    size -= size_t(n);
+    done += size_t(n);
   }
   return true;
+}
+
+bool writeAll(int fd, const char *data, size_t size) {
+  return transferAll(const_cast<char *>(data), size,
+                     [&](char *p, size_t n, size_t) { return ::write(fd, p, n); });
+}
+
+bool readAllAt(int fd, char *data, size_t size, long long at) {
+  return transferAll(data, size,
+                     [&](char *p, size_t n, size_t done) { return ::pread(fd, p, n, off_t(at + done)); });
 }
 
 bool checkReplaceable(const std::string &path, std::string &error) {

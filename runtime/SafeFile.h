@@ -25,6 +25,10 @@ bool replaceFile(const std::string &path, unsigned mode,
 /// Writes all of `data` to `fd`, retrying short writes.
 bool writeAll(int fd, const char *data, size_t size);
 
+/// Reads exactly `size` bytes at offset `at` of `fd`, retrying short reads;
+/// false on an error or the end of the file.
+bool readAllAt(int fd, char *data, size_t size, long long at);
+
 } // namespace otc
 
 #endif

@@ -433,7 +433,5 @@ int run(int argc, char **argv) {
 } // namespace otc
 
 int main(int argc, char **argv) {
-  if (otc_get_program()->set_threads)
-    otc::relaunchWithPassiveWait(argv);
-  return otc::runReportingErrors("train", otc::run, argc, argv);
+  return otc::executableMain("train", otc::run, argc, argv, otc_get_program()->set_threads);
 }

@@ -95,10 +95,25 @@ class Otc_UnaryOp<string mnemonic, string what, Trait precision>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+// A unary op whose gradient is one fused op, `gradOp(dy, saved)`, where
+// `saved` is the op's input or result (relu reads x; tanh and sigmoid read y).
+class Otc_UnaryOpWithGradOp<string mnemonic, string what, string gradOp, string saved>
+    : Otc_UnaryOp<mnemonic, what, Otc_Widest> {
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::buildGradients(::mlir::OpBuilder &b, ::mlir::ValueRange dy,
+        ::llvm::SmallVectorImpl<::mlir::Value> &grads) {
+      grads.push_back(}] # gradOp # [{::create(b, getLoc(), dy[0], }] # saved # [{()));
+      return ::mlir::success();
+    }
+  }];
+}
+
 def Otc_NegOp : Otc_UnaryOp<"neg", "Elementwise negation", Otc_Widest>;
-def Otc_ReluOp : Otc_UnaryOp<"relu", "Elementwise max(x, 0)", Otc_Widest>;
-def Otc_TanhOp : Otc_UnaryOp<"tanh", "Elementwise hyperbolic tangent", Otc_Widest>;
-def Otc_SigmoidOp : Otc_UnaryOp<"sigmoid", "Elementwise logistic function", Otc_Widest>;
+def Otc_ReluOp : Otc_UnaryOpWithGradOp<"relu", "Elementwise max(x, 0)", "ReluGradOp", "getInput">;
+def Otc_TanhOp : Otc_UnaryOpWithGradOp<"tanh", "Elementwise hyperbolic tangent", "TanhGradOp",
+    "getResult">;
+def Otc_SigmoidOp : Otc_UnaryOpWithGradOp<"sigmoid", "Elementwise logistic function",
+    "SigmoidGradOp", "getResult">;
 def Otc_ExpOp : Otc_UnaryOp<"exp", "Elementwise e^x", Otc_F32>;
 def Otc_LogOp : Otc_UnaryOp<"log", "Elementwise natural logarithm", Otc_F32>;
 def Otc_SqrtOp : Otc_UnaryOp<"sqrt", "Elementwise square root", Otc_F32>;
