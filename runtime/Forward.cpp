@@ -84,13 +84,14 @@ int run(int argc, char **argv) {
   std::map<std::string, int64_t> counts;
   int64_t runs = -1;
   std::string runsFrom;
+  TensorFileNames inputFiles("inputs", "read");
   for (int i = 0; i < fn.num_args; ++i) {
     const otc_tensor_desc &d = fn.args[i];
     if (fn.arg_roles[i] == OTC_ARG_PARAM) {
       counts[d.name] = elements(d);
       continue;
     }
-    std::string path = opt.data + "/" + fileNameFor(d.name), error;
+    std::string path = opt.data + "/" + inputFiles.claim(d.name), error;
     InputData &in = data[i];
     if (!readNpy(path, in.array, error))
       die(error + " (the data for input '" + d.name + "')");
@@ -160,19 +161,16 @@ int run(int argc, char **argv) {
 
   if (mkdir(opt.out.c_str(), 0777) != 0 && errno != EEXIST)
     die("cannot create the output folder '" + opt.out + "': " + std::strerror(errno));
-  std::map<std::string, const char *> fileOf; // two outputs may not share a file
+  TensorFileNames files("outputs", "write");
   for (int i = 0; i < fn.num_results; ++i) {
     const otc_tensor_desc &d = fn.results[i];
-    auto [seen, fresh] = fileOf.emplace(fileNameFor(d.name), d.name);
-    if (!fresh)
-      die("outputs '" + std::string(seen->second) + "' and '" + d.name + "' would both write '" +
-          seen->first + "'; rename one in the model");
+    std::string file = files.claim(d.name);
     std::vector<int64_t> shape(d.shape, d.shape + d.rank);
     if (runs > 1 && d.rank > 0 && d.shape[0] == fn.micro_batch)
       shape[0] *= runs;
     else if (runs > 1)
       shape.insert(shape.begin(), runs);
-    writeNpyFile(opt.out + "/" + seen->first, d.dtype, shape, outputs[i]);
+    writeNpyFile(opt.out + "/" + file, d.dtype, shape, outputs[i]);
   }
   std::fprintf(stderr, "forward: %lld run%s, %d output%s written to %s\n", (long long)runs,
                runs == 1 ? "" : "s", fn.num_results, fn.num_results == 1 ? "" : "s",

@@ -22,6 +22,14 @@ std::string fileNameFor(const std::string &input) {
   return s + ".npy";
 }
 
+std::string TensorFileNames::claim(const char *tensor) {
+  auto [seen, fresh] = owner.emplace(fileNameFor(tensor), tensor);
+  if (!fresh)
+    throw Fatal{std::string(role) + " '" + seen->second + "' and '" + tensor + "' would both " +
+                verb + " '" + seen->first + "'; rename one in the model"};
+  return seen->first;
+}
+
 std::string shapeText(const int64_t *dims, int rank) {
   std::string s = "[";
   for (int i = 0; i < rank; ++i)

@@ -7,6 +7,7 @@
 #include "Npy.h"
 #include "otc/runtime/abi.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,19 @@ namespace otc {
 /// The .npy file that holds the data of input `input`: the name with every
 /// character outside [A-Za-z0-9._-] replaced by '_'.
 std::string fileNameFor(const std::string &input);
+
+/// The files of a set of tensors, by fileNameFor: `claim` returns a
+/// tensor's file, and throws Fatal when another tensor already has it.
+class TensorFileNames {
+public:
+  /// `role` names the set ("inputs"), `verb` what it does ("read").
+  TensorFileNames(const char *role, const char *verb) : role(role), verb(verb) {}
+  std::string claim(const char *tensor);
+
+private:
+  const char *role, *verb;
+  std::map<std::string, const char *> owner;
+};
 
 std::string shapeText(const int64_t *dims, int rank);
 

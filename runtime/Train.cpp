@@ -34,14 +34,10 @@ struct Dataset {
 
 Dataset loadDataset(const std::string &dir, const otc_program &prog) {
   Dataset ds;
-  std::map<std::string, const char *> fileOf; // two inputs may not share a file
+  TensorFileNames files("inputs", "read");
   for (int i = 0; i < prog.num_inputs; ++i) {
     const otc_tensor_desc &d = prog.inputs[i];
-    auto [seen, fresh] = fileOf.emplace(fileNameFor(d.name), d.name);
-    if (!fresh)
-      die("inputs '" + std::string(seen->second) + "' and '" + d.name + "' would both read '" +
-          seen->first + "'; rename one in the model");
-    std::string path = dir + "/" + seen->first;
+    std::string path = dir + "/" + files.claim(d.name);
     NpyArray a;
     std::string error;
     if (!readNpy(path, a, error))
