@@ -23,21 +23,14 @@ using Imp = GraphImporter;
 //===----------------------------------------------------------------------===//
 
 LogicalResult importGemm(Imp &imp) {
-  auto a = imp.input(0), b = imp.input(1);
-  if (failed(a) || failed(b))
+  auto a = imp.input(0), b = imp.input(1), c = imp.optionalInput(2);
+  if (failed(a) || failed(b) || failed(c))
     return failure();
-  Value c;
-  if (imp.numInputs() > 2) {
-    auto cv = imp.input(2);
-    if (failed(cv))
-      return failure();
-    c = *cv;
-  }
   double alpha = imp.floatAttr("alpha", 1.0), beta = imp.floatAttr("beta", 1.0);
   if (!std::isfinite(alpha) || !std::isfinite(beta))
     return imp.fail("alpha and beta must be finite");
   return imp.defineResult(imp.create<GemmOp>(
-      *a, *b, c, imp.intAttr("transA", 0) != 0, imp.intAttr("transB", 0) != 0,
+      *a, *b, *c, imp.intAttr("transA", 0) != 0, imp.intAttr("transB", 0) != 0,
       llvm::APFloat(alpha), llvm::APFloat(beta)));
 }
 

@@ -45,6 +45,12 @@ FailureOr<Value> GraphImporter::input(size_t i) {
   return it->second.value;
 }
 
+FailureOr<Value> GraphImporter::optionalInput(size_t i) {
+  if (i >= numInputs() || current->input(i).empty())
+    return Value();
+  return input(i);
+}
+
 bool GraphImporter::materialize(Entry &e, Location loc) {
   if (e.value)
     return true;

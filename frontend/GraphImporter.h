@@ -35,6 +35,8 @@ public:
   size_t numInputs() const;
   /// The runtime value of input `i`, materialising a host constant.
   mlir::FailureOr<mlir::Value> input(size_t i);
+  /// Input `i`, or a null Value when the node omits it (absent or "").
+  mlir::FailureOr<mlir::Value> optionalInput(size_t i);
   /// Input `i` when it is known at compile time, else null.
   const HostTensor *constantInput(size_t i) const;
   void define(size_t output, mlir::Value v);

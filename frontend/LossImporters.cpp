@@ -134,27 +134,19 @@ FailureOr<LossAttrs> lossAttrs(GraphImporter &imp) {
 
 LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &imp) {
   auto attrs = lossAttrs(imp);
-  auto logits = imp.input(0), labels = imp.input(1);
-  if (failed(attrs) || failed(logits) || failed(labels))
+  auto logits = imp.input(0), labels = imp.input(1), weight = imp.optionalInput(2);
+  if (failed(attrs) || failed(logits) || failed(labels) || failed(weight))
     return failure();
   auto lt = cast<RankedTensorType>(logits->getType());
   if (lt.getRank() < 2)
     return imp.fail("the scores need a class dim");
   bool wantLogProb = imp.node().output_size() > 1 && !imp.node().output(1).empty();
-  bool weighted = imp.numInputs() > 2;
   OpBuilder &b = imp.builder();
-  if (weighted || wantLogProb || attrs->reduction != "mean") {
-    Value weight;
-    if (weighted) {
-      auto w = imp.input(2);
-      if (failed(w))
-        return failure();
-      weight = *w;
-    }
+  if (*weight || wantLogProb || attrs->reduction != "mean") {
     Value logp = LogSoftmaxOp::create(b, imp.loc(), *logits, b.getI64IntegerAttr(1));
     if (wantLogProb)
       imp.define(1, logp);
-    return composedLoss(imp, logp, *labels, weight, attrs->ignore, attrs->reduction);
+    return composedLoss(imp, logp, *labels, *weight, attrs->ignore, attrs->reduction);
   }
   // N x C x d1 x ... dk: the classes moved last and every position made a
   // row. The mean over the N d non-ignored positions is unchanged.
@@ -182,19 +174,12 @@ LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &imp) {
 
 LogicalResult importNegativeLogLikelihoodLoss(GraphImporter &imp) {
   auto attrs = lossAttrs(imp);
-  auto logp = imp.input(0), labels = imp.input(1);
-  if (failed(attrs) || failed(logp) || failed(labels))
+  auto logp = imp.input(0), labels = imp.input(1), weight = imp.optionalInput(2);
+  if (failed(attrs) || failed(logp) || failed(labels) || failed(weight))
     return failure();
   if (cast<RankedTensorType>(logp->getType()).getRank() < 2)
     return imp.fail("the log-probabilities need a class dim");
-  Value weight;
-  if (imp.numInputs() > 2) {
-    auto w = imp.input(2);
-    if (failed(w))
-      return failure();
-    weight = *w;
-  }
-  return composedLoss(imp, *logp, *labels, weight, attrs->ignore, attrs->reduction);
+  return composedLoss(imp, *logp, *labels, *weight, attrs->ignore, attrs->reduction);
 }
 
 /// Log, except that log(sigmoid(x)) and log(1 - sigmoid(x)), which PyTorch

@@ -11,6 +11,9 @@ usage: make_losses.py DIR
   DIR/weighted.onnx: a Gemm classifier whose loss is SoftmaxCrossEntropyLoss
       with class weights and ignore_index 1 (N x 3 logits); DIR/bad/ holds
       labels with class 3, which does not exist.
+  DIR/omitted.onnx: the same Gemm and both losses with their optional inputs
+      named "" (no bias, no class weights), as exporters write them; DIR/omit/
+      holds the data and DIR/omit.npz the float64 losses.
 """
 import sys
 from pathlib import Path
@@ -63,3 +66,22 @@ nodes = [helper.make_node("Constant", [], ["labels"], value=labels),
 g = helper.make_graph(nodes, "nll_zero", [helper.make_tensor_value_info("p", F, [2, 3])],
                       [helper.make_tensor_value_info("loss", F, [])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out / "nll_zero.onnx")
+
+# Optional inputs given as "" are absent: Gemm without C, losses unweighted.
+nodes = [helper.make_node("Gemm", ["feat", "w", ""], ["logits"], transB=1),
+         helper.make_node("SoftmaxCrossEntropyLoss", ["logits", "labels", ""], ["sce"]),
+         helper.make_node("LogSoftmax", ["logits"], ["logp"], axis=1),
+         helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels", ""], ["nll"])]
+g = helper.make_graph(nodes, "omitted",
+                      [helper.make_tensor_value_info("feat", F, [4, 4]),
+                       helper.make_tensor_value_info("labels", TensorProto.INT64, [4])],
+                      [helper.make_tensor_value_info("sce", F, []),
+                       helper.make_tensor_value_info("nll", F, [])], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out / "omitted.onnx")
+(out / "omit").mkdir(parents=True, exist_ok=True)
+feat, ys = rng.normal(size=(4, 4)).astype(np.float32), np.array([0, 2, 1, 2], np.int64)
+np.save(out / "omit" / "feat.npy", feat)
+np.save(out / "omit" / "labels.npy", ys)
+z = feat.astype(np.float64) @ numpy_helper.to_array(w).astype(np.float64).T
+logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+np.savez(out / "omit.npz", loss=-logp[np.arange(4), ys].mean())
