@@ -35,29 +35,21 @@ Value pick(Imp &imp, Value a, Value b, ComparePredicate predicate) {
 /// Max and Min (variadic): on the host when all inputs are constant.
 template <bool IsMax>
 LogicalResult importMaxMin(Imp &imp) {
-  bool constant = true;
-  for (size_t i = 0; i < imp.numInputs(); ++i)
-    constant = constant && imp.constantInput(i);
-  if (constant && imp.numInputs() == 2) {
+  if (imp.allInputsConstant() && imp.numInputs() == 2) {
     auto f = [](double a, double b) { return IsMax ? std::max(a, b) : std::min(a, b); };
     if (foldBinary(imp, f) == FoldResult::Folded)
       return success();
     return failure();
   }
-  auto acc = imp.input(0);
-  if (failed(acc))
+  auto xs = imp.inputs();
+  if (failed(xs))
     return failure();
-  if (!isa<FloatType>(cast<RankedTensorType>(acc->getType()).getElementType()))
+  Value v = xs->front();
+  if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
     return imp.fail("Max and Min of integer tensors are supported on constants only");
-  Value v = *acc;
-  for (size_t i = 1; i < imp.numInputs(); ++i) {
-    auto next = imp.input(i);
-    if (failed(next))
-      return failure();
-    v = pick(imp, v, *next, IsMax ? ComparePredicate::ge : ComparePredicate::le);
-  }
-  imp.define(0, v);
-  return success();
+  for (Value next : ArrayRef<Value>(*xs).drop_front())
+    v = pick(imp, v, next, IsMax ? ComparePredicate::ge : ComparePredicate::le);
+  return imp.defineResult(v);
 }
 
 /// Clip: bounds from inputs (opset 11) or attributes (before).
@@ -80,27 +72,19 @@ LogicalResult importClip(Imp &imp) {
     if (bound)
       v = pick(imp, v, scalarLike(imp, v, *bound), k ? ComparePredicate::le : ComparePredicate::ge);
   }
-  imp.define(0, v);
-  return success();
+  return imp.defineResult(v);
 }
 
 /// Sum (variadic): adds left to right, with numpy broadcasting.
 LogicalResult importSum(Imp &imp) {
-  auto acc = imp.input(0);
-  if (failed(acc))
+  auto xs = imp.inputs();
+  if (failed(xs))
     return failure();
-  Value v = *acc;
-  for (size_t i = 1; i < imp.numInputs(); ++i) {
-    auto next = imp.input(i);
-    if (failed(next))
+  FailureOr<Value> sum = xs->front();
+  for (Value next : ArrayRef<Value>(*xs).drop_front())
+    if (failed(sum = imp.create<AddOp>(*sum, next)))
       return failure();
-    auto sum = imp.create<AddOp>(v, *next);
-    if (failed(sum))
-      return failure();
-    v = *sum;
-  }
-  imp.define(0, v);
-  return success();
+  return imp.defineResult(sum);
 }
 
 /// Dropout (opset 12): ratio and training_mode are optional constant

@@ -69,8 +69,7 @@ LogicalResult importIdentity(Imp &imp) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  imp.define(0, *x);
-  return success();
+  return imp.defineResult(*x);
 }
 
 // Comparisons and logic: folded on the host when constant (shape
@@ -224,8 +223,7 @@ LogicalResult importCast(Imp &imp) {
                                       static_cast<onnx::TensorProto::DataType>(to)) +
                     " are not supported");
   if (getElementTypeOrSelf(x->getType()) == elem) {
-    imp.define(0, *x);
-    return success();
+    return imp.defineResult(*x);
   }
   auto type = RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(), elem);
   imp.define(0, CastOp::create(imp.builder(), imp.loc(), type, *x).getResult());

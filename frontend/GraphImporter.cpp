@@ -51,6 +51,24 @@ FailureOr<Value> GraphImporter::optionalInput(size_t i) {
   return input(i);
 }
 
+FailureOr<SmallVector<Value>> GraphImporter::inputs() {
+  SmallVector<Value> values;
+  for (size_t i = 0; i < numInputs(); ++i) {
+    auto v = input(i);
+    if (failed(v))
+      return failure();
+    values.push_back(*v);
+  }
+  return values;
+}
+
+bool GraphImporter::allInputsConstant() const {
+  for (size_t i = 0; i < numInputs(); ++i)
+    if (!constantInput(i))
+      return false;
+  return true;
+}
+
 bool GraphImporter::materialize(Entry &e, Location loc) {
   if (e.value)
     return true;

@@ -37,12 +37,16 @@ public:
   mlir::FailureOr<mlir::Value> input(size_t i);
   /// Input `i`, or a null Value when the node omits it (absent or "").
   mlir::FailureOr<mlir::Value> optionalInput(size_t i);
+  /// Every input's runtime value, in order.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> inputs();
+  /// Whether every input is known at compile time.
+  bool allInputsConstant() const;
   /// Input `i` when it is known at compile time, else null.
   const HostTensor *constantInput(size_t i) const;
   void define(size_t output, mlir::Value v);
   /// Defines a compile-time output; fails when `t` breaks the host limits.
   mlir::LogicalResult define(size_t output, HostTensor t);
-  /// Defines output 0 as `v`, or passes a failure on.
+  /// Defines output 0 as `v` (a Value or FailureOr), or passes a failure on.
   mlir::LogicalResult defineResult(mlir::FailureOr<mlir::Value> v) {
     if (mlir::failed(v))
       return mlir::failure();

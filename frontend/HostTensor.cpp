@@ -110,21 +110,15 @@ bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
 }
 
 mlir::Type elementTypeFor(mlir::Builder &b, int onnxType) {
+  using P = onnx::TensorProto;
   switch (onnxType) {
-  case onnx::TensorProto::FLOAT:
-    return b.getF32Type();
-  case onnx::TensorProto::DOUBLE:
-    return b.getF64Type();
-  case onnx::TensorProto::INT64:
-    return b.getI64Type();
-  case onnx::TensorProto::BOOL:
-    return b.getI1Type();
-  case onnx::TensorProto::FLOAT16:
-    return b.getF16Type();
-  case onnx::TensorProto::BFLOAT16:
-    return b.getBF16Type();
-  default:
-    return nullptr;
+  case P::FLOAT: return b.getF32Type();
+  case P::DOUBLE: return b.getF64Type();
+  case P::INT64: return b.getI64Type();
+  case P::BOOL: return b.getI1Type();
+  case P::FLOAT16: return b.getF16Type();
+  case P::BFLOAT16: return b.getBF16Type();
+  default: return nullptr;
   }
 }
 

@@ -101,9 +101,8 @@ FailureOr<std::vector<int64_t>> shapeOfInput(GraphImporter &imp, size_t i) {
 LogicalResult needConstants(GraphImporter &imp, size_t minInputs) {
   if (imp.numInputs() < minInputs)
     return imp.fail("needs at least " + std::to_string(minInputs) + " inputs");
-  for (size_t i = 0; i < imp.numInputs(); ++i)
-    if (!imp.constantInput(i))
-      return imp.fail("supported only on compile-time constant inputs");
+  if (!imp.allInputsConstant())
+    return imp.fail("supported only on compile-time constant inputs");
   return success();
 }
 

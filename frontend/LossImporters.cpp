@@ -96,8 +96,7 @@ LogicalResult composedLoss(GraphImporter &imp, Value logp, Value labels, Value w
   Value losses = NegOp::create(
       b, loc, weight ? MulOp::create(b, loc, picked.getType(), picked, wy).getResult() : picked);
   if (reduction == "none") {
-    imp.define(0, losses);
-    return success();
+    return imp.defineResult(losses);
   }
   SmallVector<int64_t> all;
   for (size_t d = 0; d < positions.size(); ++d)

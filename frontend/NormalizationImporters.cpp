@@ -38,8 +38,7 @@ LogicalResult importReduce(Imp &imp) {
   int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
   if (axes.empty()) {
     if (imp.intAttr("noop_with_empty_axes", 0)) {
-      imp.define(0, *x);
-      return success();
+      return imp.defineResult(*x);
     }
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);

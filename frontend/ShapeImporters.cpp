@@ -279,14 +279,25 @@ LogicalResult importExpand(Imp &imp) {
     return imp.define(0, broadcastHost(*c, shape));
   }
   if (ArrayRef<int64_t>(shape) == ArrayRef<int64_t>(in)) {
-    imp.define(0, *x);
-    return success();
+    return imp.defineResult(*x);
   }
   imp.define(0, BroadcastToOp::create(imp.builder(), imp.loc(), withShape(*x, shape), *x)
                     .getResult());
   return success();
 }
 
+
+/// Sets `v` to `parts` joined along `axis` (to the part itself when there
+/// is one).
+LogicalResult concatInto(Imp &imp, Value &v, ArrayRef<Value> parts, int64_t axis) {
+  auto joined = parts.size() == 1 ? FailureOr<Value>(parts[0])
+                                  : imp.create<ConcatOp>(ValueRange(parts),
+                                                         imp.builder().getI64IntegerAttr(axis));
+  if (failed(joined))
+    return failure();
+  v = *joined;
+  return success();
+}
 
 /// Pad, constant mode: per dim, a negative pad crops (a slice) and a
 /// positive one concatenates a splat constant, so the gradient is concat's.
@@ -357,15 +368,10 @@ LogicalResult importPad(Imp &imp) {
     parts.push_back(v);
     if (after > 0)
       fill(after);
-    if (parts.size() > 1) {
-      auto joined = imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(d));
-      if (failed(joined))
-        return failure();
-      v = *joined;
-    }
+    if (failed(concatInto(imp, v, parts, d)))
+      return failure();
   }
-  imp.define(0, v);
-  return success();
+  return imp.defineResult(v);
 }
 
 /// Tile: at run time, a concat of copies along each repeated dim.
@@ -387,37 +393,23 @@ LogicalResult importTile(Imp &imp) {
     if (r < 1 || __builtin_mul_overflow(count, r, &count) || count > OTC_MAX_ELEMENTS)
       return imp.fail("repeats must be at least 1 and the result at most 2^36 elements");
   Value v = *x;
-  for (size_t d = 0; d < repeats.size(); ++d) {
-    if (repeats[d] == 1)
-      continue;
-    SmallVector<Value> copies(repeats[d], v);
-    auto joined = imp.create<ConcatOp>(ValueRange(copies), imp.builder().getI64IntegerAttr(d));
-    if (failed(joined))
+  for (size_t d = 0; d < repeats.size(); ++d)
+    if (failed(concatInto(imp, v, SmallVector<Value>(repeats[d], v), d)))
       return failure();
-    v = *joined;
-  }
-  imp.define(0, v);
-  return success();
+  return imp.defineResult(v);
 }
 
 LogicalResult importConcat(Imp &imp) {
-  bool constant = true;
-  for (size_t i = 0; i < imp.numInputs(); ++i)
-    constant = constant && imp.constantInput(i);
-  if (!constant) { // at run time
-    SmallVector<Value> inputs;
-    for (size_t i = 0; i < imp.numInputs(); ++i) {
-      auto v = imp.input(i);
-      if (failed(v))
-        return failure();
-      inputs.push_back(*v);
-    }
-    int64_t rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+  if (!imp.allInputsConstant()) { // at run time
+    auto inputs = imp.inputs();
+    if (failed(inputs))
+      return failure();
+    int64_t rank = cast<RankedTensorType>(inputs->front().getType()).getRank();
     auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
     if (failed(axis))
       return failure();
     return imp.defineResult(
-        imp.create<ConcatOp>(ValueRange(inputs), imp.builder().getI64IntegerAttr((*axis)[0])));
+        imp.create<ConcatOp>(ValueRange(*inputs), imp.builder().getI64IntegerAttr((*axis)[0])));
   }
   if (failed(needConstants(imp, 1)))
     return failure();

@@ -153,26 +153,16 @@ void mutateValue(onnx::ValueInfoProto &v, Rng &rng) {
 void mutateModel(onnx::ModelProto &m, uint64_t seed) {
   Rng rng(seed);
   onnx::GraphProto &g = *m.mutable_graph();
+  // A random element of a repeated field, or null when it is empty.
+  auto pick = [&](auto *field) { return field->empty() ? nullptr : field->Mutable(rng() % field->size()); };
   for (int round = 1 + rng() % 2; round > 0; --round) {
     switch (rng() % 5) {
-    case 0:
-      if (g.initializer_size())
-        mutateTensor(*g.mutable_initializer(rng() % g.initializer_size()), rng);
-      break;
-    case 1:
-      if (g.node_size())
-        mutateNode(g, *g.mutable_node(rng() % g.node_size()), rng);
-      break;
-    case 2:
-      if (g.input_size())
-        mutateValue(*g.mutable_input(rng() % g.input_size()), rng);
-      break;
-    case 3:
-      if (m.opset_import_size())
-        m.mutable_opset_import(0)->set_version(int64_t(rng() % 22));
-      break;
-    default:
-      if (g.node_size() > 1) // drop a node
+    case 0: if (auto *t = pick(g.mutable_initializer())) mutateTensor(*t, rng); break;
+    case 1: if (auto *n = pick(g.mutable_node())) mutateNode(g, *n, rng); break;
+    case 2: if (auto *v = pick(g.mutable_input())) mutateValue(*v, rng); break;
+    case 3: if (m.opset_import_size()) m.mutable_opset_import(0)->set_version(int64_t(rng() % 22)); break;
+    default: // drop a node
+      if (g.node_size() > 1)
         g.mutable_node()->DeleteSubrange(int(rng() % g.node_size()), 1);
       break;
     }
