@@ -37,6 +37,14 @@ mlir::FailureOr<std::vector<int64_t>> shapeOfInput(GraphImporter &imp, size_t i)
 /// Fails unless the node has `minInputs` inputs, all compile-time constants.
 mlir::LogicalResult needConstants(GraphImporter &imp, size_t minInputs);
 
+/// An int list that a later opset moved from attribute `attr` to input `i`:
+/// the input's compile-time value when `fromInput` (empty when the node
+/// omits it), else the attribute (empty when absent). Fails, naming `what`,
+/// when the input is known only at run time.
+mlir::FailureOr<std::vector<int64_t>> intsFromInputOrAttr(GraphImporter &imp, bool fromInput,
+                                                          size_t i, llvm::StringRef attr,
+                                                          llvm::StringRef what);
+
 enum class FoldResult { NotConstant, Folded, Failed };
 
 /// Folds a binary op on two host constants with numpy broadcasting. The

@@ -106,6 +106,18 @@ LogicalResult needConstants(GraphImporter &imp, size_t minInputs) {
   return success();
 }
 
+FailureOr<std::vector<int64_t>> intsFromInputOrAttr(GraphImporter &imp, bool fromInput,
+                                                    size_t i, StringRef attr, StringRef what) {
+  if (!fromInput)
+    return imp.intsAttr(attr);
+  if (i >= imp.numInputs() || imp.node().input(i).empty())
+    return std::vector<int64_t>();
+  const HostTensor *t = imp.constantInput(i);
+  if (!t)
+    return imp.fail(what + " must be compile-time constants");
+  return t->asInts();
+}
+
 FoldResult foldBinary(GraphImporter &imp, llvm::function_ref<double(double, double)> f,
                       int resultType) {
   const HostTensor *l = imp.constantInput(0), *r = imp.constantInput(1);

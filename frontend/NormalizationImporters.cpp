@@ -24,17 +24,10 @@ LogicalResult importReduce(Imp &imp) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  std::vector<int64_t> axes;
-  if (axesFromInput) {
-    if (imp.numInputs() > 1) {
-      const HostTensor *a = imp.constantInput(1);
-      if (!a)
-        return imp.fail("the reduction axes must be a compile-time constant");
-      axes = a->asInts();
-    }
-  } else {
-    axes = imp.intsAttr("axes");
-  }
+  auto given = intsFromInputOrAttr(imp, axesFromInput, 1, "axes", "the reduction axes");
+  if (failed(given))
+    return failure();
+  std::vector<int64_t> axes = *given;
   int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
   if (axes.empty()) {
     if (imp.intAttr("noop_with_empty_axes", 0)) {

@@ -200,15 +200,10 @@ LogicalResult importSplit(Imp &imp) {
   int64_t a = (*axis)[0], outputs = imp.node().output_size();
   if (outputs < 1)
     return imp.fail("Split needs at least one output");
-  std::vector<int64_t> sizes;
-  if (FromInput && imp.numInputs() > 1) {
-    const HostTensor *t = imp.constantInput(1);
-    if (!t)
-      return imp.fail("the split sizes must be compile-time constants");
-    sizes = t->asInts();
-  } else if (!FromInput) {
-    sizes = imp.intsAttr("split");
-  }
+  auto given = intsFromInputOrAttr(imp, FromInput, 1, "split", "the split sizes");
+  if (failed(given))
+    return failure();
+  std::vector<int64_t> sizes = *given;
   if (sizes.empty()) { // equal parts; the last may be smaller (opset 18)
     int64_t part = (shape[a] + outputs - 1) / outputs;
     for (int64_t k = 0; k < outputs; ++k)
@@ -453,15 +448,10 @@ LogicalResult importSqueezeLike(Imp &imp) {
   auto inShape = shapeOfInput(imp, 0);
   if (failed(inShape))
     return failure();
-  std::vector<int64_t> in = *inShape, axes;
-  if (fromInput && imp.numInputs() > 1) {
-    const HostTensor *a = imp.constantInput(1);
-    if (!a)
-      return imp.fail("axes must be a compile-time constant");
-    axes = a->asInts();
-  } else if (!fromInput) {
-    axes = imp.intsAttr("axes");
-  }
+  auto given = intsFromInputOrAttr(imp, fromInput, 1, "axes", "the axes");
+  if (failed(given))
+    return failure();
+  std::vector<int64_t> in = *inShape, axes = *given;
   std::vector<int64_t> out;
   if (squeeze) {
     auto norm = normaliseAxes(imp, axes, in.size());
