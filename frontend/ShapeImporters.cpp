@@ -142,23 +142,15 @@ LogicalResult importSlice(Imp &imp) {
     return failure();
   std::vector<int64_t> shape = *input;
   int64_t rank = shape.size();
-  auto list = [&](size_t input, const char *attr, std::vector<int64_t> &out) -> LogicalResult {
-    if (!FromInputs) {
-      out = imp.intsAttr(attr);
-      return success();
-    }
-    if (imp.numInputs() <= input || imp.node().input(input).empty())
-      return success();
-    const HostTensor *t = imp.constantInput(input);
-    if (!t)
-      return imp.fail(std::string("Slice ") + attr + " must be compile-time constants");
-    out = t->asInts();
-    return success();
-  };
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (failed(list(1, "starts", starts)) || failed(list(2, "ends", ends)) ||
-      failed(list(3, "axes", axes)) || failed(list(4, "steps", steps)))
-    return failure();
+  std::vector<int64_t> lists[4];
+  static const char *const names[] = {"starts", "ends", "axes", "steps"};
+  for (int k = 0; k < 4; ++k) {
+    auto l = intsFromInputOrAttr(imp, FromInputs, k + 1, names[k], std::string("Slice ") + names[k]);
+    if (failed(l))
+      return failure();
+    lists[k] = *l;
+  }
+  auto &[starts, ends, axes, steps] = lists;
   if (starts.size() != ends.size() || (!axes.empty() && axes.size() != starts.size()) ||
       (!steps.empty() && steps.size() != starts.size()))
     return imp.fail("starts, ends, axes and steps differ in length");
