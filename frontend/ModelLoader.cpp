@@ -2,11 +2,13 @@
 // batch dimension, then hands the graph to the importer.
 #include "GraphImporter.h"
 #include "ModelChecks.h"
+#include "TiedWeights.h"
 #include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
 #include "otc/runtime/limits.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 namespace otc {
@@ -274,9 +277,17 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
       error = describeNode(n) + ": " + why;
       return nullptr;
     }
-  if (embeddedModel && !loadedExternal)
+  // Before embedding: a saved model keeps the tie (as a Transpose node).
+  std::vector<std::string> tied = tieTransposedCopies(model);
+  static std::set<std::string> told; // auto-fit imports again: say it once
+  for (const std::string &t : tied)
+    if (told.insert(t).second)
+      llvm::errs() << "otc: note: " << t
+                   << " (a copy that constant folding in the export made); trained as one tensor\n";
+  bool rewritten = loadedExternal || !tied.empty();
+  if (embeddedModel && !rewritten)
     *embeddedModel = bytes;
-  if (embeddedModel && loadedExternal) {
+  if (embeddedModel && rewritten) {
     if (model.ByteSizeLong() > size_t(INT32_MAX)) {
       error = quotedPath(name) + " holds more than 2 GiB with its external data, "
               "more than one ONNX file can carry";

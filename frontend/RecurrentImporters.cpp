@@ -89,59 +89,120 @@ LogicalResult checkDefaults(GraphImporter &imp, ArrayRef<const char *> defaults,
   return success();
 }
 
-/// LSTM (gates i, o, f, c) and GRU (gates z, r, h), forward, reverse or
-/// bidirectional, with optional bias and initial states.
-template <bool IsLstm>
-LogicalResult importRecurrent(GraphImporter &imp) {
-  const auto &node = imp.node();
-  const int64_t gates = IsLstm ? 4 : 3;
+/// An LSTM or GRU node's attributes and inputs, checked.
+struct RecurrentNode {
   std::string dir = "forward";
+  int64_t dirs = 1, layout = 0;
+  bool linearBeforeReset = false;
+  Value x, w, r, bias, initH, initC; // bias and the initial states may be null
+};
+
+template <bool IsLstm>
+FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
+  RecurrentNode n;
   if (const auto *a = imp.attr("direction"))
-    dir = a->s();
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
-    return imp.fail("unknown direction '" + dir + "'");
-  int64_t dirs = dir == "bidirectional" ? 2 : 1;
+    n.dir = a->s();
+  if (n.dir != "forward" && n.dir != "reverse" && n.dir != "bidirectional")
+    return imp.fail("unknown direction '" + n.dir + "'");
+  n.dirs = n.dir == "bidirectional" ? 2 : 1;
   const char *lstmDefaults[] = {"sigmoid", "tanh", "tanh"};
   const char *gruDefaults[] = {"sigmoid", "tanh"};
   if (failed(checkDefaults(imp, IsLstm ? ArrayRef<const char *>(lstmDefaults)
-                                       : ArrayRef<const char *>(gruDefaults), dirs)))
+                                       : ArrayRef<const char *>(gruDefaults), n.dirs)))
     return failure();
   if (IsLstm && imp.intAttr("input_forget", 0) != 0)
     return imp.fail("input_forget is not supported");
   if (IsLstm && imp.numInputs() > 7)
     return imp.fail("peephole weights (input P) are not supported");
-  int64_t layout = imp.opset() >= 14 ? imp.intAttr("layout", 0) : 0;
-  if (layout != 0 && layout != 1)
+  n.layout = imp.opset() >= 14 ? imp.intAttr("layout", 0) : 0;
+  if (n.layout != 0 && n.layout != 1)
     return imp.fail("layout must be 0 or 1");
-  bool linearBeforeReset = !IsLstm && imp.intAttr("linear_before_reset", 0) != 0;
-
-  auto optional = [&](size_t k) -> FailureOr<Value> {
-    if (k >= imp.numInputs() || node.input(k).empty())
-      return Value();
-    return imp.input(k);
-  };
+  n.linearBeforeReset = !IsLstm && imp.intAttr("linear_before_reset", 0) != 0;
   auto x = imp.input(0), w = imp.input(1), r = imp.input(2);
-  auto bias = optional(3), initH = optional(5), initC = optional(IsLstm ? 6 : 99);
+  auto bias = imp.optionalInput(3), initH = imp.optionalInput(5);
+  auto initC = IsLstm ? imp.optionalInput(6) : FailureOr<Value>(Value());
   if (failed(x) || failed(w) || failed(r) || failed(bias) || failed(initH) || failed(initC))
     return failure();
-  auto xType = cast<RankedTensorType>(x->getType());
-  if (xType.getRank() != 3)
+  n.x = *x, n.w = *w, n.r = *r, n.bias = *bias, n.initH = *initH, n.initC = *initC;
+  auto xShape = cast<RankedTensorType>(n.x.getType()).getShape();
+  if (xShape.size() != 3)
     return imp.fail("X must have rank 3");
   // Every sequence must run to the full length.
-  if (imp.numInputs() > 4 && !node.input(4).empty()) {
+  if (imp.numInputs() > 4 && !imp.node().input(4).empty()) {
     const HostTensor *lens = imp.constantInput(4);
     if (!lens)
       return imp.fail("sequence_lens must be a compile-time constant");
-    auto xs = cast<RankedTensorType>(x->getType()).getShape();
-    for (int64_t n : lens->asInts())
-      if (n != xs[layout == 0 ? 0 : 1])
+    for (int64_t len : lens->asInts())
+      if (len != xShape[n.layout == 0 ? 0 : 1])
         return imp.fail("sequences shorter than the input (sequence_lens) are not supported");
   }
-
-  // hidden_size is optional: R is [dirs, gates·H, H].
-  auto rShape = cast<RankedTensorType>(r->getType()).getShape();
-  if (rShape.size() != 3)
+  if (cast<RankedTensorType>(n.r.getType()).getRank() != 3)
     return imp.fail("R must have rank 3");
+  return n;
+}
+
+/// One direction unrolled: appends H_t to outputs[t] for every step t and
+/// returns the last H (and, for an LSTM, sets the last C).
+template <bool IsLstm>
+Value unroll(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Value h0, Value c0,
+             SmallVector<SmallVector<Value>> &outputs, Value &lastC) {
+  GraphImporter &imp = rec.imp;
+  const int64_t H = rec.hidden, N = rec.batch, T = rec.seq, gates = rec.gates;
+  Value wd = rec.direction(n.w, d), rd = rec.direction(n.r, d);
+  Value wb, rb;
+  if (n.bias) {
+    Value bd = rec.direction(n.bias, d);
+    wb = rec.slice(bd, {0}, {gates * H});
+    rb = rec.slice(bd, {gates * H}, {gates * H});
+  }
+  // The input projection of every step at once: [T·N, gates·H].
+  Value xw = reshaped(imp, rec.linear(flatX, wd, wb), {T, N * gates * H});
+  Value h = h0 ? rec.direction(h0, d) : rec.zeros({N, H});
+  Value c = IsLstm ? (c0 ? rec.direction(c0, d) : rec.zeros({N, H})) : Value();
+  // GRU's candidate multiplies the reset gate into (H·Rhᵀ + Rbh) or into
+  // H first; the gates z and r come from the other rows of R.
+  Value rzr = IsLstm ? Value() : rec.slice(rd, {0, 0}, {2 * H, H});
+  Value rh = IsLstm ? Value() : rec.slice(rd, {2 * H, 0}, {H, H});
+  Value rbzr = !IsLstm && rb ? rec.slice(rb, {0}, {2 * H}) : Value();
+  Value rbh = !IsLstm && rb ? rec.slice(rb, {2 * H}, {H}) : Value();
+  bool reverse = n.dir == "reverse" || d == 1;
+  for (int64_t s = 0; s < T; ++s) {
+    int64_t t = reverse ? T - 1 - s : s;
+    Value xt = reshaped(imp, rec.slice(xw, {t, 0}, {1, N * gates * H}), {N, gates * H});
+    if (IsLstm) {
+      Value g = rec.add(xt, rec.linear(h, rd, rb));
+      Value i = rec.sigmoid(rec.gate(g, 0)), o = rec.sigmoid(rec.gate(g, 1));
+      Value f = rec.sigmoid(rec.gate(g, 2)), cand = rec.tanh(rec.gate(g, 3));
+      c = rec.add(rec.mul(f, c), rec.mul(i, cand));
+      h = rec.mul(o, rec.tanh(c));
+    } else {
+      Value hzr = rec.linear(h, rzr, rbzr);
+      Value z = rec.sigmoid(rec.add(rec.gate(xt, 0), rec.slice(hzr, {0, 0}, {N, H})));
+      Value rg = rec.sigmoid(rec.add(rec.gate(xt, 1), rec.slice(hzr, {0, H}, {N, H})));
+      Value recur = n.linearBeforeReset ? rec.mul(rg, rec.linear(h, rh, rbh))
+                                        : rec.linear(rec.mul(rg, h), rh, rbh);
+      Value cand = rec.tanh(rec.add(rec.gate(xt, 2), recur));
+      // (1 - z) ⊙ cand + z ⊙ h, as cand + z ⊙ (h - cand).
+      h = rec.add(cand, rec.mul(z, rec.sub(h, cand)));
+    }
+    outputs[t].push_back(reshaped(imp, h, {1, 1, N, H}));
+  }
+  lastC = c;
+  return h;
+}
+
+/// LSTM (gates i, o, f, c) and GRU (gates z, r, h), forward, reverse or
+/// bidirectional, with optional bias and initial states.
+template <bool IsLstm>
+LogicalResult importRecurrent(GraphImporter &imp) {
+  auto node = readNode<IsLstm>(imp);
+  if (failed(node))
+    return failure();
+  const RecurrentNode &n = *node;
+  const int64_t gates = IsLstm ? 4 : 3, dirs = n.dirs, layout = n.layout;
+  auto xType = cast<RankedTensorType>(n.x.getType());
+  // hidden_size is optional: R is [dirs, gates·H, H].
+  auto rShape = cast<RankedTensorType>(n.r.getType()).getShape();
   Recurrence rec{imp, 0, 0, xType.getDimSize(2), imp.intAttr("hidden_size", rShape[2]), dirs,
                  gates, xType.getElementType()};
   rec.seq = xType.getDimSize(layout == 0 ? 0 : 1);
@@ -154,67 +215,27 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   auto hasShape = [](Value v, ArrayRef<int64_t> s) {
     return !v || cast<RankedTensorType>(v.getType()).getShape() == s;
   };
-  if (H < 1 || !hasShape(*w, {dirs, gates * H, rec.inputSize}) ||
-      !hasShape(*r, {dirs, gates * H, H}) || !hasShape(*bias, {dirs, 2 * gates * H}))
+  if (H < 1 || !hasShape(n.w, {dirs, gates * H, rec.inputSize}) ||
+      !hasShape(n.r, {dirs, gates * H, H}) || !hasShape(n.bias, {dirs, 2 * gates * H}))
     return imp.fail("W, R and B must have shapes [" + std::to_string(dirs) + ", " +
                     std::to_string(gates) + "·hidden_size, input], [.., hidden_size] and [" +
                     std::to_string(dirs) + ", " + std::to_string(2 * gates) + "·hidden_size]");
   SmallVector<int64_t> stateShape = layout == 0 ? SmallVector<int64_t>{dirs, N, H}
                                                 : SmallVector<int64_t>{N, dirs, H};
-  if (!hasShape(*initH, stateShape) || !hasShape(*initC, stateShape))
+  if (!hasShape(n.initH, stateShape) || !hasShape(n.initC, stateShape))
     return imp.fail("initial_h and initial_c must have the shape of Y_h");
 
-  OpBuilder &b = imp.builder();
-  Location loc = imp.loc();
   // Layout 1 keeps the batch first: [N, T, I] and states [N, D, H].
   auto toSeqFirst = [&](Value v) { return rec.transpose(v, {1, 0, 2}); };
-  Value xs = layout == 0 ? *x : toSeqFirst(*x);
-  Value h0 = *initH && layout == 1 ? toSeqFirst(*initH) : *initH;
-  Value c0 = *initC && layout == 1 ? toSeqFirst(*initC) : *initC;
+  Value xs = layout == 0 ? n.x : toSeqFirst(n.x);
+  Value h0 = n.initH && layout == 1 ? toSeqFirst(n.initH) : n.initH;
+  Value c0 = n.initC && layout == 1 ? toSeqFirst(n.initC) : n.initC;
   Value flatX = reshaped(imp, xs, {T * N, rec.inputSize});
-
   SmallVector<SmallVector<Value>> outputs(T); // [t][d]: H_t of direction d
   SmallVector<Value> lastH, lastC;
   for (int64_t d = 0; d < dirs; ++d) {
-    Value wd = rec.direction(*w, d), rd = rec.direction(*r, d);
-    Value wb, rb;
-    if (*bias) {
-      Value bd = rec.direction(*bias, d);
-      wb = rec.slice(bd, {0}, {gates * H});
-      rb = rec.slice(bd, {gates * H}, {gates * H});
-    }
-    // The input projection of every step at once: [T·N, gates·H].
-    Value xw = reshaped(imp, rec.linear(flatX, wd, wb), {T, N * gates * H});
-    Value h = h0 ? rec.direction(h0, d) : rec.zeros({N, H});
-    Value c = IsLstm ? (c0 ? rec.direction(c0, d) : rec.zeros({N, H})) : Value();
-    // GRU's candidate multiplies the reset gate into (H·Rhᵀ + Rbh) or into
-    // H first; the gates z and r come from the other rows of R.
-    Value rzr = IsLstm ? Value() : rec.slice(rd, {0, 0}, {2 * H, H});
-    Value rh = IsLstm ? Value() : rec.slice(rd, {2 * H, 0}, {H, H});
-    Value rbzr = !IsLstm && rb ? rec.slice(rb, {0}, {2 * H}) : Value();
-    Value rbh = !IsLstm && rb ? rec.slice(rb, {2 * H}, {H}) : Value();
-    bool reverse = dir == "reverse" || d == 1;
-    for (int64_t s = 0; s < T; ++s) {
-      int64_t t = reverse ? T - 1 - s : s;
-      Value xt = reshaped(imp, rec.slice(xw, {t, 0}, {1, N * gates * H}), {N, gates * H});
-      if (IsLstm) {
-        Value g = rec.add(xt, rec.linear(h, rd, rb));
-        Value i = rec.sigmoid(rec.gate(g, 0)), o = rec.sigmoid(rec.gate(g, 1));
-        Value f = rec.sigmoid(rec.gate(g, 2)), cand = rec.tanh(rec.gate(g, 3));
-        c = rec.add(rec.mul(f, c), rec.mul(i, cand));
-        h = rec.mul(o, rec.tanh(c));
-      } else {
-        Value hzr = rec.linear(h, rzr, rbzr);
-        Value z = rec.sigmoid(rec.add(rec.gate(xt, 0), rec.slice(hzr, {0, 0}, {N, H})));
-        Value rg = rec.sigmoid(rec.add(rec.gate(xt, 1), rec.slice(hzr, {0, H}, {N, H})));
-        Value recur = linearBeforeReset ? rec.mul(rg, rec.linear(h, rh, rbh))
-                                        : rec.linear(rec.mul(rg, h), rh, rbh);
-        Value cand = rec.tanh(rec.add(rec.gate(xt, 2), recur));
-        // (1 - z) ⊙ cand + z ⊙ h, as cand + z ⊙ (h - cand).
-        h = rec.add(cand, rec.mul(z, rec.sub(h, cand)));
-      }
-      outputs[t].push_back(reshaped(imp, h, {1, 1, N, H}));
-    }
+    Value c;
+    Value h = unroll<IsLstm>(rec, n, d, flatX, h0, c0, outputs, c);
     lastH.push_back(reshaped(imp, h, {1, N, H}));
     if (IsLstm)
       lastC.push_back(reshaped(imp, c, {1, N, H}));
@@ -225,7 +246,8 @@ LogicalResult importRecurrent(GraphImporter &imp) {
       return parts[0];
     auto shape = llvm::to_vector(cast<RankedTensorType>(parts[0].getType()).getShape());
     shape[axis] *= int64_t(parts.size());
-    return ConcatOp::create(b, loc, RankedTensorType::get(shape, rec.elem), parts, axis);
+    return ConcatOp::create(imp.builder(), imp.loc(), RankedTensorType::get(shape, rec.elem),
+                            parts, axis);
   };
   SmallVector<Value> steps;
   for (auto &perDir : outputs)

@@ -72,26 +72,20 @@ struct InputData {
   size_t runBytes = 0;
 };
 
-int run(int argc, char **argv) {
-  const otc_function &fn = *otc_get_function();
-  Options opt = parseOptions(argc, argv);
-  if (opt.threads > 0 && fn.set_threads)
-    fn.set_threads(int(opt.threads));
-
-  // The data: each input's array holds exactly one run's shape, or a whole
-  // number of micro-batches along axis 0. All inputs agree on the count.
-  std::map<int, InputData> data;
-  std::map<std::string, int64_t> counts;
+/// Reads each data input (by argument index) from `dir`: an array of
+/// exactly one run's shape, or a whole number of micro-batches along axis
+/// 0. Returns the number of runs, on which all inputs agree (1 without
+/// inputs).
+int64_t loadInputs(const otc_function &fn, const std::string &dir,
+                   std::map<int, InputData> &data) {
   int64_t runs = -1;
   std::string runsFrom;
   TensorFileNames inputFiles("inputs", "read");
   for (int i = 0; i < fn.num_args; ++i) {
     const otc_tensor_desc &d = fn.args[i];
-    if (fn.arg_roles[i] == OTC_ARG_PARAM) {
-      counts[d.name] = elements(d);
+    if (fn.arg_roles[i] == OTC_ARG_PARAM)
       continue;
-    }
-    std::string path = opt.data + "/" + inputFiles.claim(d.name), error;
+    std::string path = dir + "/" + inputFiles.claim(d.name), error;
     InputData &in = data[i];
     if (!readNpy(path, in.array, error))
       die(error + " (the data for input '" + d.name + "')");
@@ -119,8 +113,39 @@ int run(int argc, char **argv) {
     checkValues(d, a, path, /*requireFinite=*/false);
     in.runBytes = a.data.size() / size_t(n);
   }
-  if (runs < 0)
-    runs = 1;
+  return runs < 0 ? 1 : runs;
+}
+
+/// Writes each result to OUT/NAME.npy: over several runs, concatenated along
+/// axis 0 when that is the micro-batch, else stacked along a new axis 0.
+void writeOutputs(const otc_function &fn, const std::string &out, int64_t runs,
+                  const std::vector<std::vector<char>> &outputs) {
+  if (mkdir(out.c_str(), 0777) != 0 && errno != EEXIST)
+    die("cannot create the output folder '" + out + "': " + std::strerror(errno));
+  TensorFileNames files("outputs", "write");
+  for (int i = 0; i < fn.num_results; ++i) {
+    const otc_tensor_desc &d = fn.results[i];
+    std::string file = files.claim(d.name);
+    std::vector<int64_t> shape(d.shape, d.shape + d.rank);
+    if (runs > 1 && d.rank > 0 && d.shape[0] == fn.micro_batch)
+      shape[0] *= runs;
+    else if (runs > 1)
+      shape.insert(shape.begin(), runs);
+    writeNpyFile(out + "/" + file, d.dtype, shape, outputs[i]);
+  }
+}
+
+int run(int argc, char **argv) {
+  const otc_function &fn = *otc_get_function();
+  Options opt = parseOptions(argc, argv);
+  if (opt.threads > 0 && fn.set_threads)
+    fn.set_threads(int(opt.threads));
+  std::map<int, InputData> data;
+  int64_t runs = loadInputs(fn, opt.data, data);
+  std::map<std::string, int64_t> counts;
+  for (int i = 0; i < fn.num_args; ++i)
+    if (fn.arg_roles[i] == OTC_ARG_PARAM)
+      counts[fn.args[i].name] = elements(fn.args[i]);
   std::map<std::string, std::vector<float>> values;
   std::string error;
   if (!readInitializers(counts, values, error))
@@ -159,19 +184,7 @@ int run(int argc, char **argv) {
     }
   }
 
-  if (mkdir(opt.out.c_str(), 0777) != 0 && errno != EEXIST)
-    die("cannot create the output folder '" + opt.out + "': " + std::strerror(errno));
-  TensorFileNames files("outputs", "write");
-  for (int i = 0; i < fn.num_results; ++i) {
-    const otc_tensor_desc &d = fn.results[i];
-    std::string file = files.claim(d.name);
-    std::vector<int64_t> shape(d.shape, d.shape + d.rank);
-    if (runs > 1 && d.rank > 0 && d.shape[0] == fn.micro_batch)
-      shape[0] *= runs;
-    else if (runs > 1)
-      shape.insert(shape.begin(), runs);
-    writeNpyFile(opt.out + "/" + file, d.dtype, shape, outputs[i]);
-  }
+  writeOutputs(fn, opt.out, runs, outputs);
   std::fprintf(stderr, "forward: %lld run%s, %d output%s written to %s\n", (long long)runs,
                runs == 1 ? "" : "s", fn.num_results, fn.num_results == 1 ? "" : "s",
                opt.out.c_str());

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""A tiny language model whose LM head is its token embedding, as GPT-2's:
+
+  tokens [N, 6] -> Embedding(13, 8) -> tanh(· W) -> logits = h · embᵀ
+  -> cross-entropy against the next tokens; SGD, 3 steps of micro-batch 4.
+
+torch.onnx.export with constant folding on (its default) stores embᵀ as a
+second initializer. otc must train one tensor, as PyTorch does: the
+embedding after 3 steps is compared with PyTorch's (tolerance from PyTorch's
+float32-versus-float64 difference, as the zoo's), and the saved model keeps
+the tie (no initializer holds the copy).
+
+usage: tied_weights.py OUT_DIR    (otc on PATH; exits 1 on a mismatch)
+"""
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+HERE = Path(__file__).resolve().parent
+V, D, T = 13, 8, 6
+
+
+class TiedLm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(V, D)
+        self.proj = torch.nn.Linear(D, D, bias=False)
+
+    def forward(self, tokens, targets):
+        h = torch.tanh(self.proj(self.emb(tokens)))
+        logits = F.linear(h, self.emb.weight)  # the tied head
+        return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+
+
+def train(net, tokens, targets, dtype):
+    net = net.to(dtype)
+    opt = torch.optim.SGD(net.parameters(), lr=0.5)
+    for s in range(3):
+        opt.zero_grad()
+        net(tokens[4 * s:4 * s + 4], targets[4 * s:4 * s + 4]).backward()
+        opt.step()
+    return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
+
+
+def run(*args):
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"{args[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r.stderr
+
+
+def main():
+    out = Path(sys.argv[1])
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    net = TiedLm()
+    rng = np.random.default_rng(0)
+    seq = rng.integers(0, V, (12, T + 1))
+    tokens, targets = torch.tensor(seq[:, :-1]), torch.tensor(seq[:, 1:])
+    np.save(out / "data" / "tokens.npy", tokens.numpy())
+    np.save(out / "data" / "targets.npy", targets.numpy())
+    torch.onnx.export(net, (tokens[:4], targets[:4]), out / "model.onnx",
+                      input_names=["tokens", "targets"], output_names=["loss"],
+                      dynamic_axes={"tokens": {0: "N"}, "targets": {0: "N"}}, opset_version=17)
+    shapes = [tuple(t.dims) for t in onnx.load(out / "model.onnx").graph.initializer]
+    print("exported with the transposed copy:", (D, V) in shapes and (V, D) in shapes)
+    w32 = train(copy.deepcopy(net), tokens, targets, torch.float32)
+    w64 = train(copy.deepcopy(net), tokens, targets, torch.float64)
+    # The export keeps proj.weight only transposed, under a generated name.
+    proj = next(t.name for t in onnx.load(out / "model.onnx").graph.initializer
+                if tuple(t.dims) == (D, D))
+    for w in (w32, w64):
+        w[proj] = w.pop("proj.weight").T
+    expected = {k: v.astype(np.float32) for k, v in w32.items()}
+    for k in w32:
+        expected[f"tol/{k}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
+                                          1e-5 * np.abs(w64[k]).max())
+    np.savez(out / "expected.npz", **expected)
+    note = run("otc", "compile", out / "model.onnx", "-o", out / "train", "--target", "cpu",
+               "--micro-batch", 4)
+    print(note.strip())
+    run(out / "train", "--data", out / "data", "--steps", 3, "--lr", 0.5,
+        "--save", out / "trained.onnx")
+    saved = onnx.load(out / "trained.onnx")
+    onnx.checker.check_model(saved)
+    print("saved copies:", sum(tuple(t.dims) == (D, V) for t in saved.graph.initializer))
+    sys.stdout.flush()
+    sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
+                             out / "expected.npz"]).returncode)
+
+
+if __name__ == "__main__":
+    main()
