@@ -35,11 +35,12 @@ def run(cmd, env=None):
     return subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
 
 
-def otc_ms_per_step(exe, data, steps, warmup, batch, threads):
+def otc_ms_per_step(exe, data, steps, warmup, batch, threads, lr=0.01):
+    """The median step time of `exe` over `steps` after `warmup`, in ms."""
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "log.jsonl"
         run([str(exe), "--data", str(data), "--steps", str(warmup + steps),
-             "--lr", "0.01", "--log", str(log), "--threads", str(threads)])
+             "--lr", str(lr), "--log", str(log), "--threads", str(threads)])
         rates = [json.loads(l)["samples_per_second"] for l in log.read_text().splitlines()]
     return statistics.median(1000.0 * batch / r for r in rates[warmup:])
 

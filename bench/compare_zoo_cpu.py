@@ -11,7 +11,6 @@ The models are the zoo's classes (test/zoo/make_zoo.py) at bench sizes:
 usage: bench/compare_zoo_cpu.py [--threads 1 2] [--steps 30] [--models cnn gpt]
 """
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OTC = ROOT / "build" / "bin" / "otc"
 sys.path.insert(0, str(ROOT / "test" / "zoo"))
 import make_zoo  # noqa: E402  (the zoo's model classes)
+sys.path.insert(0, str(ROOT / "bench"))
+from compare_cpu import otc_ms_per_step  # noqa: E402
 
 
 class BenchLeNet(make_zoo.LeNet):
@@ -59,16 +60,6 @@ def torch_ms(build, data, batch, steps, warmup, threads):
     return 1000 * statistics.median(times[warmup:])
 
 
-def otc_ms(exe, data_dir, batch, steps, warmup, threads):
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "log.jsonl"
-        subprocess.run([str(exe), "--data", str(data_dir), "--steps", str(warmup + steps),
-                        "--lr", "0.001", "--log", str(log), "--threads", str(threads)],
-                       check=True, capture_output=True)
-        rates = [json.loads(l)["samples_per_second"] for l in log.read_text().splitlines()]
-    return statistics.median(1000.0 * batch / r for r in rates[warmup:])
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -96,7 +87,7 @@ def main():
         print(f"{name}, batch {batch}, AdamW, median of {a.steps} steps")
         print(f"{'threads':>7}  {'otc ms':>8}  {'torch ms':>8}  {'otc/torch':>9}")
         for t in a.threads:
-            ours = otc_ms(exe, work / name, batch, a.steps, a.warmup, t)
+            ours = otc_ms_per_step(exe, work / name, a.steps, a.warmup, batch, t, lr=0.001)
             env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_WAIT_POLICY="PASSIVE")
             theirs = float(subprocess.run(
                 [sys.executable, __file__, "--torch-only", name, str(batch), str(a.steps),

@@ -1,6 +1,6 @@
 // Activations composed from primitives (tinygrad style): their gradients
 // come from compare and where, and fusion makes each one kernel.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
@@ -33,10 +33,9 @@ Value pick(Imp &imp, Value a, Value b, ComparePredicate predicate) {
 }
 
 /// Max and Min (variadic): on the host when all inputs are constant.
-template <bool IsMax>
-LogicalResult importMaxMin(Imp &imp) {
+LogicalResult importMaxMin(Imp &imp, bool isMax) {
   if (imp.allInputsConstant() && imp.numInputs() == 2) {
-    auto f = [](double a, double b) { return IsMax ? std::max(a, b) : std::min(a, b); };
+    auto f = [isMax](double a, double b) { return isMax ? std::max(a, b) : std::min(a, b); };
     if (foldBinary(imp, f) == FoldResult::Folded)
       return success();
     return failure();
@@ -48,25 +47,55 @@ LogicalResult importMaxMin(Imp &imp) {
   if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
     return imp.fail("Max and Min of integer tensors are supported on constants only");
   for (Value next : ArrayRef<Value>(*xs).drop_front())
-    v = pick(imp, v, next, IsMax ? ComparePredicate::ge : ComparePredicate::le);
+    v = pick(imp, v, next, isMax ? ComparePredicate::ge : ComparePredicate::le);
   return imp.defineResult(v);
 }
 
+/// max(0, min(1, alpha x + beta)): the gradient is alpha strictly inside.
+Value hardSigmoid(Imp &imp, Value x, double alpha, double beta) {
+  OpBuilder &b = imp.builder();
+  Value y = MulOp::create(b, imp.loc(), x, scalarLike(imp, x, alpha));
+  y = AddOp::create(b, imp.loc(), y, scalarLike(imp, x, beta));
+  y = pick(imp, y, scalarLike(imp, x, 1.0), ComparePredicate::le);
+  return pick(imp, y, scalarLike(imp, x, 0.0), ComparePredicate::ge);
+}
+
+/// The exponential linear family: x above 0, else
+/// alpha (e^(min(x, 0) / c) - 1). The min keeps e^x finite where x is
+/// taken, so the unused side's gradient there is 0, never 0 * inf.
+Value expLinear(Imp &imp, Value x, double alpha, double c) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value zero = scalarLike(imp, x, 0.0);
+  Value neg = pick(imp, x, zero, ComparePredicate::le);
+  if (c != 1.0)
+    neg = DivOp::create(b, loc, neg, scalarLike(imp, x, c));
+  Value em1 = SubOp::create(b, loc, ExpOp::create(b, loc, neg), scalarLike(imp, x, 1.0));
+  Value scaled = MulOp::create(b, loc, em1, scalarLike(imp, x, alpha));
+  Value positive = CompareOp::create(b, loc, x, zero, ComparePredicate::gt);
+  return WhereOp::create(b, loc, positive, x, scaled);
+}
+
+} // namespace
+
+LogicalResult importMax(Imp &imp) { return importMaxMin(imp, true); }
+LogicalResult importMin(Imp &imp) { return importMaxMin(imp, false); }
+
 /// Clip: bounds from inputs (opset 11) or attributes (before).
-template <bool FromInputs>
 LogicalResult importClip(Imp &imp) {
+  bool fromInputs = imp.form() >= 11;
   auto x = imp.input(0);
   if (failed(x))
     return failure();
   Value v = *x;
   for (int k = 0; k < 2; ++k) {
     std::optional<double> bound;
-    if (FromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
+    if (fromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
       const HostTensor *t = imp.constantInput(k + 1);
       if (!t || t->numElements() != 1)
         return imp.fail("Clip bounds must be compile-time scalars");
       bound = t->values[0];
-    } else if (!FromInputs && imp.attr(k ? "max" : "min")) {
+    } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
       bound = imp.floatAttr(k ? "max" : "min", 0);
     }
     if (bound)
@@ -133,14 +162,11 @@ LogicalResult importDropout(Imp &imp) {
   return success();
 }
 
-/// An activation of input 0, which `F` builds from it (or fails, naming
-/// the attribute at fault).
-template <FailureOr<Value> (*F)(Imp &, Value)>
-LogicalResult importActivation(Imp &imp) {
+LogicalResult importActivationWith(Imp &imp, BuildActivation build) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  return imp.defineResult(F(imp, *x));
+  return imp.defineResult(build(imp, *x));
 }
 
 FailureOr<Value> leakyRelu(Imp &imp, Value x) {
@@ -158,15 +184,6 @@ FailureOr<Value> softsign(Imp &imp, Value x) {
   return DivOp::create(b, imp.loc(), x, d).getResult();
 }
 
-/// max(0, min(1, alpha x + beta)): the gradient is alpha strictly inside.
-Value hardSigmoid(Imp &imp, Value x, double alpha, double beta) {
-  OpBuilder &b = imp.builder();
-  Value y = MulOp::create(b, imp.loc(), x, scalarLike(imp, x, alpha));
-  y = AddOp::create(b, imp.loc(), y, scalarLike(imp, x, beta));
-  y = pick(imp, y, scalarLike(imp, x, 1.0), ComparePredicate::le);
-  return pick(imp, y, scalarLike(imp, x, 0.0), ComparePredicate::ge);
-}
-
 FailureOr<Value> hardSigmoidOf(Imp &imp, Value x) {
   return hardSigmoid(imp, x, imp.floatAttr("alpha", 0.2), imp.floatAttr("beta", 0.5));
 }
@@ -175,22 +192,6 @@ FailureOr<Value> hardSigmoidOf(Imp &imp, Value x) {
 FailureOr<Value> hardSwish(Imp &imp, Value x) {
   Value h = hardSigmoid(imp, x, 1.0 / 6.0, 0.5);
   return MulOp::create(imp.builder(), imp.loc(), x, h).getResult();
-}
-
-/// The exponential linear family: x above 0, else
-/// alpha (e^(min(x, 0) / c) - 1). The min keeps e^x finite where x is
-/// taken, so the unused side's gradient there is 0, never 0 * inf.
-Value expLinear(Imp &imp, Value x, double alpha, double c) {
-  OpBuilder &b = imp.builder();
-  Location loc = imp.loc();
-  Value zero = scalarLike(imp, x, 0.0);
-  Value neg = pick(imp, x, zero, ComparePredicate::le);
-  if (c != 1.0)
-    neg = DivOp::create(b, loc, neg, scalarLike(imp, x, c));
-  Value em1 = SubOp::create(b, loc, ExpOp::create(b, loc, neg), scalarLike(imp, x, 1.0));
-  Value scaled = MulOp::create(b, loc, em1, scalarLike(imp, x, alpha));
-  Value positive = CompareOp::create(b, loc, x, zero, ComparePredicate::gt);
-  return WhereOp::create(b, loc, positive, x, scaled);
 }
 
 FailureOr<Value> elu(Imp &imp, Value x) {
@@ -231,28 +232,6 @@ FailureOr<Value> gelu(Imp &imp, Value x) {
   }
   Value half = MulOp::create(b, loc, x, c(0.5));
   return MulOp::create(b, loc, half, AddOp::create(b, loc, inner, c(1.0))).getResult();
-}
-
-} // namespace
-
-llvm::ArrayRef<OpImporter> activationImporters() {
-  static const OpImporter table[] = {
-      {"Celu", 12, importActivation<celu>},
-      {"Clip", 6, importClip<false>},
-      {"Clip", 11, importClip<true>},
-      {"Dropout", 12, importDropout},
-      {"Elu", 6, importActivation<elu>},
-      {"Gelu", 20, importActivation<gelu>},
-      {"HardSigmoid", 6, importActivation<hardSigmoidOf>},
-      {"HardSwish", 14, importActivation<hardSwish>},
-      {"LeakyRelu", 6, importActivation<leakyRelu>},
-      {"Max", 8, importMaxMin<true>},
-      {"Min", 8, importMaxMin<false>},
-      {"Selu", 6, importActivation<selu>},
-      {"Softsign", 1, importActivation<softsign>},
-      {"Sum", 8, importSum},
-  };
-  return table;
 }
 
 } // namespace otc

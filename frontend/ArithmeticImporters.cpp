@@ -1,6 +1,6 @@
 // Arithmetic, comparisons, logic, selection and casts: otc ops at run time,
 // host folds when every input is a compile-time constant.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
@@ -14,7 +14,6 @@
 using namespace mlir;
 
 namespace otc {
-namespace {
 
 using Imp = GraphImporter;
 
@@ -34,32 +33,24 @@ LogicalResult importGemm(Imp &imp) {
       llvm::APFloat(alpha), llvm::APFloat(beta)));
 }
 
-/// An op built from inputs 0 and 1 alone.
-template <typename Op>
-LogicalResult importTwoInputs(Imp &imp) {
-  auto a = imp.input(0), b = imp.input(1);
-  if (failed(a) || failed(b))
-    return failure();
-  return imp.defineResult(imp.create<Op>(*a, *b));
-}
-
-template <typename Op, typename F>
-LogicalResult importBinary(Imp &imp) {
-  switch (foldBinary(imp, F())) {
-  case FoldResult::Folded: return success();
-  case FoldResult::Failed: return failure();
-  case FoldResult::NotConstant: return importTwoInputs<Op>(imp);
-  }
-  return failure();
-}
-
-template <typename Op>
-LogicalResult importUnary(Imp &imp) {
+LogicalResult importUnaryWith(Imp &imp, BuildUnary build) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  imp.define(0, Op::create(imp.builder(), imp.loc(), *x).getResult());
-  return success();
+  return imp.defineResult(build(imp, *x));
+}
+
+LogicalResult importBinaryWith(Imp &imp, BuildBinary build, std::optional<HostFold> fold,
+                               int resultType) {
+  if (fold) {
+    FoldResult r = foldBinary(imp, *fold, resultType);
+    if (r != FoldResult::NotConstant)
+      return success(r == FoldResult::Folded);
+  }
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  return imp.defineResult(build(imp, *a, *b));
 }
 
 LogicalResult importIdentity(Imp &imp) {
@@ -72,33 +63,14 @@ LogicalResult importIdentity(Imp &imp) {
   return imp.defineResult(*x);
 }
 
-// Comparisons and logic: folded on the host when constant (shape
-// subgraphs use them), else otc.compare / not / and / or.
-struct AndF { double operator()(double a, double b) const { return double(a != 0 && b != 0); } };
-struct OrF { double operator()(double a, double b) const { return double(a != 0 || b != 0); } };
-
-template <ComparePredicate P>
-LogicalResult importCompare(Imp &imp) {
-  auto fold = [](double a, double b) { return double(holds(P, a, b)); };
-  switch (foldBinary(imp, fold, onnx::TensorProto::BOOL)) {
-  case FoldResult::Folded: return success();
-  case FoldResult::Failed: return failure();
-  case FoldResult::NotConstant: break;
-  }
-  auto a = imp.input(0), b = imp.input(1);
-  if (failed(a) || failed(b))
-    return failure();
-  return imp.defineResult(imp.create<CompareOp>(*a, *b, P));
-}
-
-template <typename Op, typename F>
-LogicalResult importLogic(Imp &imp) {
-  switch (foldBinary(imp, F(), onnx::TensorProto::BOOL)) {
-  case FoldResult::Folded: return success();
-  case FoldResult::Failed: return failure();
-  case FoldResult::NotConstant: return importTwoInputs<Op>(imp);
-  }
-  return failure();
+// Comparisons: folded on the host when constant (shape subgraphs use
+// them), else otc.compare.
+LogicalResult importCompareWith(Imp &imp, ComparePredicate predicate) {
+  auto fold = [predicate](double a, double b) { return double(holds(predicate, a, b)); };
+  return importBinaryWith(
+      imp,
+      [predicate](Imp &i, Value a, Value b) { return i.create<CompareOp>(a, b, predicate); },
+      HostFold(fold), onnx::TensorProto::BOOL);
 }
 
 LogicalResult importNot(Imp &imp) {
@@ -141,10 +113,10 @@ LogicalResult importWhere(Imp &imp) {
 /// j - i <= k (lower). Folded on constants; otherwise a Where against a
 /// constant mask.
 LogicalResult importTrilu(Imp &imp) {
-  auto shape = shapeOfInput(imp, 0);
-  if (failed(shape))
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
     return failure();
-  if (shape->size() < 2)
+  if (shape.size() < 2)
     return imp.fail("the input needs rank 2 or more");
   int64_t k = 0;
   if (imp.numInputs() > 1) {
@@ -154,7 +126,7 @@ LogicalResult importTrilu(Imp &imp) {
     k = kt->asInts()[0];
   }
   bool upper = imp.intAttr("upper", 1) != 0;
-  int64_t rows = (*shape)[shape->size() - 2], cols = shape->back();
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
   auto keep = [&](int64_t i) {
     int64_t r = i / cols % rows, c = i % cols;
     // c - r cannot overflow: both lie within the tensor size limit.
@@ -228,56 +200,6 @@ LogicalResult importCast(Imp &imp) {
   auto type = RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(), elem);
   imp.define(0, CastOp::create(imp.builder(), imp.loc(), type, *x).getResult());
   return success();
-}
-
-constexpr auto kEq = ComparePredicate::eq, kLt = ComparePredicate::lt,
-               kLe = ComparePredicate::le, kGt = ComparePredicate::gt,
-               kGe = ComparePredicate::ge;
-
-struct AddF { double operator()(double a, double b) const { return a + b; } };
-struct SubF { double operator()(double a, double b) const { return a - b; } };
-struct MulF { double operator()(double a, double b) const { return a * b; } };
-struct DivF { double operator()(double a, double b) const { return a / b; } };
-
-} // namespace
-
-llvm::ArrayRef<OpImporter> arithmeticImporters() {
-  static const OpImporter table[] = {
-      {"Abs", 6, importUnary<AbsOp>},
-      {"Add", 7, importBinary<AddOp, AddF>},
-      {"And", 7, importLogic<AndOp, AndF>},
-      {"Atan", 7, importUnary<AtanOp>},
-      {"Cast", 6, importCast},
-      {"Cos", 7, importUnary<CosOp>},
-      {"Div", 7, importBinary<DivOp, DivF>},
-      {"Equal", 7, importCompare<kEq>},
-      {"Erf", 9, importUnary<ErfOp>},
-      {"Exp", 6, importUnary<ExpOp>},
-      {"Gemm", 7, importGemm},
-      {"Greater", 7, importCompare<kGt>},
-      {"GreaterOrEqual", 12, importCompare<kGe>},
-      {"Identity", 1, importIdentity},
-      {"Less", 7, importCompare<kLt>},
-      {"LessOrEqual", 12, importCompare<kLe>},
-      {"MatMul", 1, importTwoInputs<MatMulOp>},
-      {"Mul", 7, importBinary<MulOp, MulF>},
-      {"Neg", 6, importUnary<NegOp>},
-      {"Not", 1, importNot},
-      {"Or", 7, importLogic<OrOp, OrF>},
-      {"Pow", 7, importPow},
-      {"Reciprocal", 6, importUnary<ReciprocalOp>},
-      {"Relu", 6, importUnary<ReluOp>},
-      {"Sigmoid", 6, importUnary<SigmoidOp>},
-      {"Sin", 7, importUnary<SinOp>},
-      {"Softplus", 1, importUnary<SoftplusOp>},
-      {"Sqrt", 6, importUnary<SqrtOp>},
-      {"Sub", 7, importBinary<SubOp, SubF>},
-      {"Tan", 7, importUnary<TanOp>},
-      {"Tanh", 6, importUnary<TanhOp>},
-      {"Trilu", 14, importTrilu},
-      {"Where", 9, importWhere},
-  };
-  return table;
 }
 
 } // namespace otc

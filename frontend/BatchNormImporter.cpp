@@ -6,7 +6,7 @@
 //   running = running * momentum + batch * (1 - momentum)
 // written back by otc.assign. Inference mode uses the running statistics.
 // Either way they are buffers, never trained.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"

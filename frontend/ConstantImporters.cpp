@@ -1,6 +1,6 @@
 // Compile-time constants and shape computations: Constant, Shape, Range,
 // ConstantOfShape, and Gather (folded on constants, else an embedding lookup).
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
@@ -14,7 +14,6 @@
 using namespace mlir;
 
 namespace otc {
-namespace {
 
 using Imp = GraphImporter;
 
@@ -41,10 +40,9 @@ LogicalResult importConstant(Imp &imp) {
 }
 
 LogicalResult importShape(Imp &imp) {
-  auto inShape = shapeOfInput(imp, 0);
-  if (failed(inShape))
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
     return failure();
-  std::vector<int64_t> shape = *inShape;
   int64_t rank = shape.size();
   int64_t start = imp.intAttr("start", 0), end = imp.intAttr("end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
@@ -55,7 +53,7 @@ LogicalResult importShape(Imp &imp) {
   return imp.define(0, std::move(t));
 }
 
-LogicalResult foldGather(Imp &imp);
+static LogicalResult foldGather(Imp &imp);
 
 /// Range on compile-time scalars: start, start + delta, ... before limit.
 LogicalResult importRange(Imp &imp) {
@@ -110,20 +108,19 @@ LogicalResult importGather(Imp &imp) {
   if (!cast<RankedTensorType>(indices->getType()).getElementType().isInteger(64))
     return imp.fail("indices must be int64");
   int64_t rank = cast<RankedTensorType>(data->getType()).getRank();
-  auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+  auto axis = axisAttr(imp, 0, rank);
   if (failed(axis))
     return failure();
   return imp.defineResult(
-      imp.create<GatherOp>(*data, *indices, imp.builder().getI64IntegerAttr((*axis)[0])));
+      imp.create<GatherOp>(*data, *indices, imp.builder().getI64IntegerAttr(*axis)));
 }
 
-LogicalResult foldGather(Imp &imp) {
+static LogicalResult foldGather(Imp &imp) {
   const HostTensor &data = *imp.constantInput(0), &idx = *imp.constantInput(1);
-  int64_t rank = data.shape.size();
-  auto axes = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
-  if (failed(axes))
+  auto a = axisAttr(imp, 0, data.shape.size());
+  if (failed(a))
     return failure();
-  int64_t axis = (*axes)[0];
+  int64_t axis = *a;
   int64_t outer = product(ArrayRef<int64_t>(data.shape).take_front(axis));
   int64_t inner = product(ArrayRef<int64_t>(data.shape).drop_front(axis + 1));
   int64_t n = data.shape[axis];
@@ -148,19 +145,6 @@ LogicalResult foldGather(Imp &imp) {
         t.values.push_back(data.values[(o * n + i) * inner + k]);
     }
   return imp.define(0, std::move(t));
-}
-
-} // namespace
-
-llvm::ArrayRef<OpImporter> constantImporters() {
-  static const OpImporter table[] = {
-      {"Constant", 1, importConstant},
-      {"ConstantOfShape", 9, importConstantOfShape},
-      {"Gather", 1, importGather},
-      {"Range", 11, importRange},
-      {"Shape", 1, importShape},
-  };
-  return table;
 }
 
 } // namespace otc

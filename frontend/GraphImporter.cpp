@@ -225,6 +225,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   for (size_t i = 0; i < numInputs(); ++i)
     if (!n.input(i).empty() && !lookup(n.input(i)))
       return fail("input " + quoted(n.input(i)) + " is not defined");
+  formVersion = importer->sinceVersion;
   if (failed(importer->import(*this)))
     return failure();
   // Every run-time result must be a tensor code generation can hold.

@@ -32,6 +32,9 @@ public:
   mlir::OpBuilder &builder() { return b; }
   mlir::Location loc() const { return nodeLoc; }
   int opset() const { return opsetVersion; }
+  /// The first opset of the node's form: the sinceVersion of the table row
+  /// that imports it (an importer serving two forms tells them apart).
+  int form() const { return formVersion; }
   size_t numInputs() const;
   /// The runtime value of input `i`, materialising a host constant.
   mlir::FailureOr<mlir::Value> input(size_t i);
@@ -110,6 +113,7 @@ private:
   const onnx::NodeProto *current = nullptr;
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
   int opsetVersion = 0;
+  int formVersion = 0;
 };
 
 /// One entry of the versioned import table: `import` handles `opType` from

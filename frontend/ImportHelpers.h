@@ -1,5 +1,4 @@
-// Helpers shared by the op importers of every family, and the import
-// functions of the families that live in files of their own.
+// Helpers shared by the op importers of every family.
 #ifndef OTC_FRONTEND_IMPORTHELPERS_H
 #define OTC_FRONTEND_IMPORTHELPERS_H
 
@@ -18,6 +17,10 @@ mlir::FailureOr<llvm::SmallVector<int64_t>> normaliseAxes(GraphImporter &imp,
                                                           std::vector<int64_t> axes,
                                                           int64_t rank);
 
+/// The node's "axis" attribute (`fallback` when absent), normalised for
+/// `rank`.
+mlir::FailureOr<int64_t> axisAttr(GraphImporter &imp, int64_t fallback, int64_t rank);
+
 /// `v` reshaped to `shape` (itself when it already has it).
 mlir::Value reshaped(GraphImporter &imp, mlir::Value v, llvm::ArrayRef<int64_t> shape);
 
@@ -31,8 +34,8 @@ mlir::LogicalResult checkFoldSize(GraphImporter &imp, int64_t count);
 /// Input `i` reshaped (on the host when constant) to `shape`, as output 0.
 mlir::LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> shape);
 
-/// The shape of input `i`, constant or not.
-mlir::FailureOr<std::vector<int64_t>> shapeOfInput(GraphImporter &imp, size_t i);
+/// Sets `shape` to input `i`'s, constant or not.
+mlir::LogicalResult shapeOfInput(GraphImporter &imp, size_t i, std::vector<int64_t> &shape);
 
 /// Fails unless the node has `minInputs` inputs, all compile-time constants.
 mlir::LogicalResult needConstants(GraphImporter &imp, size_t minInputs);
@@ -51,28 +54,6 @@ enum class FoldResult { NotConstant, Folded, Failed };
 /// result has the lhs's type, or `resultType` (a comparison's BOOL).
 FoldResult foldBinary(GraphImporter &imp, llvm::function_ref<double(double, double)> f,
                       int resultType = -1);
-
-// The import tables of the families (ImportTable.cpp gathers them).
-llvm::ArrayRef<OpImporter> arithmeticImporters();
-llvm::ArrayRef<OpImporter> activationImporters();
-llvm::ArrayRef<OpImporter> shapeImporters();
-llvm::ArrayRef<OpImporter> normalizationImporters();
-llvm::ArrayRef<OpImporter> constantImporters();
-
-// WindowImporters.cpp
-mlir::LogicalResult importConv(GraphImporter &imp);
-mlir::LogicalResult importMaxPool(GraphImporter &imp);
-mlir::LogicalResult importAveragePool(GraphImporter &imp);
-mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
-// RecurrentImporters.cpp
-mlir::LogicalResult importLstm(GraphImporter &imp);
-mlir::LogicalResult importGru(GraphImporter &imp);
-// LossImporters.cpp
-mlir::LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &imp);
-mlir::LogicalResult importNegativeLogLikelihoodLoss(GraphImporter &imp);
-mlir::LogicalResult importLog(GraphImporter &imp);
-// BatchNormImporter.cpp
-mlir::LogicalResult importBatchNormalization(GraphImporter &imp);
 
 } // namespace otc
 

@@ -1,201 +1,125 @@
-// The versioned import table: one entry per (operator, first opset of that
-// form), gathered from the family files (torch-mlir's split), and the
-// helpers the families share.
-#include "ImportHelpers.h"
+// The versioned import table: every ONNX operator otc imports, one row per
+// (operator, first opset of that form). A model's node takes the latest
+// row at or below the model's opset; an importer serving two forms tells
+// them apart by imp.form(). Rows are grouped by importer; the importers
+// live in the family files (torch-mlir's split), named in Importers.h.
+#include "Importers.h"
 
-#include "otc/Dialect/OtcDialect.h"
 #include "otc/Frontend/Import.h"
-#include "otc/runtime/limits.h"
 
-#include <algorithm>
-#include <cmath>
+#include <functional>
 
 using namespace mlir;
 
 namespace otc {
-
-int64_t product(ArrayRef<int64_t> dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    if (!otc_mul_count(n, d, &n))
-      return -1;
-  return n;
-}
-
-RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
-  return RankedTensorType::get(shape, cast<RankedTensorType>(v.getType()).getElementType());
-}
-
-FailureOr<SmallVector<int64_t>> normaliseAxes(GraphImporter &imp, std::vector<int64_t> axes,
-                                              int64_t rank) {
-  SmallVector<int64_t> out;
-  for (int64_t a : axes) {
-    int64_t n = a < 0 ? a + rank : a;
-    if (n < 0 || n >= rank)
-      return imp.fail("axis " + std::to_string(a) + " is out of range for rank " +
-                      std::to_string(rank));
-    out.push_back(n);
-  }
-  llvm::sort(out);
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-Value reshaped(GraphImporter &imp, Value v, ArrayRef<int64_t> shape) {
-  if (cast<RankedTensorType>(v.getType()).getShape() == shape)
-    return v;
-  return ReshapeOp::create(imp.builder(), imp.loc(), withShape(v, shape), v);
-}
-
-std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int i = (int)shape.size() - 2; i >= 0; --i)
-    s[i] = s[i + 1] * shape[i + 1];
-  return s;
-}
-
-/// Fails unless a folded result of `count` elements fits the host limit;
-/// checked before the fold allocates or loops.
-LogicalResult checkFoldSize(GraphImporter &imp, int64_t count) {
-  if (count >= 0 && count <= OTC_MAX_HOST_ELEMENTS)
-    return success();
-  return imp.fail("the folded result has more than " +
-                  std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
-}
-
-/// Input `i` reshaped (on the host when constant) to `shape`.
-LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> shape) {
-  if (const HostTensor *c = imp.constantInput(i)) {
-    if (product(shape) != c->numElements())
-      return imp.fail("cannot reshape " + std::to_string(c->numElements()) +
-                      " elements to " + std::to_string(product(shape)));
-    HostTensor t = *c;
-    t.shape = shape;
-    return imp.define(0, std::move(t));
-  }
-  auto v = imp.input(i);
-  if (failed(v))
-    return failure();
-  auto type = withShape(*v, shape);
-  if (product(shape) != type.getNumElements() ||
-      product(cast<RankedTensorType>(v->getType()).getShape()) != product(shape))
-    return imp.fail("cannot reshape " + std::to_string(product(
-        cast<RankedTensorType>(v->getType()).getShape())) + " elements to " +
-        std::to_string(product(shape)));
-  imp.define(0, ReshapeOp::create(imp.builder(), imp.loc(), type, *v).getResult());
-  return success();
-}
-
-FailureOr<std::vector<int64_t>> shapeOfInput(GraphImporter &imp, size_t i) {
-  if (const HostTensor *c = imp.constantInput(i))
-    return c->shape;
-  auto v = imp.input(i);
-  if (failed(v))
-    return failure();
-  auto s = cast<RankedTensorType>(v->getType()).getShape();
-  return std::vector<int64_t>(s.begin(), s.end());
-}
-
-/// Folds a binary op on two host constants with numpy broadcasting. The
-/// result has the lhs's type, or `resultType` (a comparison's BOOL).
-LogicalResult needConstants(GraphImporter &imp, size_t minInputs) {
-  if (imp.numInputs() < minInputs)
-    return imp.fail("needs at least " + std::to_string(minInputs) + " inputs");
-  if (!imp.allInputsConstant())
-    return imp.fail("supported only on compile-time constant inputs");
-  return success();
-}
-
-FailureOr<std::vector<int64_t>> intsFromInputOrAttr(GraphImporter &imp, bool fromInput,
-                                                    size_t i, StringRef attr, StringRef what) {
-  if (!fromInput)
-    return imp.intsAttr(attr);
-  if (i >= imp.numInputs() || imp.node().input(i).empty())
-    return std::vector<int64_t>();
-  const HostTensor *t = imp.constantInput(i);
-  if (!t)
-    return imp.fail(what + " must be compile-time constants");
-  return t->asInts();
-}
-
-FoldResult foldBinary(GraphImporter &imp, llvm::function_ref<double(double, double)> f,
-                      int resultType) {
-  const HostTensor *l = imp.constantInput(0), *r = imp.constantInput(1);
-  if (!l || !r)
-    return FoldResult::NotConstant;
-  size_t rank = std::max(l->shape.size(), r->shape.size());
-  auto pad = [&](const HostTensor *t) {
-    std::vector<int64_t> s(rank - t->shape.size(), 1);
-    s.insert(s.end(), t->shape.begin(), t->shape.end());
-    return s;
-  };
-  std::vector<int64_t> ls = pad(l), rs = pad(r), out(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    if (ls[d] != rs[d] && ls[d] != 1 && rs[d] != 1) {
-      (void)imp.fail("operand shapes do not broadcast");
-      return FoldResult::Failed;
-    }
-    out[d] = ls[d] == 1 ? rs[d] : ls[d];
-  }
-  int64_t n = product(out);
-  if (failed(checkFoldSize(imp, n)))
-    return FoldResult::Failed;
-  if (n == 0) { // nothing to compute; strides of zero-sized shapes may overflow
-    HostTensor t{l->isFloat, l->elemType, out, {}};
-    if (resultType >= 0)
-      t = HostTensor{false, resultType, out, {}};
-    return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
-  }
-  std::vector<int64_t> lst = stridesOf(ls), rst = stridesOf(rs), ost = stridesOf(out);
-  HostTensor t;
-  t.isFloat = resultType < 0 && l->isFloat;
-  t.elemType = resultType < 0 ? l->elemType : resultType;
-  t.shape = out;
-  t.values.resize(n);
-  for (int64_t i = 0; i < (int64_t)t.values.size(); ++i) {
-    int64_t li = 0, ri = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      int64_t idx = (i / ost[d]) % out[d];
-      li += (ls[d] == 1 ? 0 : idx) * lst[d];
-      ri += (rs[d] == 1 ? 0 : idx) * rst[d];
-    }
-    t.values[i] = f(l->values[li], r->values[ri]);
-    if (!t.isFloat)
-      t.values[i] = std::trunc(t.values[i]);
-  }
-  return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
-}
-
 namespace {
 
-// The families that live in files of their own with one import function
-// each (windows, recurrent layers, losses, batch normalization).
-const OpImporter kOtherImporters[] = {
+using P = ComparePredicate;
+
+const OpImporter kImporters[] = {
+    // One otc op of input 0.
+    {"Abs", 6, importUnary<AbsOp>},
+    {"Atan", 7, importUnary<AtanOp>},
+    {"Cos", 7, importUnary<CosOp>},
+    {"Erf", 9, importUnary<ErfOp>},
+    {"Exp", 6, importUnary<ExpOp>},
+    {"Neg", 6, importUnary<NegOp>},
+    {"Reciprocal", 6, importUnary<ReciprocalOp>},
+    {"Relu", 6, importUnary<ReluOp>},
+    {"Sigmoid", 6, importUnary<SigmoidOp>},
+    {"Sin", 7, importUnary<SinOp>},
+    {"Softplus", 1, importUnary<SoftplusOp>},
+    {"Sqrt", 6, importUnary<SqrtOp>},
+    {"Tan", 7, importUnary<TanOp>},
+    {"Tanh", 6, importUnary<TanhOp>},
+    // Arithmetic and logic, folded on the host when both inputs are constant.
+    {"Add", 7, importBinary<AddOp, std::plus<double>>},
+    {"Div", 7, importBinary<DivOp, std::divides<double>>},
+    {"Mul", 7, importBinary<MulOp, std::multiplies<double>>},
+    {"Sub", 7, importBinary<SubOp, std::minus<double>>},
+    {"And", 7, importLogic<AndOp, std::logical_and<double>>},
+    {"Or", 7, importLogic<OrOp, std::logical_or<double>>},
+    {"MatMul", 1, importTwoInputs<MatMulOp>},
+    // Comparisons, folded likewise.
+    {"Equal", 7, importCompare<P::eq>},
+    {"Greater", 7, importCompare<P::gt>},
+    {"GreaterOrEqual", 12, importCompare<P::ge>},
+    {"Less", 7, importCompare<P::lt>},
+    {"LessOrEqual", 12, importCompare<P::le>},
+    // Activations composed from primitives.
+    {"Celu", 12, importActivation<celu>},
+    {"Elu", 6, importActivation<elu>},
+    {"Gelu", 20, importActivation<gelu>},
+    {"HardSigmoid", 6, importActivation<hardSigmoidOf>},
+    {"HardSwish", 14, importActivation<hardSwish>},
+    {"LeakyRelu", 6, importActivation<leakyRelu>},
+    {"Selu", 6, importActivation<selu>},
+    {"Softsign", 1, importActivation<softsign>},
+    // Reductions (axes an input from the second form) and softmax (along
+    // one axis from 13, over a flattened 2-D view before).
+    {"ReduceMean", 1, importReduce<ReduceMeanOp>},
+    {"ReduceMean", 18, importReduce<ReduceMeanOp>},
+    {"ReduceSum", 1, importReduce<ReduceSumOp>},
+    {"ReduceSum", 13, importReduce<ReduceSumOp>},
+    {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp>},
+    {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp>},
+    {"Softmax", 1, importSoftmax<SoftmaxOp>},
+    {"Softmax", 13, importSoftmax<SoftmaxOp>},
+    // Importers of their own.
     {"AveragePool", 7, importAveragePool},
     {"BatchNormalization", 7, importBatchNormalization},
+    {"Cast", 6, importCast},
+    {"Clip", 6, importClip},
+    {"Clip", 11, importClip},
+    {"Concat", 4, importConcat},
+    {"Constant", 1, importConstant},
+    {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 1, importConv},
+    {"Dropout", 12, importDropout},
+    {"Expand", 8, importExpand},
+    {"Flatten", 1, importFlatten},
+    {"Gather", 1, importGather},
+    {"Gemm", 7, importGemm},
+    {"GlobalAveragePool", 1, importGlobalAveragePool},
     {"GlobalMaxPool", 1, importGlobalMaxPool},
     {"GRU", 7, importGru},
-    {"LSTM", 7, importLstm},
+    {"Identity", 1, importIdentity},
+    {"LayerNormalization", 17, importLayerNormalization},
     {"Log", 6, importLog},
+    {"LSTM", 7, importLstm},
+    {"Max", 8, importMax},
     {"MaxPool", 1, importMaxPool},
+    {"Min", 8, importMin},
     {"NegativeLogLikelihoodLoss", 12, importNegativeLogLikelihoodLoss},
+    {"Not", 1, importNot},
+    {"Pad", 2, importPad},
+    {"Pad", 11, importPad},
+    {"Pow", 7, importPow},
+    {"Range", 11, importRange},
+    {"Reshape", 5, importReshape},
+    {"Shape", 1, importShape},
+    {"Slice", 1, importSlice},
+    {"Slice", 10, importSlice},
     {"SoftmaxCrossEntropyLoss", 12, importSoftmaxCrossEntropyLoss},
+    {"Split", 2, importSplit},
+    {"Split", 13, importSplit},
+    {"Squeeze", 1, importSqueeze},
+    {"Squeeze", 13, importSqueeze},
+    {"Sum", 8, importSum},
+    {"Tile", 6, importTile},
+    {"Transpose", 1, importTranspose},
+    {"Trilu", 14, importTrilu},
+    {"Unsqueeze", 1, importUnsqueeze},
+    {"Unsqueeze", 13, importUnsqueeze},
+    {"Where", 9, importWhere},
 };
-
-/// Every family's table.
-llvm::ArrayRef<OpImporter> otherImporters() { return kOtherImporters; }
-llvm::ArrayRef<OpImporter> (*const kFamilies[])() = {
-    arithmeticImporters, activationImporters, shapeImporters, normalizationImporters,
-    constantImporters, otherImporters};
 
 } // namespace
 
 std::vector<std::string> supportedOnnxOps() {
   std::vector<std::string> ops;
-  for (auto family : kFamilies)
-    for (const OpImporter &e : family())
-      ops.push_back(e.opType);
+  for (const OpImporter &e : kImporters)
+    ops.push_back(e.opType);
   llvm::sort(ops);
   ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
   return ops;
@@ -203,11 +127,10 @@ std::vector<std::string> supportedOnnxOps() {
 
 const OpImporter *findOpImporter(llvm::StringRef opType, int opset) {
   const OpImporter *best = nullptr;
-  for (auto family : kFamilies)
-    for (const OpImporter &e : family())
-      if (opType == e.opType && e.sinceVersion <= opset &&
-          (!best || e.sinceVersion >= best->sinceVersion))
-        best = &e;
+  for (const OpImporter &e : kImporters)
+    if (opType == e.opType && e.sinceVersion <= opset &&
+        (!best || e.sinceVersion >= best->sinceVersion))
+      best = &e;
   return best;
 }
 

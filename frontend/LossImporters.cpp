@@ -6,7 +6,7 @@
 // fused otc.softmax_cross_entropy: one row kernel, no one-hot. Class
 // weights, other reductions, the log_prob output and NLL are composed of
 // primitives around a one-hot of the labels, so autodiff derives them.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"

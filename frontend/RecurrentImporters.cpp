@@ -2,7 +2,7 @@
 // products and elementwise gates. Autodiff then derives backpropagation
 // through time from the unrolled graph, and the input projection of every
 // step is one GEMM over the whole sequence.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/OtcDialect.h"
 

@@ -1,6 +1,6 @@
 // Views and copies: transpose, reshape, slices, splits, broadcasts, pads,
 // tiles, concatenation, squeezes; on the host when the input is constant.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
@@ -14,7 +14,6 @@
 using namespace mlir;
 
 namespace otc {
-namespace {
 
 using Imp = GraphImporter;
 
@@ -35,10 +34,9 @@ LogicalResult importReshape(Imp &imp) {
   const HostTensor *shapeT = imp.constantInput(1);
   if (!shapeT)
     return imp.fail("the target shape must be a compile-time constant");
-  auto inShape = shapeOfInput(imp, 0);
-  if (failed(inShape))
+  std::vector<int64_t> in, shape = shapeT->asInts();
+  if (failed(shapeOfInput(imp, 0, in)))
     return failure();
-  std::vector<int64_t> in = *inShape, shape = shapeT->asInts();
   bool allowZero = imp.intAttr("allowzero", 0) != 0;
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -69,10 +67,9 @@ LogicalResult importReshape(Imp &imp) {
 }
 
 LogicalResult importFlatten(Imp &imp) {
-  auto inShape = shapeOfInput(imp, 0);
-  if (failed(inShape))
+  std::vector<int64_t> in;
+  if (failed(shapeOfInput(imp, 0, in)))
     return failure();
-  std::vector<int64_t> in = *inShape;
   int64_t axis = imp.intAttr("axis", 1);
   if (axis < 0)
     axis += in.size();
@@ -81,6 +78,8 @@ LogicalResult importFlatten(Imp &imp) {
   int64_t outer = product(ArrayRef<int64_t>(in).take_front(axis));
   return defineReshaped(imp, 0, {outer, product(in) / std::max<int64_t>(outer, 1)});
 }
+
+namespace {
 
 /// A normalised slice: per dim, a start, a positive step and a count.
 struct SliceSpec {
@@ -132,20 +131,20 @@ LogicalResult defineSlice(Imp &imp, size_t k, const SliceSpec &spec) {
   return success();
 }
 
+} // namespace
+
 /// ONNX Slice: starts, ends (clamped, negative from the end, INT64_MAX as
 /// "to the end"), axes and positive steps, from attributes (opset 1) or
 /// constant inputs (opset 10).
-template <bool FromInputs>
 LogicalResult importSlice(Imp &imp) {
-  auto input = shapeOfInput(imp, 0);
-  if (failed(input))
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
     return failure();
-  std::vector<int64_t> shape = *input;
   int64_t rank = shape.size();
   std::vector<int64_t> lists[4];
   static const char *const names[] = {"starts", "ends", "axes", "steps"};
   for (int k = 0; k < 4; ++k) {
-    auto l = intsFromInputOrAttr(imp, FromInputs, k + 1, names[k], std::string("Slice ") + names[k]);
+    auto l = intsFromInputOrAttr(imp, imp.form() >= 10, k + 1, names[k], std::string("Slice ") + names[k]);
     if (failed(l))
       return failure();
     lists[k] = *l;
@@ -180,19 +179,17 @@ LogicalResult importSlice(Imp &imp) {
 
 /// ONNX Split into equal parts or given sizes (attribute before opset 13,
 /// input from 13, or num_outputs from 18).
-template <bool FromInput>
 LogicalResult importSplit(Imp &imp) {
-  auto input = shapeOfInput(imp, 0);
-  if (failed(input))
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
     return failure();
-  std::vector<int64_t> shape = *input;
-  auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, shape.size());
+  auto axis = axisAttr(imp, 0, shape.size());
   if (failed(axis))
     return failure();
-  int64_t a = (*axis)[0], outputs = imp.node().output_size();
+  int64_t a = *axis, outputs = imp.node().output_size();
   if (outputs < 1)
     return imp.fail("Split needs at least one output");
-  auto given = intsFromInputOrAttr(imp, FromInput, 1, "split", "the split sizes");
+  auto given = intsFromInputOrAttr(imp, imp.form() >= 13, 1, "split", "the split sizes");
   if (failed(given))
     return failure();
   std::vector<int64_t> sizes = *given;
@@ -273,6 +270,7 @@ LogicalResult importExpand(Imp &imp) {
   return success();
 }
 
+namespace {
 
 /// Sets `v` to `parts` joined along `axis` (to the part itself when there
 /// is one).
@@ -286,9 +284,10 @@ LogicalResult concatInto(Imp &imp, Value &v, ArrayRef<Value> parts, int64_t axis
   return success();
 }
 
+} // namespace
+
 /// Pad, constant mode: per dim, a negative pad crops (a slice) and a
 /// positive one concatenates a splat constant, so the gradient is concat's.
-template <bool FromInputs>
 LogicalResult importPad(Imp &imp) {
   const auto *mode = imp.attr("mode");
   if (mode && mode->s() != "constant")
@@ -296,7 +295,7 @@ LogicalResult importPad(Imp &imp) {
                     " is not supported (only constant)");
   std::vector<int64_t> pads;
   double value = 0;
-  if (FromInputs) {
+  if (imp.form() >= 11) {
     const HostTensor *p = imp.constantInput(1);
     if (!p)
       return imp.fail("the pads must be compile-time constants");
@@ -392,20 +391,20 @@ LogicalResult importConcat(Imp &imp) {
     if (failed(inputs))
       return failure();
     int64_t rank = cast<RankedTensorType>(inputs->front().getType()).getRank();
-    auto axis = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
+    auto axis = axisAttr(imp, 0, rank);
     if (failed(axis))
       return failure();
     return imp.defineResult(
-        imp.create<ConcatOp>(ValueRange(*inputs), imp.builder().getI64IntegerAttr((*axis)[0])));
+        imp.create<ConcatOp>(ValueRange(*inputs), imp.builder().getI64IntegerAttr(*axis)));
   }
   if (failed(needConstants(imp, 1)))
     return failure();
   const HostTensor &first = *imp.constantInput(0);
   int64_t rank = first.shape.size();
-  auto axes = normaliseAxes(imp, {imp.intAttr("axis", 0)}, rank);
-  if (failed(axes))
+  auto a = axisAttr(imp, 0, rank);
+  if (failed(a))
     return failure();
-  int64_t axis = (*axes)[0];
+  int64_t axis = *a;
   int64_t outer = product(ArrayRef<int64_t>(first.shape).take_front(axis));
   HostTensor t = first;
   t.shape[axis] = 0;
@@ -434,16 +433,17 @@ LogicalResult importConcat(Imp &imp) {
   return imp.define(0, std::move(t));
 }
 
-/// Unsqueeze and Squeeze are reshapes; `fromInput` selects the opset-13 form.
-template <bool squeeze, bool fromInput>
-LogicalResult importSqueezeLike(Imp &imp) {
-  auto inShape = shapeOfInput(imp, 0);
-  if (failed(inShape))
+namespace {
+
+/// Unsqueeze and Squeeze are reshapes; axes are an input from opset 13.
+LogicalResult importSqueezeLike(Imp &imp, bool squeeze) {
+  std::vector<int64_t> in;
+  if (failed(shapeOfInput(imp, 0, in)))
     return failure();
-  auto given = intsFromInputOrAttr(imp, fromInput, 1, "axes", "the axes");
+  auto given = intsFromInputOrAttr(imp, imp.form() >= 13, 1, "axes", "the axes");
   if (failed(given))
     return failure();
-  std::vector<int64_t> in = *inShape, axes = *given;
+  std::vector<int64_t> axes = *given;
   std::vector<int64_t> out;
   if (squeeze) {
     auto norm = normaliseAxes(imp, axes, in.size());
@@ -475,26 +475,7 @@ LogicalResult importSqueezeLike(Imp &imp) {
 
 } // namespace
 
-llvm::ArrayRef<OpImporter> shapeImporters() {
-  static const OpImporter table[] = {
-      {"Concat", 4, importConcat},
-      {"Expand", 8, importExpand},
-      {"Flatten", 1, importFlatten},
-      {"Pad", 2, importPad<false>},
-      {"Pad", 11, importPad<true>},
-      {"Reshape", 5, importReshape},
-      {"Slice", 1, importSlice<false>},
-      {"Slice", 10, importSlice<true>},
-      {"Split", 2, importSplit<false>},
-      {"Split", 13, importSplit<true>},
-      {"Squeeze", 1, importSqueezeLike<true, false>},
-      {"Squeeze", 13, importSqueezeLike<true, true>},
-      {"Tile", 6, importTile},
-      {"Transpose", 1, importTranspose},
-      {"Unsqueeze", 1, importSqueezeLike<false, false>},
-      {"Unsqueeze", 13, importSqueezeLike<false, true>},
-  };
-  return table;
-}
+LogicalResult importSqueeze(Imp &imp) { return importSqueezeLike(imp, true); }
+LogicalResult importUnsqueeze(Imp &imp) { return importSqueezeLike(imp, false); }
 
 } // namespace otc

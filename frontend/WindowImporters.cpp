@@ -5,7 +5,7 @@
 //   W [M, C/G, KH, KW] -> [G, M/G, C/G * KH * KW]
 //   y = W x cols -> [M, N, OH * OW] -> transposed to [N, M, OH, OW]
 // so the weight gradient is one GEMM per group over all N * OH * OW columns.
-#include "ImportHelpers.h"
+#include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"

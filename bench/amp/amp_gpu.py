@@ -28,7 +28,6 @@ import argparse
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import make_zoo  # noqa: E402
+from otc_run import flag_args, run_train  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 UNIT = {"fp16": 2.0**-11, "bf16": 2.0**-8}  # unit roundoff
@@ -53,20 +53,6 @@ def case_for(name):
     if name in make_zoo.CASES:
         return make_zoo.CASES[name]
     return BENCH[name]
-
-
-def flag_args(path):
-    """train_flags without --steps (the caller sets it)."""
-    words = Path(path).read_text().split()
-    out, skip = [], False
-    for w in words:
-        if skip:
-            skip = False
-        elif w == "--steps":
-            skip = True
-        else:
-            out.append(w)
-    return out
 
 
 def load_data(d):
@@ -133,23 +119,14 @@ def torch_run(name, mode, steps, timed=False):
 
 def otc_run(name, mode, steps, tmp):
     d = BUNDLE / "models" / name
-    log = Path(tmp) / f"{name}_{mode}.jsonl"
-    cmd = [str(d / f"train_{mode}"), "--data", str(d / "data"), *flag_args(d / "train_flags"),
-           "--steps", str(steps), "--log", str(log)]
-    env = dict(os.environ, LD_LIBRARY_PATH=f"{BUNDLE / 'lib'}:{os.environ.get('LD_LIBRARY_PATH', '')}")
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    (OUT / f"otc_{name}_{mode}.log").write_text(r.stderr)
-    if r.returncode != 0:
-        raise SystemExit(f"otc {name} {mode} failed:\n{r.stderr}")
-    rows = [json.loads(line) for line in open(log)]
+    rows, _, mem = run_train(BUNDLE, d, f"train_{mode}", steps, Path(tmp) / f"{name}_{mode}.jsonl",
+                             OUT / f"otc_{name}_{mode}.log")
     case = case_for(name)
-    k = int(flag_args(d / "train_flags")[flag_args(d / "train_flags").index("--accum-steps") + 1])
-    mem = re.search(r"memory: (\d+) bytes allocated(?:; device memory in use grew by (-?\d+))?",
-                    r.stderr)
+    flags = flag_args(d / "train_flags")
+    k = int(flags[flags.index("--accum-steps") + 1])
     return {"losses": [row["loss"] for row in rows],
             "ms": [k * case.micro / row["samples_per_second"] * 1e3 for row in rows],
-            "skipped": sum(1 for row in rows if row.get("skipped")),
-            "allocated": int(mem.group(1)), "device_growth": int(mem.group(2) or 0)}
+            "skipped": sum(1 for row in rows if row.get("skipped")), **mem}
 
 
 def curves(steps, tmp):

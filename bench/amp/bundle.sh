@@ -29,6 +29,7 @@ np.savez(sys.argv[2], **{i.name: h.to_array(i) for i in onnx.load(sys.argv[1]).g
     "$dir/model.onnx" "$dir/init.npz"
   rm "$dir/model.onnx"
 done
-cp "$root/bench/amp/amp_gpu.py" "$root/bench/amp/make_models.py" "$root/test/zoo/make_zoo.py" "$out/"
+cp "$root/bench/amp/amp_gpu.py" "$root/bench/amp/make_models.py" "$root/bench/otc_run.py" \
+   "$root/test/zoo/make_zoo.py" "$out/"
 ldd "$out/models/gpt/train_fp32" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
 echo "bundle ready: $out (run there: python3 $out/amp_gpu.py $out)"

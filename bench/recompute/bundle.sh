@@ -23,7 +23,7 @@ for p in none selective blocks sqrt budget; do
   strip "$d/train_$p"
 done
 rm "$d/model.onnx"
-cp "$root/bench/recompute/recompute_gpu.py" "$root/bench/amp/make_models.py" \
+cp "$root/bench/recompute/recompute_gpu.py" "$root/bench/amp/make_models.py" "$root/bench/otc_run.py" \
    "$root/test/zoo/make_zoo.py" "$out/"
 ldd "$d/train_none" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
 du -sh "$out"

@@ -41,16 +41,12 @@ import torch.nn.functional as F
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import make_zoo  # noqa: E402
+from otc_run import run_train  # noqa: E402
 
 DRY = os.environ.get("OTC_AMP_DRY_RUN") == "1"
 DEV = "cpu" if DRY else "cuda"
 POLICIES = ["none", "selective", "blocks", "sqrt", "budget"]
 NAME = "gpt_bench"
-
-
-def flag_args(path):
-    words = Path(path).read_text().split()
-    return [w for i, w in enumerate(words) if w != "--steps" and (i == 0 or words[i - 1] != "--steps")]
 
 
 def forward_with(model, mode):
@@ -116,19 +112,10 @@ def torch_run(mode, steps):
 
 def otc_run(policy, steps, tmp):
     d = BUNDLE / "models" / NAME
-    log = Path(tmp) / f"{policy}.jsonl"
-    cmd = [str(d / f"train_{policy}"), "--data", str(d / "data"), *flag_args(d / "train_flags"),
-           "--steps", str(steps), "--log", str(log)]
-    env = dict(os.environ, LD_LIBRARY_PATH=f"{BUNDLE / 'lib'}:{os.environ.get('LD_LIBRARY_PATH', '')}")
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    (OUT / f"otc_{policy}.log").write_text(r.stderr)
-    if r.returncode != 0:
-        raise SystemExit(f"otc {policy} failed:\n{r.stderr}")
-    rows = [json.loads(line) for line in open(log)]
+    rows, stderr, mem = run_train(BUNDLE, d, f"train_{policy}", steps, Path(tmp) / f"{policy}.jsonl",
+                                  OUT / f"otc_{policy}.log")
     compiled = (d / f"compile_{policy}.log").read_text()
-    mem = re.search(r"memory: (\d+) bytes allocated(?:; device memory in use grew by (-?\d+))?",
-                    r.stderr)
-    high = re.search(r"arena high-water mark (\d+) bytes \(planned (\d+)\)", r.stderr)
+    high = re.search(r"arena high-water mark (\d+) bytes \(planned (\d+)\)", stderr)
     step = re.search(r"^step: (\d+) FLOPs, (\d+) of them recomputed .*; recompute (.*); "
                      r"activations kept for the backward (\d+) bytes", compiled, re.M)
     planned = int(re.search(r"^  total +(\d+)$", compiled, re.M).group(1))
@@ -136,8 +123,7 @@ def otc_run(policy, steps, tmp):
     micro = make_models.MODELS[NAME].micro
     return {"losses": [row["loss"] for row in rows],
             "ms": [micro / row["samples_per_second"] * 1e3 for row in rows],
-            "allocated": int(mem.group(1)), "device_growth": int(mem.group(2) or 0),
-            "high_water": int(high.group(1)), "arena_planned": int(high.group(2)),
+            **mem, "high_water": int(high.group(1)), "arena_planned": int(high.group(2)),
             "planned": planned, "flops": int(step.group(1)), "recomputed": int(step.group(2)),
             "summary": step.group(3), "kept": int(step.group(4))}
 

@@ -115,6 +115,9 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(SubOp::getOperationName(), {nullptr, binary<Node::Sub>});
   add(MulOp::getOperationName(), {nullptr, binary<Node::Mul>});
   add(DivOp::getOperationName(), {nullptr, binary<Node::Div>});
+  add(AndOp::getOperationName(), {nullptr, binary<Node::And>});
+  add(OrOp::getOperationName(), {nullptr, binary<Node::Or>});
+  add(NotOp::getOperationName(), {nullptr, unary<Node::Not>});
 #define OTC_UNARY_NODE(Kind, name, Op, expr, f) \
   add(Op::getOperationName(), {nullptr, unary<Node::Kind>});
 #include "../Nodes.def"
@@ -124,9 +127,6 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(ReciprocalOp::getOperationName(), {nullptr, reciprocal});
   add(PowOp::getOperationName(), {nullptr, pow});
   add(CompareOp::getOperationName(), {nullptr, compare});
-  add(NotOp::getOperationName(), {nullptr, unary<Node::Not>});
-  add(AndOp::getOperationName(), {nullptr, binary<Node::And>});
-  add(OrOp::getOperationName(), {nullptr, binary<Node::Or>});
   add(WhereOp::getOperationName(), {nullptr, where});
   add(CastOp::getOperationName(), {nullptr, castTo});
   add(IdentityOp::getOperationName(), {nullptr, same});

@@ -1,0 +1,173 @@
+// The helpers that the importers of every family share.
+#include "ImportHelpers.h"
+
+#include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace otc {
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (!otc_mul_count(n, d, &n))
+      return -1;
+  return n;
+}
+
+RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+FailureOr<SmallVector<int64_t>> normaliseAxes(GraphImporter &imp, std::vector<int64_t> axes,
+                                              int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes) {
+    int64_t n = a < 0 ? a + rank : a;
+    if (n < 0 || n >= rank)
+      return imp.fail("axis " + std::to_string(a) + " is out of range for rank " +
+                      std::to_string(rank));
+    out.push_back(n);
+  }
+  llvm::sort(out);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+FailureOr<int64_t> axisAttr(GraphImporter &imp, int64_t fallback, int64_t rank) {
+  auto axes = normaliseAxes(imp, {imp.intAttr("axis", fallback)}, rank);
+  if (failed(axes))
+    return failure();
+  return axes->front();
+}
+
+Value reshaped(GraphImporter &imp, Value v, ArrayRef<int64_t> shape) {
+  if (cast<RankedTensorType>(v.getType()).getShape() == shape)
+    return v;
+  return ReshapeOp::create(imp.builder(), imp.loc(), withShape(v, shape), v);
+}
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// Fails unless a folded result of `count` elements fits the host limit;
+/// checked before the fold allocates or loops.
+LogicalResult checkFoldSize(GraphImporter &imp, int64_t count) {
+  if (count >= 0 && count <= OTC_MAX_HOST_ELEMENTS)
+    return success();
+  return imp.fail("the folded result has more than " +
+                  std::to_string(OTC_MAX_HOST_ELEMENTS) + " elements");
+}
+
+/// Input `i` reshaped (on the host when constant) to `shape`.
+LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> shape) {
+  if (const HostTensor *c = imp.constantInput(i)) {
+    if (product(shape) != c->numElements())
+      return imp.fail("cannot reshape " + std::to_string(c->numElements()) +
+                      " elements to " + std::to_string(product(shape)));
+    HostTensor t = *c;
+    t.shape = shape;
+    return imp.define(0, std::move(t));
+  }
+  auto v = imp.input(i);
+  if (failed(v))
+    return failure();
+  auto type = withShape(*v, shape);
+  if (product(shape) != type.getNumElements() ||
+      product(cast<RankedTensorType>(v->getType()).getShape()) != product(shape))
+    return imp.fail("cannot reshape " + std::to_string(product(
+        cast<RankedTensorType>(v->getType()).getShape())) + " elements to " +
+        std::to_string(product(shape)));
+  imp.define(0, ReshapeOp::create(imp.builder(), imp.loc(), type, *v).getResult());
+  return success();
+}
+
+LogicalResult shapeOfInput(GraphImporter &imp, size_t i, std::vector<int64_t> &shape) {
+  if (const HostTensor *c = imp.constantInput(i)) {
+    shape = c->shape;
+    return success();
+  }
+  auto v = imp.input(i);
+  if (failed(v))
+    return failure();
+  shape = cast<RankedTensorType>(v->getType()).getShape().vec();
+  return success();
+}
+
+LogicalResult needConstants(GraphImporter &imp, size_t minInputs) {
+  if (imp.numInputs() < minInputs)
+    return imp.fail("needs at least " + std::to_string(minInputs) + " inputs");
+  if (!imp.allInputsConstant())
+    return imp.fail("supported only on compile-time constant inputs");
+  return success();
+}
+
+FailureOr<std::vector<int64_t>> intsFromInputOrAttr(GraphImporter &imp, bool fromInput,
+                                                    size_t i, StringRef attr, StringRef what) {
+  if (!fromInput)
+    return imp.intsAttr(attr);
+  if (i >= imp.numInputs() || imp.node().input(i).empty())
+    return std::vector<int64_t>();
+  const HostTensor *t = imp.constantInput(i);
+  if (!t)
+    return imp.fail(what + " must be compile-time constants");
+  return t->asInts();
+}
+
+FoldResult foldBinary(GraphImporter &imp, llvm::function_ref<double(double, double)> f,
+                      int resultType) {
+  const HostTensor *l = imp.constantInput(0), *r = imp.constantInput(1);
+  if (!l || !r)
+    return FoldResult::NotConstant;
+  size_t rank = std::max(l->shape.size(), r->shape.size());
+  auto pad = [&](const HostTensor *t) {
+    std::vector<int64_t> s(rank - t->shape.size(), 1);
+    s.insert(s.end(), t->shape.begin(), t->shape.end());
+    return s;
+  };
+  std::vector<int64_t> ls = pad(l), rs = pad(r), out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (ls[d] != rs[d] && ls[d] != 1 && rs[d] != 1) {
+      (void)imp.fail("operand shapes do not broadcast");
+      return FoldResult::Failed;
+    }
+    out[d] = ls[d] == 1 ? rs[d] : ls[d];
+  }
+  int64_t n = product(out);
+  if (failed(checkFoldSize(imp, n)))
+    return FoldResult::Failed;
+  if (n == 0) { // nothing to compute; strides of zero-sized shapes may overflow
+    HostTensor t{l->isFloat, l->elemType, out, {}};
+    if (resultType >= 0)
+      t = HostTensor{false, resultType, out, {}};
+    return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
+  }
+  std::vector<int64_t> lst = stridesOf(ls), rst = stridesOf(rs), ost = stridesOf(out);
+  HostTensor t;
+  t.isFloat = resultType < 0 && l->isFloat;
+  t.elemType = resultType < 0 ? l->elemType : resultType;
+  t.shape = out;
+  t.values.resize(n);
+  for (int64_t i = 0; i < (int64_t)t.values.size(); ++i) {
+    int64_t li = 0, ri = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t idx = (i / ost[d]) % out[d];
+      li += (ls[d] == 1 ? 0 : idx) * lst[d];
+      ri += (rs[d] == 1 ? 0 : idx) * rst[d];
+    }
+    t.values[i] = f(l->values[li], r->values[ri]);
+    if (!t.isFloat)
+      t.values[i] = std::trunc(t.values[i]);
+  }
+  return succeeded(imp.define(0, std::move(t))) ? FoldResult::Folded : FoldResult::Failed;
+}
+
+} // namespace otc
