@@ -129,6 +129,30 @@ std::string unsupportedReason(const onnx::NodeProto &n, int opset) {
   return "";
 }
 
+LogicalResult GraphImporter::addFixedRows(const onnx::TensorProto &init, NamedAttrList &attrs) {
+  SmallVector<int64_t> rows;
+  for (const auto &[name, given] : fixedRows) {
+    if (name != init.name())
+      continue;
+    if (init.dims_size() < 1) {
+      error = "--fixed-rows " + quoted(name) + ": a scalar has no rows";
+      return failure();
+    }
+    int64_t n = init.dims(0);
+    for (int64_t r : given) {
+      if (r < -n || r >= n) {
+        error = "--fixed-rows " + quoted(name) + ": row " + std::to_string(r) +
+                " is out of range for " + std::to_string(n) + " rows";
+        return failure();
+      }
+      rows.push_back(r < 0 ? r + n : r);
+    }
+  }
+  if (!rows.empty() && !forwardOnly)
+    attrs.append(attr::kFixedRows, b.getDenseI64ArrayAttr(rows));
+  return success();
+}
+
 void GraphImporter::markBuffer(Value v) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg)
@@ -329,11 +353,18 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
     attrs.append(attr::kParam, b.getStringAttr(init.name()));
     if (!forwardOnly && reaching.contains(init.name()) && !frozen(init.name()))
       attrs.append(attr::kTrainable, b.getUnitAttr());
+    if (failed(addFixedRows(init, attrs)))
+      return nullptr;
     argAttrs.push_back(attrs);
   }
   for (size_t i = 0; i < freeze.size(); ++i)
     if (!matched[i]) {
       error = "--freeze " + quoted(freeze[i]) + " matches no parameter of the model";
+      return nullptr;
+    }
+  for (const auto &[name, rows] : fixedRows)
+    if (!llvm::any_of(params, [&](const onnx::TensorProto *p) { return p->name() == name; })) {
+      error = "--fixed-rows " + quoted(name) + " matches no parameter of the model";
       return nullptr;
     }
 

@@ -5,6 +5,7 @@
 
 #include "HostTensor.h"
 #include "ModelChecks.h"
+#include "otc/Frontend/Import.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -17,10 +18,10 @@ namespace otc {
 
 class GraphImporter {
 public:
-  GraphImporter(mlir::MLIRContext &ctx, std::string &error,
-                std::vector<std::string> freeze = {}, bool forwardOnly = false)
-      : ctx(ctx), b(&ctx), error(error), freeze(std::move(freeze)),
-        forwardOnly(forwardOnly) {}
+  /// Reads options.freeze, fixedRows and forwardOnly.
+  GraphImporter(mlir::MLIRContext &ctx, std::string &error, const ImportOptions &options)
+      : ctx(ctx), b(&ctx), error(error), freeze(options.freeze), fixedRows(options.fixedRows),
+        forwardOnly(options.forwardOnly) {}
 
   /// Imports a checked, batch-specialised model whose graph has exactly one
   /// output, the scalar loss; or, forward-only, any outputs.
@@ -90,6 +91,8 @@ private:
     std::optional<HostTensor> host;
   };
   mlir::LogicalResult importNode(const onnx::NodeProto &n);
+  /// Adds --fixed-rows' attribute for initializer `init`, checking its rows.
+  mlir::LogicalResult addFixedRows(const onnx::TensorProto &init, mlir::NamedAttrList &attrs);
   /// Fails naming `what` unless `t` is a tensor type code generation takes.
   mlir::LogicalResult checkRuntimeType(mlir::Type t, const std::string &what);
   /// The same for a function argument, outside any node.
@@ -107,6 +110,7 @@ private:
   mlir::OpBuilder b;
   std::string &error;
   std::vector<std::string> freeze;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> fixedRows;
   bool forwardOnly;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;

@@ -277,14 +277,21 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
       error = describeNode(n) + ": " + why;
       return nullptr;
     }
-  // Before embedding: a saved model keeps the tie (as a Transpose node).
+  // Before embedding: a saved model keeps the tie (as a Transpose node) and
+  // the split (as initializers).
+  auto untied = untieMergedCopies(model);
   std::vector<std::string> tied = tieTransposedCopies(model);
   static std::set<std::string> told; // auto-fit imports again: say it once
+  if (!untied.empty() && told.insert("untied").second)
+    llvm::errs() << "otc: note: " << untied.size()
+                 << " parameters that the export merged with an equal one (as '"
+                 << untied[0].first << "' into '" << untied[0].second
+                 << "') train as tensors of their own, as in PyTorch\n";
   for (const std::string &t : tied)
     if (told.insert(t).second)
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
-  bool rewritten = loadedExternal || !tied.empty();
+  bool rewritten = loadedExternal || !tied.empty() || !untied.empty();
   if (embeddedModel && !rewritten)
     *embeddedModel = bytes;
   if (embeddedModel && rewritten) {
@@ -325,7 +332,7 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     error = "ONNX shape inference rejects the model: " + oneLine(e.what());
     return nullptr;
   }
-  GraphImporter importer(ctx, error, options.freeze, options.forwardOnly);
+  GraphImporter importer(ctx, error, options);
   mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(model, name);
   if (module)
     for (auto f : module->getOps<mlir::func::FuncOp>())

@@ -1,4 +1,5 @@
-// Transposed copies of initializers tied back to their source (TiedWeights.h).
+// Transposed copies of initializers tied back to their source, and merged
+// equal ones split again (TiedWeights.h).
 #include "TiedWeights.h"
 
 #include <cstring>
@@ -117,6 +118,40 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model) {
     *nodes.Add() = std::move(n);
   g.mutable_node()->Swap(&nodes);
   return tied;
+}
+
+std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  std::map<std::string, int> initializer;
+  for (int i = 0; i < g.initializer_size(); ++i)
+    initializer.emplace(g.initializer(i).name(), i);
+  std::set<std::string> outputs;
+  for (const auto &o : g.output())
+    outputs.insert(o.name());
+  auto isFloat = [](int type) {
+    return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE ||
+           type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16;
+  };
+  std::vector<std::pair<std::string, std::string>> untied;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (auto &n : *g.mutable_node()) {
+    auto it = n.op_type() == "Identity" && n.domain().empty() && n.input_size() == 1 &&
+                      n.output_size() == 1 && !outputs.count(n.output(0)) &&
+                      !initializer.count(n.output(0))
+                  ? initializer.find(n.input(0))
+                  : initializer.end();
+    if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type())) {
+      *nodes.Add() = std::move(n);
+      continue;
+    }
+    onnx::TensorProto copy = g.initializer(it->second);
+    copy.set_name(n.output(0));
+    initializer.emplace(copy.name(), g.initializer_size());
+    *g.add_initializer() = std::move(copy);
+    untied.emplace_back(n.output(0), n.input(0));
+  }
+  g.mutable_node()->Swap(&nodes);
+  return untied;
 }
 
 } // namespace otc

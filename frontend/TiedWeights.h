@@ -1,4 +1,4 @@
-// Weights that an exporter split in two: with constant folding on,
+// Weights that an exporter split in two, or merged: with constant folding on,
 // torch.onnx.export stores a tied LM head (F.linear(h, wte.weight)) as a
 // second initializer holding wte.weightᵀ. Trained apart, the two drift; otc
 // joins them again before import.
@@ -7,6 +7,7 @@
 
 #include "onnx/onnx_pb.h"
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace otc {
@@ -17,6 +18,13 @@ namespace otc {
 /// fresh zero or one initialisation) is never tied: equal values there say
 /// nothing about the model. Returns one "B is A transposed" line per tie.
 std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model);
+
+/// The converse: in eval mode torch.onnx.export keeps one of several
+/// parameters whose values are equal (fresh LayerNorm weights, zero biases)
+/// and reads the others' names through Identity nodes. Each Identity of a
+/// float initializer becomes an initializer of its own again, so the
+/// parameters train apart, as in PyTorch. Returns (copy, source) pairs.
+std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model);
 
 } // namespace otc
 

@@ -29,6 +29,21 @@ llvm::DenseSet<Value> findActiveValues(func::FuncOp func) {
   return active;
 }
 
+/// `g` with rows `rows` of dim 0 set to zero: a where against a constant
+/// [R, 1, ...] mask, broadcast along the other dims.
+Value withoutRows(OpBuilder &b, Value g, ArrayRef<int64_t> rows) {
+  auto type = cast<RankedTensorType>(g.getType());
+  SmallVector<int64_t> shape(type.getRank(), 1);
+  shape[0] = type.getDimSize(0);
+  SmallVector<bool> keep(shape[0], true);
+  for (int64_t r : rows)
+    keep[r] = false;
+  auto maskType = RankedTensorType::get(shape, b.getI1Type());
+  Value mask = ConstantOp::create(b, g.getLoc(), DenseElementsAttr::get(maskType, ArrayRef<bool>(keep)));
+  Value zero = scalarConstant(b, g.getLoc(), type.getElementType(), 0.0);
+  return WhereOp::create(b, g.getLoc(), mask, g, zero);
+}
+
 LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
   if (!func.getBody().hasOneBlock())
     return func.emitError("autodiff needs a single-block function");
@@ -113,6 +128,8 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
       func.removeArgAttr(arg.getArgNumber(), attr::kTrainable);
       continue;
     }
+    if (auto rows = func.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(), attr::kFixedRows))
+      g = withoutRows(b, g, rows.asArrayRef());
     results.push_back(g);
     newTypes.push_back(g.getType());
     // The parameter by its argument index: a binding, not a name to match.

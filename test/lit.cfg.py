@@ -22,6 +22,7 @@ config.substitutions.append(("%ortpython", os.path.join(config.otc_src_root, ".v
 config.substitutions.append(("%fixtures", os.path.join(config.otc_src_root, "test", "e2e", "fixtures")))
 config.substitutions.append(("%inputs", os.path.join(config.otc_src_root, "test", "lit", "Inputs")))
 config.substitutions.append(("%zoo", os.path.join(config.otc_src_root, "test", "zoo", "fixtures")))
+config.substitutions.append(("%models", os.path.join(config.otc_src_root, "test", "models", "fixtures")))
 config.substitutions.append(("%e2e", os.path.join(config.otc_src_root, "test", "e2e")))
 
 # A memory cap for one command; ASan reserves terabytes of address space for

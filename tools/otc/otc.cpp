@@ -36,7 +36,8 @@ const char kUsage[] =
     "usage: otc compile MODEL.onnx -o OUTPUT [--target cuda|cpu]\n"
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
-    "           [--freeze NAME|PREFIX* ...] [--forward-only]\n"
+    "           [--freeze NAME|PREFIX* ...] [--fixed-rows NAME=ROW[,ROW...] ...]\n"
+    "           [--forward-only]\n"
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
     "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
     "           [--keep-fp32 OPTYPE|NODE ...] [--memory-report TIMELINE.svg]\n"
@@ -74,6 +75,28 @@ double positiveNumber(const std::string &flag, const std::string &v, bool allowZ
              " number within float32's normal range, got '" + v.substr(0, 40) + "'",
          2);
   return x;
+}
+
+/// --fixed-rows NAME=ROW[,ROW...]: the name may itself hold '='.
+std::pair<std::string, std::vector<int64_t>> fixedRows(const std::string &v) {
+  size_t eq = v.rfind('=');
+  std::vector<int64_t> rows;
+  if (eq != std::string::npos && eq > 0) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(v).substr(eq + 1).split(parts, ',');
+    for (llvm::StringRef p : parts) {
+      long long r;
+      if (p.getAsInteger(10, r)) {
+        rows.clear();
+        break;
+      }
+      rows.push_back(r);
+    }
+  }
+  if (rows.empty())
+    fail("--fixed-rows expects NAME=ROW[,ROW...] with integer rows, got '" + v.substr(0, 80) + "'",
+         2);
+  return {v.substr(0, eq), rows};
 }
 
 /// An integer flag value from 1 to `max` (spelled `maxText` in the error).
@@ -157,6 +180,7 @@ Args parseArgs(int argc, char **argv) {
       a.recompute.boundary = v;
     }
     else if (arg == "--freeze") a.import.freeze.push_back(v);
+    else if (arg == "--fixed-rows") a.import.fixedRows.push_back(fixedRows(v));
     else if (arg == "--precision") {
       auto precision = otc::symbolizePrecision(v);
       if (!precision)
@@ -213,6 +237,8 @@ void checkArgs(Args &a) {
     fail("--forward-only applies to otc compile and otc import", 2);
   if (a.import.forwardOnly && !a.import.freeze.empty())
     fail("--freeze does not apply to a forward-only executable", 2);
+  if (a.import.forwardOnly && !a.import.fixedRows.empty())
+    fail("--fixed-rows does not apply to a forward-only executable", 2);
   // fp16's narrow range needs scaling by default, as AMP's GradScaler.
   if (!a.lossScaleGiven && a.precision.precision == otc::Precision::Fp16 &&
       !a.import.forwardOnly)

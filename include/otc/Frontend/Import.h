@@ -5,6 +5,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace otc {
@@ -18,6 +19,9 @@ struct ImportOptions {
   /// Parameters not to train (--freeze): exact names, or prefixes ending in
   /// `*`. Each must match at least one float initializer.
   std::vector<std::string> freeze;
+  /// Rows of a parameter's dim 0 that get no gradient (--fixed-rows
+  /// NAME=ROW[,ROW...]), as an Embedding's padding_idx in PyTorch.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> fixedRows;
   /// Import `func.func @forward` returning every graph output (each marked
   /// `otc.output`), with no loss, for evaluation (--forward-only).
   bool forwardOnly = false;

@@ -44,12 +44,15 @@ def gradient(loss, params, key, h=1e-6):
     return g
 
 
-def sgd(params, step_loss, steps, lr, weight_decay=0.0, frozen=()):
+def sgd(params, step_loss, steps, lr, weight_decay=0.0, frozen=(), fixed_rows=None):
     """PyTorch's SGD, p -= lr * (g + weight_decay * p), over `steps` steps of
     `step_loss(p, step)`; `frozen` names are not updated (requires_grad
-    False). Returns the parameters in float64."""
+    False), and the rows fixed_rows[name] of a tensor get no gradient (an
+    Embedding's padding_idx). Returns the parameters in float64."""
     p = {k: np.asarray(v, dtype=np.float64) for k, v in params.items()}
     for s in range(steps):
         grads = {k: gradient(lambda q: step_loss(q, s), p, k) for k in p if k not in frozen}
+        for k, rows in (fixed_rows or {}).items():
+            grads[k][rows] = 0
         p = {k: v if k in frozen else v - lr * (grads[k] + weight_decay * v) for k, v in p.items()}
     return p

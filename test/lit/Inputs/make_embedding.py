@@ -5,7 +5,9 @@ sample and across samples); and the weights after SGD with K-micro-batch
 accumulation, computed in float64 from central finite differences of a
 numpy forward.
 
-usage: make_embedding.py OUT.onnx DATA_DIR MICRO_BATCH K STEPS LR EXPECTED.npz
+With FIXED_ROW, that row of the table gets no gradient (--fixed-rows).
+
+usage: make_embedding.py OUT.onnx DATA_DIR MICRO_BATCH K STEPS LR EXPECTED.npz [FIXED_ROW]
 """
 import sys
 from pathlib import Path
@@ -52,4 +54,5 @@ def window_loss(p, s):  # each micro-batch's mean loss counts 1/K
     return total
 
 
-np.savez(expected, **sgd(params, window_loss, steps, lr))
+fixed = {"emb": [int(sys.argv[8])]} if len(sys.argv) > 8 else None
+np.savez(expected, **sgd(params, window_loss, steps, lr, fixed_rows=fixed))

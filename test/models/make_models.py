@@ -1,0 +1,236 @@
+#!/opt/hfvenv/bin/python
+"""The model suite: Hugging Face models as users export them.
+
+Each case builds a model from a tiny config with random init (seed 0),
+wraps it so the forward returns the loss Hugging Face computes from its
+labels, and exports it with torch.onnx.export's defaults at opset 17:
+constant folding on, a dynamic batch, and eval mode (so no Dropout nodes;
+the configs set dropout to 0, so the PyTorch reference trains the same
+function). Models with BatchNorm are exported in training mode instead,
+as a user fine-tuning them trains their statistics.
+
+fixtures/<case>/ holds model.onnx, data/<input>.npy, compile_flags,
+train_flags and expected.npz: the weights PyTorch reaches after 3 SGD steps
+of micro-batch MICRO. Tolerance per tensor (tol/<name>, check_weights.py
+reads it) comes from PyTorch's own float32-versus-float64 difference after
+the same steps: 4 * max |w32 - w64| + 1e-5 * max |w64|, plus one float32
+rounding of the model's largest update (see make()).
+
+Needs transformers 4.38.2 over Debian's torch 1.13: scripts/install-hf.sh
+makes /opt/hfvenv. The fixtures are committed, so the tests need neither.
+
+usage: make_models.py [CASE ...]   (default: all; deterministic)
+"""
+import copy
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+import transformers as tf
+
+OUT = Path(__file__).resolve().parent / "fixtures"
+STEPS = 3
+MICRO = 2
+LR = 0.05
+SEQ = 8
+VOCAB = 32
+
+
+class Loss(nn.Module):
+    """The model's forward with named inputs, returning its loss."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *args):
+        return self.model(**dict(zip(self.names, args))).loss
+
+
+def token_data(rng, n, pad=True, labels="lm"):
+    ids = rng.integers(0, VOCAB, (n, SEQ)).astype(np.int64)
+    mask = np.ones((n, SEQ), np.int64)
+    if pad:  # every other sample is padded at its end, as a tokenizer pads
+        mask[1::2, SEQ - 3:] = 0
+    if labels == "lm":
+        lab = np.where(mask == 1, ids, -100)
+    else:
+        lab = rng.integers(0, 3, n).astype(np.int64)
+    return ids, mask, lab
+
+
+def gpt2(rng, n):
+    cfg = tf.GPT2Config(vocab_size=VOCAB, n_positions=SEQ, n_embd=16, n_layer=2, n_head=2,
+                        resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+    ids, _, lab = token_data(rng, n)
+    return tf.GPT2LMHeadModel(cfg), {"input_ids": ids, "labels": lab}
+
+
+def llama(rng, n):
+    cfg = tf.LlamaConfig(vocab_size=VOCAB, hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=SEQ)
+    ids, _, lab = token_data(rng, n, pad=False)
+    return tf.LlamaForCausalLM(cfg), {"input_ids": ids, "labels": lab}
+
+
+def bert(rng, n):
+    cfg = tf.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=SEQ,
+                        hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=3)
+    ids, mask, lab = token_data(rng, n, labels="class")
+    return (tf.BertForSequenceClassification(cfg),
+            {"input_ids": ids, "attention_mask": mask, "labels": lab})
+
+
+def distilbert(rng, n):
+    cfg = tf.DistilBertConfig(vocab_size=VOCAB, dim=16, n_layers=2, n_heads=2, hidden_dim=32,
+                              max_position_embeddings=SEQ, dropout=0, attention_dropout=0)
+    ids, mask, lab = token_data(rng, n)
+    return tf.DistilBertForMaskedLM(cfg), {"input_ids": ids, "attention_mask": mask, "labels": lab}
+
+
+def t5(rng, n):
+    cfg = tf.T5Config(vocab_size=VOCAB, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2,
+                      relative_attention_num_buckets=8, dropout_rate=0, decoder_start_token_id=0,
+                      pad_token_id=0)
+    ids, mask, lab = token_data(rng, n)
+    return (tf.T5ForConditionalGeneration(cfg),
+            {"input_ids": ids, "attention_mask": mask, "labels": lab})
+
+
+def vit(rng, n):
+    cfg = tf.ViTConfig(image_size=8, patch_size=4, num_channels=3, hidden_size=16,
+                       num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                       hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=3)
+    x = rng.standard_normal((n, 3, 8, 8)).astype(np.float32)
+    lab = rng.integers(0, 3, n).astype(np.int64)
+    return tf.ViTForImageClassification(cfg), {"pixel_values": x, "labels": lab}
+
+
+def resnet(rng, n):
+    cfg = tf.ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                          layer_type="basic", num_labels=3)
+    x = rng.standard_normal((n, 3, 16, 16)).astype(np.float32)
+    lab = rng.integers(0, 3, n).astype(np.int64)
+    return tf.ResNetForImageClassification(cfg), {"pixel_values": x, "labels": lab}
+
+
+CASES = {"gpt2": gpt2, "llama": llama, "bert": bert, "distilbert": distilbert, "t5": t5,
+         "vit": vit, "resnet": resnet}
+
+
+def has_batchnorm(model):
+    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
+def train(model, state, data, dtype):
+    model = copy.deepcopy(model).to(dtype)
+    model.load_state_dict(state)
+    model.train()
+    wrapped = Loss(model, list(data))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    m = len(next(iter(data.values()))) // MICRO
+    for s in range(STEPS):
+        opt.zero_grad()
+        first = (s % m) * MICRO
+        batch = [torch.from_numpy(v[first:first + MICRO]) for v in data.values()]
+        wrapped(*[b.to(dtype) if b.is_floating_point() else b for b in batch]).backward()
+        opt.step()
+    return {k: v.detach().double().numpy() for k, v in model.state_dict().items()
+            if v.is_floating_point()}
+
+
+def export(model, state, data, path):
+    sample = tuple(torch.from_numpy(v[:MICRO]) for v in data.values())
+    mode = torch.onnx.TrainingMode.TRAINING if has_batchnorm(model) else torch.onnx.TrainingMode.EVAL
+    torch.onnx.export(Loss(model, list(data)), sample, str(path), opset_version=17, training=mode,
+                      input_names=list(data), output_names=["loss"],
+                      dynamic_axes={name: {0: "batch"} for name in data})
+    # Tracing in training mode moves BatchNorm's statistics: reset them.
+    m = onnx.load(str(path))
+    for init in m.graph.initializer:
+        key = init.name[len("model."):] if init.name.startswith("model.") else init.name
+        if key in state:
+            init.CopyFrom(onnx.numpy_helper.from_array(state[key].numpy(), init.name))
+    onnx.checker.check_model(m)
+    onnx.save(m, str(path))
+    return m
+
+
+def parameter_of(m, state):
+    """(initializer, parameter, transposed) for each initializer that holds a
+    parameter: by name, else (export-time folding stores a Linear's weight
+    transposed, as onnx::MatMul_N) by equal value, when that is unambiguous."""
+    params = {k: v.numpy() for k, v in state.items() if v.is_floating_point()}
+    inits = {i.name for i in m.graph.initializer}
+    # In eval mode the exporter merges equal parameters, naming the others
+    # through Identity nodes; otc trains them apart, under those names.
+    merged = [n.output[0] for n in m.graph.node if n.op_type == "Identity" and n.input[0] in inits]
+    out, unnamed = [], []
+    for init in [i.name for i in m.graph.initializer] + merged:
+        key = init[len("model."):] if init.startswith("model.") else init
+        if key in params:
+            out.append((init, key, False))
+        elif init in inits:
+            unnamed.append(init)
+    named = {k for _, k, _ in out}
+    by_name = {i.name: i for i in m.graph.initializer}
+    for init in unnamed:
+        a = onnx.numpy_helper.to_array(by_name[init])
+        hits = [(k, t) for k, v in params.items() if a.size > 1
+                for t, b in ((False, v), (True, v.T)) if a.shape == b.shape and np.array_equal(a, b)]
+        # A copy of a named parameter (a tied head) is tied back by otc.
+        if len(hits) == 1 and hits[0][0] not in named and not any(
+                state[hits[0][0]].data_ptr() == state[k].data_ptr() for k in named):
+            out.append((init, *hits[0]))
+    return out
+
+
+def make(name):
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    model, data = CASES[name](rng, MICRO * STEPS)
+    state = copy.deepcopy(model.state_dict())
+    out = OUT / name
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    for k, v in data.items():
+        np.save(out / "data" / f"{k}.npy", v)
+    m = export(model, state, data, out / "model.onnx")
+    fixed = "".join(f" --fixed-rows model.{k}.weight={e.padding_idx}"
+                    for k, e in model.named_modules()
+                    if isinstance(e, nn.Embedding) and e.padding_idx is not None)
+    (out / "compile_flags").write_text(f"--optimizer sgd --micro-batch {MICRO}{fixed}\n")
+    (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {LR}\n")
+    w32 = train(model, state, data, torch.float32)
+    w64 = train(model, {k: v.double() if v.is_floating_point() else v for k, v in state.items()},
+                data, torch.float64)
+    # A tensor whose own update is tiny (a query bias: softmax nearly
+    # ignores it) sums terms as large as the model's largest update, so its
+    # float32 noise is relative to that, not to itself: the floor is one
+    # float32 rounding of the largest update.
+    largest = max(np.abs(w64[k] - state[k].double().numpy()).max() for k in w64)
+    expected = {}
+    for init, key, transposed in parameter_of(m, state):
+        w, w64k = w32[key], w64[key]
+        if transposed:
+            w, w64k = w.T, w64k.T
+        expected[init] = w.astype(np.float32)
+        expected[f"tol/{init}"] = np.float64(4 * np.abs(w - w64k).max() + 1e-5 * np.abs(w64k).max() +
+                                             1.2e-7 * largest)
+    np.savez(out / "expected.npz", **expected)
+    n = sum(p.numel() for p in model.parameters())
+    print(f"{name}: {n} parameters, {len(m.graph.node)} nodes, {len(expected) // 2} checked tensors")
+
+
+def main():
+    for name in sys.argv[1:] or list(CASES):
+        make(name)
+
+
+if __name__ == "__main__":
+    main()
