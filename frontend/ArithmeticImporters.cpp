@@ -104,8 +104,6 @@ LogicalResult importWhere(Imp &imp) {
   auto cond = imp.input(0), x = imp.input(1), y = imp.input(2);
   if (failed(cond) || failed(x) || failed(y))
     return failure();
-  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
-    return imp.fail("Where of integer tensors is supported on constants only");
   return imp.defineResult(imp.create<WhereOp>(*cond, *x, *y));
 }
 

@@ -250,8 +250,15 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
     if (!n.input(i).empty() && !lookup(n.input(i)))
       return fail("input " + quoted(n.input(i)) + " is not defined");
   formVersion = importer->sinceVersion;
+  Block *block = b.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
   if (failed(importer->import(*this)))
     return failure();
+  // What the importer built verifies here, so a refusal names the node.
+  for (Operation &op : llvm::make_range(last ? std::next(last->getIterator()) : block->begin(),
+                                        block->end()))
+    if (failed(mlir::verify(&op)))
+      return fail(oneLine(lastDiagnostic));
   // Every run-time result must be a tensor code generation can hold.
   for (const auto &out : n.output())
     if (const Entry *e = lookup(out); e && e->value &&
@@ -396,6 +403,17 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   for (const auto &n : g.node())
     if (failed(importNode(n)))
       return nullptr;
+  for (BlockArgument arg : func.getArguments())
+    if (func.getArgAttr(arg.getArgNumber(), attr::kFixedRows) &&
+        llvm::none_of(arg.getUsers(), [&](Operation *u) {
+          auto gather = dyn_cast<GatherOp>(u);
+          return gather && gather.getData() == arg;
+        })) {
+      error = "--fixed-rows " +
+              quoted(func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kParam).str()) +
+              ": no Gather (embedding lookup) reads it";
+      return nullptr;
+    }
 
   current = nullptr;
   if (forwardOnly)

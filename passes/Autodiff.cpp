@@ -44,6 +44,19 @@ Value withoutRows(OpBuilder &b, Value g, ArrayRef<int64_t> rows) {
   return WhereOp::create(b, g.getLoc(), mask, g, zero);
 }
 
+/// The --fixed-rows of `operand` when `op` looks it up (a Gather of the
+/// parameter): as PyTorch's padding_idx, those rows get no gradient from
+/// the lookup, while other uses (a tied head) still train them.
+ArrayRef<int64_t> fixedRowsOf(Operation *op, Value operand) {
+  auto gather = dyn_cast<GatherOp>(op);
+  auto arg = dyn_cast<BlockArgument>(operand);
+  if (!gather || !arg || gather.getData() != operand)
+    return {};
+  auto func = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  auto rows = func.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(), attr::kFixedRows);
+  return rows ? rows.asArrayRef() : ArrayRef<int64_t>();
+}
+
 LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
   if (!func.getBody().hasOneBlock())
     return func.emitError("autodiff needs a single-block function");
@@ -105,8 +118,10 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
       if (g && g.getType() != operand.getType())
         return op->emitOpError("gradient rule returned ")
                << g.getType() << " for an operand of type " << operand.getType();
-      if (g && active.contains(operand))
-        addGrad(operand, g);
+      if (!g || !active.contains(operand))
+        continue;
+      ArrayRef<int64_t> fixed = fixedRowsOf(op, operand);
+      addGrad(operand, fixed.empty() ? g : withoutRows(b, g, fixed));
     }
   }
 
@@ -128,8 +143,6 @@ LogicalResult differentiate(func::FuncOp func, unsigned lossIndex) {
       func.removeArgAttr(arg.getArgNumber(), attr::kTrainable);
       continue;
     }
-    if (auto rows = func.getArgAttrOfType<DenseI64ArrayAttr>(arg.getArgNumber(), attr::kFixedRows))
-      g = withoutRows(b, g, rows.asArrayRef());
     results.push_back(g);
     newTypes.push_back(g.getType());
     // The parameter by its argument index: a binding, not a name to match.

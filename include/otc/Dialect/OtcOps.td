@@ -229,9 +229,11 @@ def Otc_OrOp : Otc_LogicOp<"or", "or">;
 def Otc_WhereOp : Otc_DiffOp<"where", !listconcat(Otc_ElementwiseFacts, [InferTypeOpAdaptor,
     AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
   let summary = "lhs where the condition holds, else rhs; all three broadcast";
-  let arguments = (ins Otc_BoolTensor:$condition, Otc_FloatTensor:$lhs,
-                   Otc_FloatTensor:$rhs);
-  let results = (outs Otc_FloatTensor:$result);
+  // Int64 and bool branches too (a run-time mask or position); only float
+  // ones carry a gradient.
+  let arguments = (ins Otc_BoolTensor:$condition, Otc_AnyTensor:$lhs,
+                   Otc_AnyTensor:$rhs);
+  let results = (outs Otc_AnyTensor:$result);
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,`
     type($rhs) `->` type($result)
@@ -397,8 +399,9 @@ def Otc_ConcatOp : Otc_DiffOp<"concat", [InferTypeOpAdaptor, Otc_Widest, Otc_Kep
 
 def Otc_BroadcastToOp : Otc_DiffOp<"broadcast_to", [Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "Broadcasts the input to the result shape, numpy style";
-  let arguments = (ins Otc_FloatTensor:$input);
-  let results = (outs Otc_FloatTensor:$result);
+  // Bool and int64 too: masks and positions that depend on the data.
+  let arguments = (ins Otc_AnyTensor:$input);
+  let results = (outs Otc_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;

@@ -21,8 +21,8 @@ namespace attr {
 inline constexpr const char kInput[] = "otc.input";
 inline constexpr const char kParam[] = "otc.param";
 inline constexpr const char kTrainable[] = "otc.trainable";
-/// On a trainable parameter: rows (of dim 0) whose gradient is zero, as
-/// PyTorch's Embedding padding_idx keeps its row (--fixed-rows).
+/// On a trainable parameter: rows (of dim 0) that its lookups (Gather)
+/// pass no gradient to, as PyTorch's Embedding padding_idx (--fixed-rows).
 inline constexpr const char kFixedRows[] = "otc.fixed_rows";
 inline constexpr const char kLoss[] = "otc.loss";
 inline constexpr const char kOutput[] = "otc.output"; // a forward-only result
