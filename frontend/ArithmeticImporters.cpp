@@ -33,7 +33,13 @@ LogicalResult importGemm(Imp &imp) {
       llvm::APFloat(alpha), llvm::APFloat(beta)));
 }
 
-LogicalResult importUnaryWith(Imp &imp, BuildUnary build) {
+LogicalResult importUnaryWith(Imp &imp, BuildUnary build, double (*host)(double)) {
+  if (const HostTensor *c = imp.constantInput(0); c && host) {
+    HostTensor t = *c;
+    for (double &v : t.values)
+      v = t.isFloat ? host(v) : std::trunc(host(v));
+    return imp.define(0, std::move(t));
+  }
   auto x = imp.input(0);
   if (failed(x))
     return failure();

@@ -97,6 +97,7 @@ const OpImporter kImporters[] = {
     {"Pow", 7, importPow},
     {"Range", 11, importRange},
     {"Reshape", 5, importReshape},
+    {"ScatterND", 11, importScatterND},
     {"Shape", 1, importShape},
     {"Slice", 1, importSlice},
     {"Slice", 10, importSlice},

@@ -53,6 +53,7 @@ mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
+mlir::LogicalResult importScatterND(GraphImporter &imp);
 mlir::LogicalResult importShape(GraphImporter &imp);
 mlir::LogicalResult importSlice(GraphImporter &imp);
 mlir::LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &imp);
@@ -66,8 +67,9 @@ mlir::LogicalResult importUnsqueeze(GraphImporter &imp);
 mlir::LogicalResult importWhere(GraphImporter &imp);
 
 // The bodies of the op-generic importers below.
-/// Input 0 through `build`.
-mlir::LogicalResult importUnaryWith(GraphImporter &imp, BuildUnary build);
+/// Input 0 through `build`; with `host`, folded on a constant input.
+mlir::LogicalResult importUnaryWith(GraphImporter &imp, BuildUnary build,
+                                    double (*host)(double) = nullptr);
 /// Inputs 0 and 1 through `build`; with `fold`, folded on the host when both
 /// are constant, to element type `resultType` (-1: the lhs's).
 mlir::LogicalResult importBinaryWith(GraphImporter &imp, BuildBinary build,
@@ -88,12 +90,25 @@ mlir::FailureOr<mlir::Value> leakyRelu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> selu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> softsign(GraphImporter &imp, mlir::Value x);
 
+/// A unary otc op's float64 meaning, from its Nodes.def row (which the
+/// unit tests' interpreter reads too): it folds the op on host constants
+/// (shape and position subgraphs). Null for an op without a row.
+template <typename Op>
+inline constexpr double (*kHostMeaning)(double) = nullptr;
+#define OTC_UNARY_NODE(Kind, name, Op, expr, f)                                                    \
+  template <>                                                                                      \
+  inline constexpr double (*kHostMeaning<Op>)(double) = f;
+#include "../codegen/Nodes.def"
+
 // The thin templates.
 template <typename Op>
 mlir::LogicalResult importUnary(GraphImporter &imp) {
-  return importUnaryWith(imp, [](GraphImporter &i, mlir::Value x) -> mlir::Value {
-    return Op::create(i.builder(), i.loc(), x);
-  });
+  return importUnaryWith(
+      imp,
+      [](GraphImporter &i, mlir::Value x) -> mlir::Value {
+        return Op::create(i.builder(), i.loc(), x);
+      },
+      kHostMeaning<Op>);
 }
 
 template <typename Op>

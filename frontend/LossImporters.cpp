@@ -186,6 +186,8 @@ LogicalResult importNegativeLogLikelihoodLoss(GraphImporter &imp) {
 /// form that neither overflows nor takes log(0):
 ///   log σ(x) = min(x, 0) - log(1 + e^-|x|),  min(x, 0) = (x - |x|) / 2.
 LogicalResult importLog(GraphImporter &imp) {
+  if (imp.constantInput(0)) // a position or bucket computation
+    return importUnary<LogOp>(imp);
   auto in = imp.input(0);
   if (failed(in))
     return failure();
@@ -207,10 +209,8 @@ LogicalResult importLog(GraphImporter &imp) {
       negate = true;
     }
   }
-  if (!x) {
-    imp.define(0, LogOp::create(b, loc, *in).getResult());
-    return success();
-  }
+  if (!x)
+    return importUnary<LogOp>(imp);
   Type t = x.getType();
   Type elem = cast<RankedTensorType>(t).getElementType();
   if (negate)

@@ -361,13 +361,43 @@ LogicalResult importPad(Imp &imp) {
 }
 
 /// Tile: at run time, a concat of copies along each repeated dim.
+namespace {
+
+/// Tile on the host: element i of the result reads the input at each
+/// coordinate modulo the input's extent.
+LogicalResult foldTile(Imp &imp, const HostTensor &in, const std::vector<int64_t> &repeats) {
+  if (repeats.size() != in.shape.size())
+    return imp.fail("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
+                    std::to_string(in.shape.size()));
+  HostTensor t = in;
+  for (size_t d = 0; d < repeats.size(); ++d)
+    if (repeats[d] < 0 || __builtin_mul_overflow(in.shape[d], repeats[d], &t.shape[d]))
+      return imp.fail("repeats must not be negative, and the result must fit");
+  int64_t count = t.numElements();
+  if (failed(checkFoldSize(imp, count)))
+    return failure();
+  t.values.assign(count, 0.0);
+  std::vector<int64_t> inStrides = stridesOf(in.shape);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, at = 0;
+    for (int d = int(t.shape.size()) - 1; d >= 0; --d) {
+      at += rest % t.shape[d] % in.shape[d] * inStrides[d];
+      rest /= t.shape[d];
+    }
+    t.values[i] = in.values[at];
+  }
+  return imp.define(0, std::move(t));
+}
+
+} // namespace
+
 LogicalResult importTile(Imp &imp) {
   const HostTensor *r = imp.constantInput(1);
   if (!r)
     return imp.fail("the repeats must be compile-time constants");
   std::vector<int64_t> repeats = r->asInts();
-  if (imp.constantInput(0))
-    return imp.fail("Tile of a constant is not supported");
+  if (const HostTensor *c = imp.constantInput(0))
+    return foldTile(imp, *c, repeats);
   auto x = imp.input(0);
   if (failed(x))
     return failure();

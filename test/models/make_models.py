@@ -120,8 +120,76 @@ def resnet(rng, n):
     return tf.ResNetForImageClassification(cfg), {"pixel_values": x, "labels": lab}
 
 
-CASES = {"gpt2": gpt2, "llama": llama, "bert": bert, "distilbert": distilbert, "t5": t5,
-         "vit": vit, "resnet": resnet}
+def qwen2(rng, n):
+    cfg = tf.Qwen2Config(vocab_size=VOCAB, hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=SEQ, attention_dropout=0)
+    ids, _, lab = token_data(rng, n, pad=False)
+    return tf.Qwen2ForCausalLM(cfg), {"input_ids": ids, "labels": lab}
+
+
+def roberta(rng, n):
+    cfg = tf.RobertaConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
+                           num_attention_heads=2, intermediate_size=32,
+                           max_position_embeddings=SEQ + 2, hidden_dropout_prob=0,
+                           attention_probs_dropout_prob=0, num_labels=3, pad_token_id=1)
+    ids, mask, lab = token_data(rng, n, labels="class")
+    ids = np.where(mask == 1, np.maximum(ids, 2), 1)  # pad id 1 where padded
+    return (tf.RobertaForSequenceClassification(cfg),
+            {"input_ids": ids, "attention_mask": mask, "labels": lab})
+
+
+def bart(rng, n):
+    cfg = tf.BartConfig(vocab_size=VOCAB, d_model=16, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2,
+                        encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=SEQ,
+                        dropout=0, attention_dropout=0, activation_dropout=0)
+    ids, mask, lab = token_data(rng, n)
+    return (tf.BartForConditionalGeneration(cfg),
+            {"input_ids": ids, "attention_mask": mask, "labels": lab})
+
+
+def convnext(rng, n):
+    cfg = tf.ConvNextConfig(num_channels=3, hidden_sizes=[8, 16], depths=[1, 1],
+                            patch_size=2, num_labels=3, drop_path_rate=0)
+    x = rng.standard_normal((n, 3, 16, 16)).astype(np.float32)
+    return tf.ConvNextForImageClassification(cfg), {"pixel_values": x,
+                                                    "labels": rng.integers(0, 3, n)}
+
+
+def mobilenet_v2(rng, n):
+    cfg = tf.MobileNetV2Config(num_channels=3, image_size=32, depth_multiplier=0.25,
+                               num_labels=3, classifier_dropout_prob=0)
+    x = rng.standard_normal((n, 3, 32, 32)).astype(np.float32)
+    return tf.MobileNetV2ForImageClassification(cfg), {"pixel_values": x,
+                                                       "labels": rng.integers(0, 3, n)}
+
+
+def swin(rng, n):
+    cfg = tf.SwinConfig(image_size=16, patch_size=2, num_channels=3, embed_dim=8, depths=[1, 1],
+                        num_heads=[2, 2], window_size=4, mlp_ratio=2.0, hidden_dropout_prob=0,
+                        attention_probs_dropout_prob=0, drop_path_rate=0, num_labels=3)
+    x = rng.standard_normal((n, 3, 16, 16)).astype(np.float32)
+    return tf.SwinForImageClassification(cfg), {"pixel_values": x,
+                                                "labels": rng.integers(0, 3, n)}
+
+
+def whisper(rng, n):
+    cfg = tf.WhisperConfig(vocab_size=VOCAB, num_mel_bins=8, d_model=16, encoder_layers=1,
+                           decoder_layers=1, encoder_attention_heads=2,
+                           decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32,
+                           max_source_positions=8, max_target_positions=SEQ, dropout=0,
+                           attention_dropout=0, activation_dropout=0, pad_token_id=0,
+                           decoder_start_token_id=1, eos_token_id=2, bos_token_id=1,
+                           suppress_tokens=None, begin_suppress_tokens=None)
+    feats = rng.standard_normal((n, 8, 16)).astype(np.float32)
+    ids, _, lab = token_data(rng, n)
+    return tf.WhisperForConditionalGeneration(cfg), {"input_features": feats, "labels": lab}
+
+
+CASES = {"gpt2": gpt2, "llama": llama, "qwen2": qwen2, "bert": bert, "roberta": roberta,
+         "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
+         "convnext": convnext, "mobilenet_v2": mobilenet_v2, "swin": swin, "whisper": whisper}
 
 
 def has_batchnorm(model):

@@ -344,8 +344,10 @@ def Otc_GatherOp : Otc_DiffOp<"gather", [InferTypeOpAdaptor, Otc_Widest, Otc_Kep
     from the end). One out of [-n, n) reads 0: the runtime refuses such
     indices in its data files, so only computed ones can get there.
   }];
-  let arguments = (ins Otc_FloatTensor:$data, Otc_IndexTensor:$indices, I64Attr:$axis);
-  let results = (outs Otc_FloatTensor:$result);
+  // Int64 and bool data too (a scatter of labels); only floats carry a
+  // gradient.
+  let arguments = (ins Otc_AnyTensor:$data, Otc_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Otc_AnyTensor:$result);
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
   }];
