@@ -206,4 +206,95 @@ LogicalResult importCast(Imp &imp) {
   return success();
 }
 
+/// Mod on host constants (window and shape arithmetic): with fmod = 1 the
+/// sign of the dividend (C's fmod), else of the divisor (Python's %). An
+/// integer divisor of 0 gives 0, which ONNX leaves undefined.
+LogicalResult importMod(Imp &imp) {
+  bool cStyle = imp.intAttr("fmod", 0) != 0;
+  auto f = [cStyle](double a, double b) {
+    if (b == 0)
+      return cStyle ? std::nan("") : 0.0;
+    double r = std::fmod(a, b);
+    return !cStyle && r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  };
+  switch (foldBinary(imp, f)) {
+  case FoldResult::Folded: return success();
+  case FoldResult::Failed: return failure();
+  case FoldResult::NotConstant: break;
+  }
+  return imp.fail("Mod of run-time tensors is not supported");
+}
+
+namespace {
+
+Value zerosLike(OpBuilder &b, Location loc, RankedTensorType type) {
+  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+}
+
+/// `v` moved `by` places along `axis`, toward the end (or the start when
+/// `reverse`), zeros shifted in: a slice and a concat.
+FailureOr<Value> shifted(Imp &imp, Value v, int64_t axis, int64_t by, bool reverse) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t n = type.getDimSize(axis);
+  SmallVector<int64_t> zshape(type.getShape()), kept(type.getShape());
+  zshape[axis] = std::min(by, n);
+  OpBuilder &b = imp.builder();
+  Value zeros = zerosLike(b, imp.loc(), RankedTensorType::get(zshape, type.getElementType()));
+  if (by >= n)
+    return zeros;
+  kept[axis] = n - by;
+  SmallVector<int64_t> starts(type.getRank(), 0), steps(type.getRank(), 1);
+  starts[axis] = reverse ? by : 0;
+  Value part = SliceOp::create(b, imp.loc(), RankedTensorType::get(kept, type.getElementType()), v,
+                               b.getDenseI64ArrayAttr(starts), b.getDenseI64ArrayAttr(steps));
+  SmallVector<Value> parts = reverse ? SmallVector<Value>{part, zeros} : SmallVector<Value>{zeros, part};
+  return imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(axis));
+}
+
+} // namespace
+
+/// CumSum along a constant axis, `exclusive` and `reverse` as ONNX: on the
+/// host when constant; at run time a Hillis-Steele scan, x plus x shifted
+/// by 1, 2, 4, ..., so its gradient comes from slice, concat and add.
+LogicalResult importCumSum(Imp &imp) {
+  const HostTensor *at = imp.constantInput(1);
+  if (!at || at->numElements() != 1)
+    return imp.fail("the axis must be a compile-time scalar");
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
+    return failure();
+  auto axes = normaliseAxes(imp, {at->asInts()[0]}, shape.size());
+  if (failed(axes))
+    return failure();
+  int64_t axis = axes->front(), n = shape[axis];
+  bool exclusive = imp.intAttr("exclusive", 0) != 0, reverse = imp.intAttr("reverse", 0) != 0;
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
+    int64_t outer = n == 0 ? 0 : t.numElements() / (n * std::max<int64_t>(inner, 1));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          int64_t j = reverse ? n - 1 - k : k, at = (o * n + j) * inner + i;
+          double here = c->values[at];
+          t.values[at] = exclusive ? sum : sum + here;
+          sum += here;
+        }
+      }
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> v = *x;
+  for (int64_t by = 1; by < n && succeeded(v); by *= 2) {
+    auto moved = shifted(imp, *v, axis, by, reverse);
+    v = failed(moved) ? moved : imp.create<AddOp>(*v, *moved);
+  }
+  if (exclusive && succeeded(v))
+    v = shifted(imp, *v, axis, 1, reverse);
+  return imp.defineResult(v);
+}
+
 } // namespace otc

@@ -17,15 +17,39 @@ namespace otc {
 
 using Imp = GraphImporter;
 
+/// Transpose, on the host when constant (a pads list reshaped to pairs).
 LogicalResult importTranspose(Imp &imp) {
-  auto x = imp.input(0);
-  if (failed(x))
+  std::vector<int64_t> in;
+  if (failed(shapeOfInput(imp, 0, in)))
     return failure();
-  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  int64_t rank = in.size();
   std::vector<int64_t> perm = imp.intsAttr("perm");
   if (perm.empty())
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
+  if (const HostTensor *c = imp.constantInput(0)) {
+    std::vector<int64_t> sorted = perm;
+    llvm::sort(sorted);
+    for (int64_t d = 0; d < rank; ++d)
+      if (int64_t(sorted.size()) != rank || sorted[d] != d)
+        return imp.fail("perm is not a permutation of the input's dims");
+    HostTensor t = *c;
+    std::vector<int64_t> strides = stridesOf(in);
+    for (int64_t d = 0; d < rank; ++d)
+      t.shape[d] = in[perm[d]];
+    for (int64_t i = 0; i < t.numElements(); ++i) {
+      int64_t rest = i, at = 0;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        at += rest % t.shape[d] * strides[perm[d]];
+        rest /= t.shape[d];
+      }
+      t.values[i] = c->values[at];
+    }
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
   return imp.defineResult(
       imp.create<TransposeOp>(*x, imp.builder().getDenseI64ArrayAttr(perm)));
 }
@@ -134,8 +158,8 @@ LogicalResult defineSlice(Imp &imp, size_t k, const SliceSpec &spec) {
 } // namespace
 
 /// ONNX Slice: starts, ends (clamped, negative from the end, INT64_MAX as
-/// "to the end"), axes and positive steps, from attributes (opset 1) or
-/// constant inputs (opset 10).
+/// "to the end"), axes and steps (negative ones walk backwards), from
+/// attributes (opset 1) or constant inputs (opset 10).
 LogicalResult importSlice(Imp &imp) {
   std::vector<int64_t> shape;
   if (failed(shapeOfInput(imp, 0, shape)))
@@ -162,18 +186,27 @@ LogicalResult importSlice(Imp &imp) {
   SliceSpec spec{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), shape};
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t d = (*norm)[i], n = shape[d], step = steps.empty() ? 1 : steps[i];
-    if (step < 1)
-      return imp.fail("Slice steps must be positive, got " + std::to_string(step));
-    auto clamp = [n](int64_t v) {
+    if (step == 0)
+      return imp.fail("Slice steps must not be 0");
+    // ONNX's clamping: both into [0, n] going forwards; backwards, the
+    // start into [0, n - 1] and the end into [-1, n - 1].
+    int64_t hi = step > 0 ? n : n - 1;
+    auto clamp = [&](int64_t v, int64_t lo) {
       if (v < 0)
-        v = v < -n ? 0 : v + n;
-      return std::min(v, n);
+        v = v < -n ? lo : v + n;
+      return std::max(lo, std::min(v, hi));
     };
-    int64_t s = clamp(starts[i]), e = clamp(ends[i]);
+    int64_t s = clamp(starts[i], 0), e = clamp(ends[i], step > 0 ? 0 : -1);
     spec.starts[d] = s;
     spec.steps[d] = step;
-    spec.counts[d] = e > s ? 1 + (e - s - 1) / step : 0; // no overflow near INT64_MAX
+    // No overflow near INT64_MAX: both ends are clamped.
+    if (step > 0)
+      spec.counts[d] = e > s ? 1 + (e - s - 1) / step : 0;
+    else
+      spec.counts[d] = s > e ? 1 + (s - e - 1) / -step : 0;
   }
+  if (!imp.constantInput(0) && llvm::any_of(spec.steps, [](int64_t k) { return k < 0; }))
+    return imp.fail("negative Slice steps (a flip) are supported on constants only");
   return defineSlice(imp, 0, spec);
 }
 

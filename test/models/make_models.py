@@ -41,6 +41,12 @@ OUT = Path(__file__).resolve().parent / "fixtures"
 STEPS = 3
 MICRO = 2
 LR = 0.05
+# Not in the suite: MobileNetV2. Exported in training mode, the tiny
+# model's batch statistics over few elements make 3 steps chaotic (PyTorch's
+# own float32 and float64 runs differ by over 100%); exported in eval mode
+# (the default), folding merges BatchNorm into the convolutions, a different
+# parametrisation from PyTorch's frozen-statistics fine-tuning.
+LR_OF = {}
 SEQ = 8
 VOCAB = 32
 
@@ -162,14 +168,6 @@ def convnext(rng, n):
                                                     "labels": rng.integers(0, 3, n)}
 
 
-def mobilenet_v2(rng, n):
-    cfg = tf.MobileNetV2Config(num_channels=3, image_size=32, depth_multiplier=0.25, finegrained_output=False,
-                               num_labels=3, classifier_dropout_prob=0)
-    x = rng.standard_normal((n, 3, 32, 32)).astype(np.float32)
-    return tf.MobileNetV2ForImageClassification(cfg), {"pixel_values": x,
-                                                       "labels": rng.integers(0, 3, n)}
-
-
 def swin(rng, n):
     cfg = tf.SwinConfig(image_size=16, patch_size=2, num_channels=3, embed_dim=8, depths=[1, 1],
                         num_heads=[2, 2], window_size=4, mlp_ratio=2.0, hidden_dropout_prob=0,
@@ -194,29 +192,29 @@ def whisper(rng, n):
 
 CASES = {"gpt2": gpt2, "llama": llama, "qwen2": qwen2, "bert": bert, "roberta": roberta,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
-         "convnext": convnext, "mobilenet_v2": mobilenet_v2, "swin": swin, "whisper": whisper}
+         "convnext": convnext, "swin": swin, "whisper": whisper}
 
 
-def has_batchnorm(model):
-    return any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
+def batchnorms(model):
+    return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
 
-def train(model, state, data, dtype):
+def train(model, state, data, dtype, lr):
     # Tensors the models make on the fly (masks filled with finfo(dtype).min,
     # positions) take the default dtype: float64 for the float64 reference.
     torch.set_default_dtype(dtype)
     try:
-        return train_as(model, state, data, dtype)
+        return train_as(model, state, data, dtype, lr)
     finally:
         torch.set_default_dtype(torch.float32)
 
 
-def train_as(model, state, data, dtype):
+def train_as(model, state, data, dtype, lr):
     model = copy.deepcopy(model).to(dtype)
     model.load_state_dict(state)
     model.train()
     wrapped = Loss(model, list(data))
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
     m = len(next(iter(data.values()))) // MICRO
     for s in range(STEPS):
         opt.zero_grad()
@@ -230,7 +228,7 @@ def train_as(model, state, data, dtype):
 
 def export(model, state, data, path):
     sample = tuple(torch.from_numpy(v[:MICRO]) for v in data.values())
-    mode = torch.onnx.TrainingMode.TRAINING if has_batchnorm(model) else torch.onnx.TrainingMode.EVAL
+    mode = torch.onnx.TrainingMode.TRAINING if batchnorms(model) else torch.onnx.TrainingMode.EVAL
     torch.onnx.export(Loss(model, list(data)), sample, str(path), opset_version=17, training=mode,
                       input_names=list(data), output_names=["loss"],
                       dynamic_axes={name: {0: "batch"} for name in data})
@@ -310,12 +308,13 @@ def make(name):
     (out / "data").mkdir(parents=True, exist_ok=True)
     for k, v in data.items():
         np.save(out / "data" / f"{k}.npy", v)
-    w32 = train(model, state, data, torch.float32)
+    lr = LR_OF.get(name, LR)
+    w32 = train(model, state, data, torch.float32, lr)
     w64 = train(model, {k: v.double() if v.is_floating_point() else v for k, v in state.items()},
-                data, torch.float64)
+                data, torch.float64, lr)
     m = export(model, state, data, out / "model.onnx")
     (out / "compile_flags").write_text(f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}\n")
-    (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {LR}\n")
+    (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {lr}\n")
     # A tensor whose own update is tiny (a query bias: softmax nearly
     # ignores it) sums terms as large as the model's largest update, so its
     # float32 noise is relative to that, not to itself: the floor is one

@@ -30,6 +30,9 @@ def Otc_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Otc_IndexTensor : StaticShapeTensorOf<[I64]>;
 def Otc_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64, I1]>;
 def Otc_BoolTensor : StaticShapeTensorOf<[I1]>;
+// Floats and int64: arithmetic on positions and counts that depend on the
+// data runs at run time; only floats carry a gradient.
+def Otc_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64]>;
 def Otc_FloatScalar : 0DTensorOf<[F16, BF16, F32, F64]>;
 
 // Every op declares its facts (OpFacts.td): an autocast class, a recompute
@@ -68,20 +71,20 @@ def Otc_ConstantOp : Otc_Op<"constant",
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-class Otc_BinaryOp<string mnemonic, string what>
+class Otc_BinaryOp<string mnemonic, string what, Type tensor = Otc_FloatTensor>
     : Otc_DiffOp<mnemonic, !listconcat(Otc_ElementwiseFacts, [InferTypeOpAdaptor,
         AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
   let summary = "Elementwise " # what # " with numpy broadcasting";
-  let arguments = (ins Otc_FloatTensor:$lhs, Otc_FloatTensor:$rhs);
-  let results = (outs Otc_FloatTensor:$result);
+  let arguments = (ins tensor:$lhs, tensor:$rhs);
+  let results = (outs tensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
 }
 
-def Otc_AddOp : Otc_BinaryOp<"add", "addition">;
-def Otc_SubOp : Otc_BinaryOp<"sub", "subtraction">;
-def Otc_MulOp : Otc_BinaryOp<"mul", "multiplication">;
+def Otc_AddOp : Otc_BinaryOp<"add", "addition", Otc_NumericTensor>;
+def Otc_SubOp : Otc_BinaryOp<"sub", "subtraction", Otc_NumericTensor>;
+def Otc_MulOp : Otc_BinaryOp<"mul", "multiplication", Otc_NumericTensor>;
 def Otc_DivOp : Otc_BinaryOp<"div", "division">;
 
 // A unary elementwise op: `facts` names its autocast class (Otc_Widest,
