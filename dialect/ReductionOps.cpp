@@ -1,4 +1,4 @@
-// Sum and mean reductions: shapes and gradient rules.
+// Sum, mean and max reductions: shapes and gradient rules.
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 
@@ -25,6 +25,11 @@ static LogicalResult inferReduce(std::optional<Location> loc, Value input,
 }
 
 LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
+  return inferReduce(loc, a.getInput(), a.getAxes(), a.getKeepdims(), types);
+}
+
+LogicalResult ReduceMaxOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   return inferReduce(loc, a.getInput(), a.getAxes(), a.getKeepdims(), types);
 }
@@ -65,5 +70,18 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &b, ValueRange dy,
   Value scale = scalarConstant(b, loc, in.getElementType(), 1.0 / count);
   Value g = MulOp::create(b, loc, dy[0], scale);
   grads.push_back(expandBack(b, loc, g, getInput(), getAxes()));
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                          SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value x = getInput();
+  Value hit = CastOp::create(b, loc, x.getType(),
+                             CompareOp::create(b, loc, x, expandBack(b, loc, getResult(), x, getAxes()),
+                                               ComparePredicate::eq));
+  Value ties = ReduceSumOp::create(b, loc, hit, getAxesAttr(), getKeepdimsAttr());
+  Value g = expandBack(b, loc, DivOp::create(b, loc, dy[0], ties), x, getAxes());
+  grads.push_back(MulOp::create(b, loc, g, hit));
   return success();
 }

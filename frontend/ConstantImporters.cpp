@@ -39,6 +39,14 @@ LogicalResult importConstant(Imp &imp) {
   return imp.define(0, std::move(t));
 }
 
+/// Size: the input's element count, known at compile time.
+LogicalResult importSize(Imp &imp) {
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
+    return failure();
+  return imp.define(0, HostTensor{false, onnx::TensorProto::INT64, {}, {double(product(shape))}});
+}
+
 LogicalResult importShape(Imp &imp) {
   std::vector<int64_t> shape;
   if (failed(shapeOfInput(imp, 0, shape)))

@@ -57,6 +57,8 @@ const OpImporter kImporters[] = {
     {"Softsign", 1, importActivation<softsign>},
     // Reductions (axes an input from the second form) and softmax (along
     // one axis from 13, over a flattened 2-D view before).
+    {"ReduceMax", 1, importReduce<ReduceMaxOp>},
+    {"ReduceMax", 18, importReduce<ReduceMaxOp>},
     {"ReduceMean", 1, importReduce<ReduceMeanOp>},
     {"ReduceMean", 18, importReduce<ReduceMeanOp>},
     {"ReduceSum", 1, importReduce<ReduceSumOp>},
@@ -65,6 +67,19 @@ const OpImporter kImporters[] = {
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp>},
     {"Softmax", 1, importSoftmax<SoftmaxOp>},
     {"Softmax", 13, importSoftmax<SoftmaxOp>},
+    // Reductions composed from sum and max.
+    {"ReduceL1", 1, importComposedReduce<reduceL1>},
+    {"ReduceL1", 18, importComposedReduce<reduceL1>},
+    {"ReduceL2", 1, importComposedReduce<reduceL2>},
+    {"ReduceL2", 18, importComposedReduce<reduceL2>},
+    {"ReduceLogSum", 1, importComposedReduce<reduceLogSum>},
+    {"ReduceLogSum", 18, importComposedReduce<reduceLogSum>},
+    {"ReduceLogSumExp", 1, importComposedReduce<reduceLogSumExp>},
+    {"ReduceLogSumExp", 18, importComposedReduce<reduceLogSumExp>},
+    {"ReduceMin", 1, importComposedReduce<reduceMin>},
+    {"ReduceMin", 18, importComposedReduce<reduceMin>},
+    {"ReduceSumSquare", 1, importComposedReduce<reduceSumSquare>},
+    {"ReduceSumSquare", 18, importComposedReduce<reduceSumSquare>},
     // Importers of their own.
     {"AveragePool", 7, importAveragePool},
     {"BatchNormalization", 7, importBatchNormalization},
@@ -101,6 +116,7 @@ const OpImporter kImporters[] = {
     {"Reshape", 5, importReshape},
     {"ScatterND", 11, importScatterND},
     {"Shape", 1, importShape},
+    {"Size", 1, importSize},
     {"Slice", 1, importSlice},
     {"Slice", 10, importSlice},
     {"SoftmaxCrossEntropyLoss", 12, importSoftmaxCrossEntropyLoss},

@@ -57,6 +57,7 @@ mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
 mlir::LogicalResult importScatterND(GraphImporter &imp);
 mlir::LogicalResult importShape(GraphImporter &imp);
+mlir::LogicalResult importSize(GraphImporter &imp);
 mlir::LogicalResult importSlice(GraphImporter &imp);
 mlir::LogicalResult importSoftmaxCrossEntropyLoss(GraphImporter &imp);
 mlir::LogicalResult importSplit(GraphImporter &imp);
@@ -81,6 +82,20 @@ mlir::LogicalResult importCompareWith(GraphImporter &imp, ComparePredicate predi
 mlir::LogicalResult importActivationWith(GraphImporter &imp, BuildActivation build);
 mlir::LogicalResult importReduceWith(GraphImporter &imp, BuildReduce build);
 mlir::LogicalResult importSoftmaxWith(GraphImporter &imp, BuildSoftmax build);
+
+// Reductions composed from sum and max (NormalizationImporters.cpp).
+mlir::FailureOr<mlir::Value> reduceL1(GraphImporter &imp, mlir::Value x, llvm::ArrayRef<int64_t> axes,
+                                      bool keepDims);
+mlir::FailureOr<mlir::Value> reduceL2(GraphImporter &imp, mlir::Value x, llvm::ArrayRef<int64_t> axes,
+                                      bool keepDims);
+mlir::FailureOr<mlir::Value> reduceLogSum(GraphImporter &imp, mlir::Value x,
+                                          llvm::ArrayRef<int64_t> axes, bool keepDims);
+mlir::FailureOr<mlir::Value> reduceLogSumExp(GraphImporter &imp, mlir::Value x,
+                                             llvm::ArrayRef<int64_t> axes, bool keepDims);
+mlir::FailureOr<mlir::Value> reduceMin(GraphImporter &imp, mlir::Value x,
+                                       llvm::ArrayRef<int64_t> axes, bool keepDims);
+mlir::FailureOr<mlir::Value> reduceSumSquare(GraphImporter &imp, mlir::Value x,
+                                             llvm::ArrayRef<int64_t> axes, bool keepDims);
 
 // Activations composed from primitives (ActivationImporters.cpp).
 mlir::FailureOr<mlir::Value> celu(GraphImporter &imp, mlir::Value x);
@@ -153,6 +168,11 @@ mlir::LogicalResult importReduce(GraphImporter &imp) {
     mlir::OpBuilder &b = i.builder();
     return i.create<Op>(x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepDims));
   });
+}
+
+template <BuildReduce F>
+mlir::LogicalResult importComposedReduce(GraphImporter &imp) {
+  return importReduceWith(imp, F);
 }
 
 template <typename Op>

@@ -92,34 +92,55 @@ onnx::NodeProto *addNode(onnx::GraphProto &g, const std::string &op,
   return n;
 }
 
-/// Operators newer than libonnx 1.12 that otc imports, each checked by the
-/// checker and shape inference as an older one with the same signature and
-/// type and shape rule. (The importer infers its own types; libonnx's checks
-/// are validation only.)
-const std::pair<const char *, const char *> kStandIns[] = {
-    {"Gelu", "Identity"}, // opset 20: one tensor in, one of the same shape out
+/// Operators and forms newer than libonnx 1.12 (opset 17) that otc
+/// imports, each checked by the checker and shape inference as an older
+/// one with the same signature and type and shape rule. (The importer
+/// infers its own types; libonnx's checks are validation only.)
+struct StandIn {
+  const char *newer;
+  int fromOpset;     // the model's opset from which the newer form applies
+  const char *older;
+  bool keepAttributes; // else they are dropped
+};
+const StandIn kStandIns[] = {
+    // Opset 20: one tensor in, one of the same shape out.
+    {"Gelu", 1, "Identity", false},
+    // Opset 18 moved the axes of every reduction to an input, as ReduceSum
+    // had them from 13, with the same attributes and shape rule.
+    {"ReduceL1", 18, "ReduceSum", true},
+    {"ReduceL2", 18, "ReduceSum", true},
+    {"ReduceLogSum", 18, "ReduceSum", true},
+    {"ReduceLogSumExp", 18, "ReduceSum", true},
+    {"ReduceMax", 18, "ReduceSum", true},
+    {"ReduceMean", 18, "ReduceSum", true},
+    {"ReduceMin", 18, "ReduceSum", true},
+    {"ReduceProd", 18, "ReduceSum", true},
+    {"ReduceSumSquare", 18, "ReduceSum", true},
 };
 
-/// The older operator node `n` is checked as, or null.
-const char *standInFor(const onnx::NodeProto &n) {
+/// The stand-in node `n` of a model at `opset` is checked as, or null.
+const StandIn *standInFor(const onnx::NodeProto &n, int opset) {
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     return nullptr;
-  for (const auto &[newer, older] : kStandIns)
-    if (n.op_type() == newer)
-      return older;
+  for (const StandIn &s : kStandIns)
+    if (n.op_type() == s.newer && opset >= s.fromOpset)
+      return &s;
   return nullptr;
 }
 
 /// `model`, or, when it uses such an operator, a copy in `scratch` with the
 /// stand-ins in place (no copy of a model that needs none).
 onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
-  if (llvm::none_of(model.graph().node(), standInFor))
+  int opset = defaultOpset(model);
+  auto any = [&](const onnx::NodeProto &n) { return standInFor(n, opset) != nullptr; };
+  if (llvm::none_of(model.graph().node(), any))
     return model;
   scratch = model;
   for (auto &n : *scratch.mutable_graph()->mutable_node())
-    if (const char *older = standInFor(n)) {
-      n.set_op_type(older);
-      n.clear_attribute();
+    if (const StandIn *s = standInFor(n, opset)) {
+      n.set_op_type(s->older);
+      if (!s->keepAttributes)
+        n.clear_attribute();
     }
   return scratch;
 }

@@ -40,6 +40,74 @@ LogicalResult importReduceWith(Imp &imp, BuildReduce build) {
   return imp.defineResult(build(imp, *x, *norm, imp.intAttr("keepdims", 1) != 0));
 }
 
+namespace {
+
+FailureOr<Value> sumOf(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  OpBuilder &b = imp.builder();
+  return imp.create<ReduceSumOp>(x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepDims));
+}
+
+FailureOr<Value> maxOf(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  OpBuilder &b = imp.builder();
+  return imp.create<ReduceMaxOp>(x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepDims));
+}
+
+/// `f` of `r` when `r` succeeded.
+template <typename Op>
+FailureOr<Value> then(Imp &imp, FailureOr<Value> r) {
+  if (failed(r))
+    return failure();
+  return Op::create(imp.builder(), imp.loc(), *r).getResult();
+}
+
+} // namespace
+
+// The reductions ONNX adds, composed from sum and max.
+FailureOr<Value> reduceMin(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  return then<NegOp>(imp, maxOf(imp, NegOp::create(imp.builder(), imp.loc(), x), axes, keepDims));
+}
+
+FailureOr<Value> reduceSumSquare(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  return sumOf(imp, MulOp::create(imp.builder(), imp.loc(), x, x), axes, keepDims);
+}
+
+FailureOr<Value> reduceL1(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  return sumOf(imp, AbsOp::create(imp.builder(), imp.loc(), x), axes, keepDims);
+}
+
+FailureOr<Value> reduceL2(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  return then<SqrtOp>(imp, reduceSumSquare(imp, x, axes, keepDims));
+}
+
+FailureOr<Value> reduceLogSum(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  return then<LogOp>(imp, sumOf(imp, x, axes, keepDims));
+}
+
+/// log(sum(e^(x - m))) + m with m the maximum, so e^ never overflows. The
+/// gradient through m cancels, as it does mathematically.
+FailureOr<Value> reduceLogSumExp(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto m = maxOf(imp, x, axes, true);
+  if (failed(m))
+    return failure();
+  auto shifted = imp.create<SubOp>(x, *m);
+  if (failed(shifted))
+    return failure();
+  auto s = then<LogOp>(imp, sumOf(imp, ExpOp::create(b, loc, *shifted), axes, true));
+  if (failed(s))
+    return failure();
+  auto y = imp.create<AddOp>(*s, *m);
+  if (failed(y) || keepDims)
+    return y;
+  SmallVector<int64_t> shape;
+  auto in = cast<RankedTensorType>(x.getType());
+  for (int64_t d = 0; d < in.getRank(); ++d)
+    if (!llvm::is_contained(axes, d))
+      shape.push_back(in.getDimSize(d));
+  return reshaped(imp, *y, shape);
+}
+
 /// Softmax and LogSoftmax. From opset 13 along `axis` (default -1); before,
 /// over the input flattened to 2-D at `axis` (default 1), which is a reshape
 /// around the same op along the last dim.

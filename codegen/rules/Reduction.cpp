@@ -1,4 +1,4 @@
-// Sum and mean over any axes: one Reduce step. A bias gradient stores
+// Sum, mean and max over any axes: one Reduce step. A bias gradient stores
 // through Lowering::store, which accumulates it into its gradient buffer in
 // the same step (first ? r : acc + r).
 #include "../Rules.h"
@@ -32,7 +32,8 @@ bool lowerReduce(Operation *op, Lowering &l) {
   int x = l.expr(b, r.getInput(), identityMap(in.size()));
   if (x < 0)
     return false;
-  int result = any ? b.reduce(Reduction::Sum, x) : x;
+  auto kind = std::is_same_v<OpTy, ReduceMaxOp> ? Reduction::Max : Reduction::Sum;
+  int result = any ? b.reduce(kind, x) : x;
   if (std::is_same_v<OpTy, ReduceMeanOp>)
     result = b.binary(Node::Mul, result, b.constant(1.0 / double(count)));
   l.store(b, r.getResult(), result, outMap);
@@ -46,6 +47,7 @@ bool readsInput(Operation *, unsigned k) { return k == 0; }
 void registerReductionRules(RuleRegistry &r) {
   r.steps[ReduceSumOp::getOperationName()] = {lowerReduce<ReduceSumOp>, readsInput};
   r.steps[ReduceMeanOp::getOperationName()] = {lowerReduce<ReduceMeanOp>, readsInput};
+  r.steps[ReduceMaxOp::getOperationName()] = {lowerReduce<ReduceMaxOp>, readsInput};
 }
 
 } // namespace otc

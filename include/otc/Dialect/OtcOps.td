@@ -427,6 +427,9 @@ class Otc_ReduceOp<string mnemonic, string what>
 
 def Otc_ReduceSumOp : Otc_ReduceOp<"reduce_sum", "Sum">;
 def Otc_ReduceMeanOp : Otc_ReduceOp<"reduce_mean", "Mean">;
+// The gradient splits evenly among tied maxima, as PyTorch's amax. ONNX's
+// ReduceMin, ReduceLogSumExp and friends are composed from it at import.
+def Otc_ReduceMaxOp : Otc_ReduceOp<"reduce_max", "Maximum">;
 
 //===----------------------------------------------------------------------===//
 // Normalization
