@@ -4,7 +4,8 @@
       EVAL: TRAINED with the loss node's first input (the logits) as a second
       graph output. HELDOUT: SAMPLES fresh samples of every input in DATA:
       float inputs drawn from N(0, 1), integer ones (labels, tokens) uniformly
-      from the range the training data spans.
+      from the range the training data spans. With SAMPLES 0, the training
+      data itself (masks and -100 labels that a uniform draw would break).
   compare EVAL HELDOUT OUT MICRO_BATCH
       Runs EVAL in onnxruntime on each micro-batch of HELDOUT and checks
       otc's forward-only outputs in OUT: the per-sample outputs concatenated,
@@ -39,7 +40,9 @@ def prepare(trained, eval_path, data, heldout, samples, seed):
             continue
         train = np.load(os.path.join(data, file_name(inp.name)))
         shape = (samples,) + train.shape[1:]
-        if train.dtype == np.float32:
+        if samples == 0:
+            x = train
+        elif train.dtype == np.float32:
             x = rng.standard_normal(shape).astype(np.float32)
         else:
             x = rng.integers(train.min(), train.max() + 1, size=shape).astype(train.dtype)
