@@ -110,10 +110,23 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+// The scatter-add sums in float32 when the gradient is 16-bit (a gather of
+// a mixed-precision activation, as ViT's class token): a repeated index
+// adds many contributions, and the kernel library sums float32.
 LogicalResult GatherOp::buildGradients(OpBuilder &b, ValueRange dy,
                                        SmallVectorImpl<Value> &grads) {
-  grads.push_back(GatherGradOp::create(b, getLoc(), getData().getType(), dy[0], getIndices(),
-                                       getAxisAttr()));
+  Location loc = getLoc();
+  auto data = tensorType(getData());
+  Type sum = data.getElementType().getIntOrFloatBitWidth() < 32 ? b.getF32Type()
+                                                                  : data.getElementType();
+  auto widen = [&](Value v, Type elem) -> Value {
+    auto t = tensorType(v);
+    return t.getElementType() == elem ? v
+                                      : CastOp::create(b, loc, t.clone(elem), v).getResult();
+  };
+  Value g = GatherGradOp::create(b, loc, data.clone(sum), widen(dy[0], sum), getIndices(),
+                                 getAxisAttr());
+  grads.push_back(widen(g, data.getElementType()));
   grads.push_back(nullptr); // indices are integers
   return success();
 }
