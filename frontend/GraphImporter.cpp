@@ -369,9 +369,9 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       error = "--freeze " + quoted(freeze[i]) + " matches no parameter of the model";
       return nullptr;
     }
-  for (const auto &[name, rows] : fixedRows)
-    if (!llvm::any_of(params, [&](const onnx::TensorProto *p) { return p->name() == name; })) {
-      error = "--fixed-rows " + quoted(name) + " matches no parameter of the model";
+  for (const auto &fixed : fixedRows) // (a structured binding: clang 14 cannot capture it)
+    if (!llvm::any_of(params, [&](const onnx::TensorProto *p) { return p->name() == fixed.first; })) {
+      error = "--fixed-rows " + quoted(fixed.first) + " matches no parameter of the model";
       return nullptr;
     }
 

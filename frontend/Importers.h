@@ -24,6 +24,8 @@ using HostFold = llvm::function_ref<double(double, double)>;
 
 // The importers of one operator or a few, each in its family's file
 // (ArithmeticImporters.cpp, ShapeImporters.cpp, ...).
+mlir::LogicalResult importArgMax(GraphImporter &imp);
+mlir::LogicalResult importArgMin(GraphImporter &imp);
 mlir::LogicalResult importAveragePool(GraphImporter &imp);
 mlir::LogicalResult importBatchNormalization(GraphImporter &imp);
 mlir::LogicalResult importCast(GraphImporter &imp);
@@ -37,6 +39,7 @@ mlir::LogicalResult importDropout(GraphImporter &imp);
 mlir::LogicalResult importExpand(GraphImporter &imp);
 mlir::LogicalResult importFlatten(GraphImporter &imp);
 mlir::LogicalResult importGather(GraphImporter &imp);
+mlir::LogicalResult importGatherElements(GraphImporter &imp);
 mlir::LogicalResult importGemm(GraphImporter &imp);
 mlir::LogicalResult importGlobalAveragePool(GraphImporter &imp);
 mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
@@ -55,6 +58,7 @@ mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
+mlir::LogicalResult importScatterElements(GraphImporter &imp);
 mlir::LogicalResult importScatterND(GraphImporter &imp);
 mlir::LogicalResult importShape(GraphImporter &imp);
 mlir::LogicalResult importSize(GraphImporter &imp);

@@ -108,6 +108,80 @@ FailureOr<Value> reduceLogSumExp(Imp &imp, Value x, ArrayRef<int64_t> axes, bool
   return reshaped(imp, *y, shape);
 }
 
+/// ArgMax and ArgMin along `axis`: the first extreme (or the last, with
+/// select_last_index), as int64. On the host when constant; at run time
+/// the index of the best among the positions equal to the extreme, found
+/// as the maximum of a float score over where(hit, score, -1): exact for
+/// axes under 2^24 elements. No gradient, as PyTorch's.
+LogicalResult importArgExtreme(Imp &imp, bool isMax) {
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
+    return failure();
+  int64_t rank = shape.size();
+  auto axis = axisAttr(imp, 0, rank);
+  if (failed(axis))
+    return failure();
+  int64_t a = *axis, n = shape[a];
+  bool keep = imp.intAttr("keepdims", 1) != 0, last = imp.intAttr("select_last_index", 0) != 0;
+  if (n > (int64_t(1) << 24))
+    return imp.fail("the axis has more than 2^24 elements");
+  if (const HostTensor *c = imp.constantInput(0)) {
+    int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(a + 1));
+    int64_t outer = n == 0 ? 0 : c->numElements() / (n * std::max<int64_t>(inner, 1));
+    HostTensor t{false, onnx::TensorProto::INT64, shape, {}};
+    t.shape[a] = 1;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          double v = c->values[(o * n + k) * inner + i], w = c->values[(o * n + best) * inner + i];
+          if (isMax ? (v > w || (last && v == w)) : (v < w || (last && v == w)))
+            best = k;
+        }
+        t.values.push_back(double(best));
+      }
+    if (!keep)
+      t.shape.erase(t.shape.begin() + a);
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return imp.fail("ArgMax and ArgMin of run-time integer data are not supported");
+  Value v = isMax ? *x : NegOp::create(b, loc, *x).getResult();
+  auto extreme = maxOf(imp, v, {a}, true);
+  if (failed(extreme))
+    return failure();
+  auto hit = imp.create<CompareOp>(v, *extreme, ComparePredicate::eq);
+  if (failed(hit))
+    return failure();
+  // Score k (the last index wins) or n - 1 - k (the first).
+  HostTensor score{true, onnx::TensorProto::FLOAT, std::vector<int64_t>(rank, 1), {}};
+  score.shape[a] = n;
+  for (int64_t k = 0; k < n; ++k)
+    score.values.push_back(double(last ? k : n - 1 - k));
+  Value s = ConstantOp::create(b, loc, toAttr(b, score));
+  auto picked = imp.create<WhereOp>(*hit, s, scalarConstant(b, loc, b.getF32Type(), -1.0));
+  if (failed(picked))
+    return failure();
+  auto best = maxOf(imp, *picked, {a}, keep);
+  if (failed(best))
+    return failure();
+  Value index = *best;
+  if (!last)
+    index = SubOp::create(b, loc, scalarConstant(b, loc, b.getF32Type(), double(n - 1)), index);
+  auto out = cast<RankedTensorType>(index.getType());
+  return imp.defineResult(
+      CastOp::create(b, loc, out.clone(b.getI64Type()), index).getResult());
+}
+
+LogicalResult importArgMax(Imp &imp) { return importArgExtreme(imp, true); }
+LogicalResult importArgMin(Imp &imp) { return importArgExtreme(imp, false); }
+
 /// Softmax and LogSoftmax. From opset 13 along `axis` (default -1); before,
 /// over the input flattened to 2-D at `axis` (default 1), which is a reshape
 /// around the same op along the last dim.
