@@ -119,14 +119,9 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ValueRange dy,
   auto data = tensorType(getData());
   Type sum = data.getElementType().getIntOrFloatBitWidth() < 32 ? b.getF32Type()
                                                                   : data.getElementType();
-  auto widen = [&](Value v, Type elem) -> Value {
-    auto t = tensorType(v);
-    return t.getElementType() == elem ? v
-                                      : CastOp::create(b, loc, t.clone(elem), v).getResult();
-  };
-  Value g = GatherGradOp::create(b, loc, data.clone(sum), widen(dy[0], sum), getIndices(),
-                                 getAxisAttr());
-  grads.push_back(widen(g, data.getElementType()));
+  Value g = GatherGradOp::create(b, loc, data.clone(sum), castElements(b, loc, dy[0], sum),
+                                 getIndices(), getAxisAttr());
+  grads.push_back(castElements(b, loc, g, data.getElementType()));
   grads.push_back(nullptr); // indices are integers
   return success();
 }

@@ -27,9 +27,19 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
 Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
                      double value) {
   auto type = RankedTensorType::get({}, elementType);
+  if (isa<IntegerType>(elementType))
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(elementType, int64_t(value))));
   auto attr = DenseElementsAttr::get(
       type, b.getFloatAttr(elementType, value).getValue());
   return ConstantOp::create(b, loc, attr);
+}
+
+Value castElements(OpBuilder &b, Location loc, Value v, Type elementType) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == elementType)
+    return v;
+  return CastOp::create(b, loc, t.clone(elementType), v);
 }
 
 Value sumToShape(OpBuilder &b, Location loc, Value grad,

@@ -62,12 +62,24 @@ LogicalResult defineScatter(Imp &imp, const std::vector<int64_t> &dataShape,
   return imp.defineResult(reshaped(imp, *joined, dataShape));
 }
 
-/// Fails unless the node's reduction attribute is absent or "none".
-LogicalResult noReduction(Imp &imp) {
+/// What both scatters start with: no reduction (or "none"), constant
+/// indices, and the data's and the updates' shapes. The indices, or null
+/// after failing.
+const HostTensor *scatterOperands(Imp &imp, std::vector<int64_t> &data,
+                                  std::vector<int64_t> &updates) {
   const onnx::AttributeProto *r = imp.attr("reduction");
-  if (r && r->s() != "none")
-    return imp.fail("reduction " + quoted(r->s().substr(0, 20)) + " is not supported (only none)");
-  return success();
+  if (r && r->s() != "none") {
+    (void)imp.fail("reduction " + quoted(r->s().substr(0, 20)) + " is not supported (only none)");
+    return nullptr;
+  }
+  const HostTensor *indices = imp.constantInput(1);
+  if (!indices) {
+    (void)imp.fail("the indices must be compile-time constants");
+    return nullptr;
+  }
+  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 2, updates)))
+    return nullptr;
+  return indices;
 }
 
 } // namespace
@@ -75,13 +87,9 @@ LogicalResult noReduction(Imp &imp) {
 /// ScatterND: updates[j, ...] lands at data[indices[j], ...], where each
 /// index tuple addresses the first k dims and the rest is copied whole.
 LogicalResult importScatterND(Imp &imp) {
-  if (failed(noReduction(imp)))
-    return failure();
-  const HostTensor *indices = imp.constantInput(1);
-  if (!indices)
-    return imp.fail("the indices must be compile-time constants");
   std::vector<int64_t> data, updates;
-  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 2, updates)))
+  const HostTensor *indices = scatterOperands(imp, data, updates);
+  if (!indices)
     return failure();
   const std::vector<int64_t> &is = indices->shape;
   int64_t k = is.empty() ? -1 : is.back();
@@ -116,13 +124,9 @@ LogicalResult importScatterND(Imp &imp) {
 
 /// ScatterElements: updates[c] lands at data[c with c[axis] = indices[c]].
 LogicalResult importScatterElements(Imp &imp) {
-  if (failed(noReduction(imp)))
-    return failure();
-  const HostTensor *indices = imp.constantInput(1);
-  if (!indices)
-    return imp.fail("the indices must be compile-time constants");
   std::vector<int64_t> data, updates;
-  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 2, updates)))
+  const HostTensor *indices = scatterOperands(imp, data, updates);
+  if (!indices)
     return failure();
   if (indices->shape != updates || updates.size() != data.size())
     return imp.fail("the indices and updates need one shape, of the data's rank");
@@ -166,11 +170,6 @@ Value iota(Imp &imp, int64_t n, int64_t rank, int64_t at) {
   for (int64_t k = 0; k < n; ++k)
     t.values.push_back(double(k));
   return ConstantOp::create(imp.builder(), imp.loc(), toAttr(imp.builder(), t));
-}
-
-Value intScalar(Imp &imp, int64_t v) {
-  auto type = RankedTensorType::get({}, imp.builder().getI64Type());
-  return ConstantOp::create(imp.builder(), imp.loc(), DenseElementsAttr::get(type, ArrayRef<int64_t>{v}));
 }
 
 std::vector<int64_t> withOne(std::vector<int64_t> shape, int64_t at) {
@@ -248,8 +247,10 @@ LogicalResult importGatherElements(Imp &imp) {
                         b.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 1)));
   v = reshaped(imp, v, withOne(cut, a));
   // Negative indices count from the end; then [.., m, 1, ..] against iota.
-  auto negative = imp.create<CompareOp>(*idx, intScalar(imp, 0), ComparePredicate::lt);
-  auto wrapped = imp.create<AddOp>(*idx, intScalar(imp, n));
+  Value zero = scalarConstant(b, imp.loc(), b.getI64Type(), 0);
+  Value extent = scalarConstant(b, imp.loc(), b.getI64Type(), double(n));
+  auto negative = imp.create<CompareOp>(*idx, zero, ComparePredicate::lt);
+  auto wrapped = imp.create<AddOp>(*idx, extent);
   if (failed(negative) || failed(wrapped))
     return failure();
   auto fixed = imp.create<WhereOp>(*negative, *wrapped, *idx);

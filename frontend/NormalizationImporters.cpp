@@ -52,7 +52,7 @@ FailureOr<Value> maxOf(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims)
   return imp.create<ReduceMaxOp>(x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(keepDims));
 }
 
-/// `f` of `r` when `r` succeeded.
+/// Op applied to `r` when `r` succeeded.
 template <typename Op>
 FailureOr<Value> then(Imp &imp, FailureOr<Value> r) {
   if (failed(r))

@@ -2,6 +2,7 @@
 // autocast-like policy (one table, below), before autodiff, so the backward
 // follows the types. Parameters stay float32 (master weights); the casts to
 // the low type sit in the graph, so their gradients cast back.
+#include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Passes/Passes.h"
 
@@ -77,7 +78,7 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       auto type = cast<ShapedType>(withElement(t, elem));
       return ConstantOp::create(b, loc, DenseElementsAttr::get(type, x));
     }
-    return CastOp::create(b, loc, withElement(t, elem), v);
+    return castElements(b, loc, v, elem);
   }
 
   /// `op` rebuilt before itself with result types `results`; the caller

@@ -46,7 +46,6 @@ LR = 0.05
 # own float32 and float64 runs differ by over 100%); exported in eval mode
 # (the default), folding merges BatchNorm into the convolutions, a different
 # parametrisation from PyTorch's frozen-statistics fine-tuning.
-LR_OF = {}
 SEQ = 8
 VOCAB = 32
 
@@ -308,7 +307,7 @@ def make(name):
     (out / "data").mkdir(parents=True, exist_ok=True)
     for k, v in data.items():
         np.save(out / "data" / f"{k}.npy", v)
-    lr = LR_OF.get(name, LR)
+    lr = LR
     w32 = train(model, state, data, torch.float32, lr)
     w64 = train(model, {k: v.double() if v.is_floating_point() else v for k, v in state.items()},
                 data, torch.float64, lr)

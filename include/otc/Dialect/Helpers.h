@@ -19,9 +19,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// Whether `from` broadcasts to exactly `to`.
 bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 
-/// A rank-0 constant of `elementType` holding `value`.
+/// A rank-0 constant of `elementType` (float or integer) holding `value`.
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type elementType, double value);
+
+/// `v` with elements of `elementType`: itself, or an otc.cast.
+mlir::Value castElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                         mlir::Type elementType);
 
 /// Sums `grad` over the dimensions along which `target` was broadcast, so the
 /// gradient of a broadcast operand gets the operand's own shape.
