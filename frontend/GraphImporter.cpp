@@ -1,4 +1,5 @@
 #include "GraphImporter.h"
+#include "ParameterNames.h"
 #include "ModelChecks.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -8,6 +9,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringSet.h"
+#include <set>
 #include "otc/runtime/limits.h"
 
 using namespace mlir;
@@ -331,19 +333,20 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
     attrs.append(attr::kInput, b.getStringAttr(in.name()));
     argAttrs.push_back(attrs);
   }
-  // --freeze: exact names, or prefixes ending in '*'.
+  // --freeze: '*' patterns over the initializer's name, or over the PyTorch
+  // name its readers imply for an anonymous one (ParameterNames.h).
+  llvm::StringMap<std::string> exported = exportedNames(g);
   std::vector<bool> matched(freeze.size(), false);
   auto frozen = [&](const std::string &name) {
     bool any = false;
-    for (size_t i = 0; i < freeze.size(); ++i) {
-      const std::string &p = freeze[i];
-      bool hit = !p.empty() && p.back() == '*' ? name.rfind(p.substr(0, p.size() - 1), 0) == 0
-                                                : name == p;
-      if (hit)
+    auto alias = exported.find(name);
+    for (size_t i = 0; i < freeze.size(); ++i)
+      if (globMatch(freeze[i], name) ||
+          (alias != exported.end() && globMatch(freeze[i], alias->second)))
         matched[i] = any = true;
-    }
     return any;
   };
+  int64_t frozenCount = 0, frozenValues = 0, paramValues = 0;
   std::vector<const onnx::TensorProto *> params;
   for (const auto &init : g.initializer()) {
     bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
@@ -358,17 +361,32 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
     NamedAttrList attrs;
     attrs.append(attr::kParam, b.getStringAttr(init.name()));
-    if (!forwardOnly && reaching.contains(init.name()) && !frozen(init.name()))
+    int64_t values = 1;
+    for (int64_t d : init.dims())
+      values *= d;
+    paramValues += values;
+    if (!freeze.empty() && frozen(init.name())) {
+      ++frozenCount;
+      frozenValues += values;
+    } else if (!forwardOnly && reaching.contains(init.name())) {
       attrs.append(attr::kTrainable, b.getUnitAttr());
+    }
     if (failed(addFixedRows(init, attrs)))
       return nullptr;
     argAttrs.push_back(attrs);
   }
   for (size_t i = 0; i < freeze.size(); ++i)
     if (!matched[i]) {
-      error = "--freeze " + quoted(freeze[i]) + " matches no parameter of the model";
+      error = "--freeze " + quoted(freeze[i]) +
+              " matches no parameter of the model (by its initializer name, or for an anonymous "
+              "onnx::* one by the PyTorch name its reader implies, e.g. model.layers.0.mlp.up_proj.weight)";
       return nullptr;
     }
+  static std::set<std::string> told; // auto-fit imports again: say it once
+  std::string freezeNote = std::to_string(frozenCount) + "/" + std::to_string(params.size());
+  if (frozenCount && told.insert(freezeNote).second)
+    llvm::errs() << "otc: note: --freeze keeps " << frozenCount << " of " << params.size()
+                 << " parameters fixed (" << frozenValues << " of " << paramValues << " values)\n";
   for (const auto &fixed : fixedRows) // (a structured binding: clang 14 cannot capture it)
     if (!llvm::any_of(params, [&](const onnx::TensorProto *p) { return p->name() == fixed.first; })) {
       error = "--fixed-rows " + quoted(fixed.first) + " matches no parameter of the model";

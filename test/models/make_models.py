@@ -88,6 +88,16 @@ def llama(rng, n):
     return tf.LlamaForCausalLM(cfg), {"input_ids": ids, "labels": lab}
 
 
+def llama_finetune(rng, n):
+    """The README's fine-tuning example: LLaMA with all but the attention
+    projections frozen (the export folds those into onnx::MatMul_N, so
+    --freeze must reach them by the names their readers imply)."""
+    model, data = llama(rng, n)
+    for name, p in model.named_parameters():
+        p.requires_grad = "self_attn" in name
+    return model, data
+
+
 def bert(rng, n):
     cfg = tf.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
                         num_attention_heads=2, intermediate_size=32, max_position_embeddings=SEQ,
@@ -189,7 +199,7 @@ def whisper(rng, n):
     return tf.WhisperForConditionalGeneration(cfg), {"input_features": feats, "labels": lab}
 
 
-CASES = {"gpt2": gpt2, "llama": llama, "qwen2": qwen2, "bert": bert, "roberta": roberta,
+CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2, "bert": bert, "roberta": roberta,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
          "convnext": convnext, "swin": swin, "whisper": whisper}
 
@@ -213,7 +223,7 @@ def train_as(model, state, data, dtype, lr):
     model.load_state_dict(state)
     model.train()
     wrapped = Loss(model, list(data))
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
     m = len(next(iter(data.values()))) // MICRO
     for s in range(STEPS):
         opt.zero_grad()
@@ -290,7 +300,9 @@ def flags(model, m, state):
             out.append(f" --freeze {onnx_name(p)}")
     params = dict(model.named_parameters())
     for init, key, _ in parameter_of(m, state):
-        if key not in params and not key.split(".")[-1].startswith(("running_", "num_batches")):
+        # (a frozen weight the export folded transposed has no name of its own)
+        if (key in params and not params[key].requires_grad) or (
+                key not in params and not key.split(".")[-1].startswith(("running_", "num_batches"))):
             out.append(f" --freeze {init}")
     for e in model.modules():
         if isinstance(e, nn.Embedding) and e.padding_idx is not None and onnx_name(e.weight):

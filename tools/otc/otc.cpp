@@ -36,7 +36,7 @@ const char kUsage[] =
     "usage: otc compile MODEL.onnx -o OUTPUT [--target cuda|cpu]\n"
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
-    "           [--freeze NAME|PREFIX* ...] [--fixed-rows NAME=ROW[,ROW...] ...]\n"
+    "           [--freeze NAME|PATTERN* ...] [--fixed-rows NAME=ROW[,ROW...] ...]\n"
     "           [--forward-only]\n"
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
     "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"

@@ -16,8 +16,9 @@ struct ImportOptions {
   /// "" (the model's scalar output is the loss), "cross-entropy:OUT" or
   /// "mse:OUT".
   std::string loss;
-  /// Parameters not to train (--freeze): exact names, or prefixes ending in
-  /// `*`. Each must match at least one float initializer.
+  /// Parameters not to train (--freeze): patterns where `*` matches any run,
+  /// over initializer names and the PyTorch names of anonymous ones
+  /// (ParameterNames.h). Each must match at least one float initializer.
   std::vector<std::string> freeze;
   /// Rows of a parameter's dim 0 that get no gradient (--fixed-rows
   /// NAME=ROW[,ROW...]), as an Embedding's padding_idx in PyTorch.
