@@ -301,8 +301,14 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
   // Before embedding: a saved model keeps the tie (as a Transpose node) and
   // the split (as initializers).
   auto untied = untieMergedCopies(model);
+  if (error = tieAsAsked(model, options.ties); !error.empty())
+    return nullptr;
+  llvm::erase_if(untied, [&](const auto &u) {
+    return llvm::any_of(options.ties, [&](const auto &t) { return t.second == u.first || t.second == u.second; });
+  });
   std::vector<std::string> tied = tieTransposedCopies(model);
   static std::set<std::string> told; // auto-fit imports again: say it once
+  std::vector<std::pair<std::string, std::string>> equal = equalInitializers(model);
   if (!untied.empty() && told.insert("untied").second)
     llvm::errs() << "otc: note: " << untied.size()
                  << " parameters that the export merged with an equal one (as '"
@@ -312,7 +318,7 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
     if (told.insert(t).second)
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
-  bool rewritten = loadedExternal || !tied.empty() || !untied.empty();
+  bool rewritten = loadedExternal || !tied.empty() || !untied.empty() || !options.ties.empty();
   if (embeddedModel && !rewritten)
     *embeddedModel = bytes;
   if (embeddedModel && rewritten) {
@@ -355,9 +361,17 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
   }
   GraphImporter importer(ctx, error, options);
   mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(model, name);
-  if (module)
-    for (auto f : module->getOps<mlir::func::FuncOp>())
-      f->setAttr(attr::kMicroBatch, mlir::Builder(&ctx).getI64IntegerAttr(options.microBatch));
+  if (!module)
+    return module;
+  mlir::Builder b(&ctx);
+  for (auto f : module->getOps<mlir::func::FuncOp>())
+    f->setAttr(attr::kMicroBatch, b.getI64IntegerAttr(options.microBatch));
+  // Whether they train is known after autodiff (a mask is a buffer).
+  llvm::SmallVector<mlir::Attribute> pairs;
+  for (const auto &[a, c] : equal)
+    pairs.push_back(b.getStrArrayAttr({a, c}));
+  if (!pairs.empty())
+    (*module)->setAttr(attr::kEqualParams, b.getArrayAttr(pairs));
   return module;
 }
 

@@ -2,9 +2,12 @@
 // equal ones split again (TiedWeights.h).
 #include "TiedWeights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 namespace otc {
 namespace {
@@ -18,6 +21,34 @@ const float *floatsOf(const onnx::TensorProto &t, int64_t count) {
                ? reinterpret_cast<const float *>(t.raw_data().data())
                : nullptr;
   return t.float_data_size() == count ? t.float_data().data() : nullptr;
+}
+
+/// The bytes of a float32 or float64 initializer's values, or "" when the
+/// tensor is another type or its size does not match its dims.
+std::string_view valuesOf(const onnx::TensorProto &t) {
+  int64_t count = 1;
+  for (int64_t d : t.dims())
+    count *= d;
+  if (t.data_type() == onnx::TensorProto::FLOAT)
+    if (const float *v = floatsOf(t, count))
+      return {reinterpret_cast<const char *>(v), size_t(count) * 4};
+  if (t.data_type() == onnx::TensorProto::DOUBLE) {
+    if (t.has_raw_data())
+      return t.raw_data().size() == size_t(count) * 8 ? std::string_view(t.raw_data())
+                                                      : std::string_view();
+    if (t.double_data_size() == count)
+      return {reinterpret_cast<const char *>(t.double_data().data()), size_t(count) * 8};
+  }
+  return {};
+}
+
+/// One value repeated (a fresh zero or one initialisation, or a scalar):
+/// equal values there say nothing about the model.
+bool repeated(std::string_view bytes, size_t width) {
+  for (size_t i = width; i < bytes.size(); i += width)
+    if (bytes.compare(i, width, bytes.substr(0, width)) != 0)
+      return false;
+  return true;
 }
 
 struct Matrix {
@@ -45,6 +76,41 @@ bool uniform(const Matrix &m) {
     if (!same(m.values[i], m.values[0]))
       return false;
   return true;
+}
+
+/// Each copy leaves the initializers (and the graph inputs, where an old
+/// exporter listed initializers) and becomes a node at the head of the
+/// graph reading its source: Transpose, or Identity.
+void replaceByNodes(onnx::GraphProto &g, const std::map<std::string, std::string> &sourceOf,
+                    bool transposed) {
+  auto keep = [&](auto *field) {
+    int out = 0;
+    for (int i = 0; i < field->size(); ++i)
+      if (!sourceOf.count(field->Get(i).name()))
+        field->SwapElements(out++, i);
+    while (field->size() > out)
+      field->RemoveLast();
+  };
+  keep(g.mutable_initializer());
+  keep(g.mutable_input());
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  for (const auto &[copy, source] : sourceOf) {
+    onnx::NodeProto *n = nodes.Add();
+    n->set_op_type(transposed ? "Transpose" : "Identity");
+    n->set_name("otc_tied/" + copy);
+    n->add_input(source);
+    n->add_output(copy);
+    if (!transposed)
+      continue;
+    onnx::AttributeProto *perm = n->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    perm->add_ints(1);
+    perm->add_ints(0);
+  }
+  for (auto &n : *g.mutable_node())
+    *nodes.Add() = std::move(n);
+  g.mutable_node()->Swap(&nodes);
 }
 
 } // namespace
@@ -86,37 +152,9 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model) {
       done.insert(b.tensor);
     }
   }
-  if (sourceOf.empty())
-    return tied;
-  // The copies leave the initializers (and the graph inputs, where an old
-  // exporter listed initializers) and become Transpose nodes of the source.
-  auto keep = [&](auto *field) {
-    int out = 0;
-    for (int i = 0; i < field->size(); ++i)
-      if (!sourceOf.count(field->Get(i).name()))
-        field->SwapElements(out++, i);
-    while (field->size() > out)
-      field->RemoveLast();
-  };
-  keep(g.mutable_initializer());
-  keep(g.mutable_input());
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-  for (const auto &[copy, source] : sourceOf) {
-    onnx::NodeProto *n = nodes.Add();
-    n->set_op_type("Transpose");
-    n->set_name("otc_tied/" + copy);
-    n->add_input(source);
-    n->add_output(copy);
-    onnx::AttributeProto *perm = n->add_attribute();
-    perm->set_name("perm");
-    perm->set_type(onnx::AttributeProto::INTS);
-    perm->add_ints(1);
-    perm->add_ints(0);
+  replaceByNodes(g, sourceOf, true);
+  for (const auto &[copy, source] : sourceOf)
     tied.push_back("'" + copy + "' is '" + source + "' transposed");
-  }
-  for (auto &n : *g.mutable_node())
-    *nodes.Add() = std::move(n);
-  g.mutable_node()->Swap(&nodes);
   return tied;
 }
 
@@ -152,6 +190,65 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
   }
   g.mutable_node()->Swap(&nodes);
   return untied;
+}
+
+std::string tieAsAsked(onnx::ModelProto &model,
+                       const std::vector<std::pair<std::string, std::string>> &ties) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  std::map<std::string, const onnx::TensorProto *> byName;
+  for (const auto &t : g.initializer())
+    byName.emplace(t.name(), &t);
+  std::map<std::string, std::string> equalTo, transposeOf;
+  for (const auto &[keep, copy] : ties) {
+    std::string tie = "--tie " + keep + "=" + copy + ": ";
+    for (const std::string &name : {keep, copy})
+      if (!byName.count(name) || valuesOf(*byName[name]).empty())
+        return tie + "'" + name + "' is not a float initializer of the model";
+    if (keep == copy)
+      return tie + "a tensor cannot be tied to itself";
+    if (equalTo.count(copy) || transposeOf.count(copy))
+      return tie + "'" + copy + "' is tied twice";
+    const onnx::TensorProto &a = *byName[keep], &b = *byName[copy];
+    bool sameShape = a.data_type() == b.data_type() &&
+                     std::equal(a.dims().begin(), a.dims().end(), b.dims().begin(), b.dims().end());
+    if (sameShape && valuesOf(a) == valuesOf(b)) {
+      equalTo[copy] = keep;
+      continue;
+    }
+    bool matrices = a.data_type() == onnx::TensorProto::FLOAT &&
+                    b.data_type() == onnx::TensorProto::FLOAT && a.dims_size() == 2 &&
+                    b.dims_size() == 2;
+    if (matrices && isTransposeOf(Matrix{&b, b.dims(0), b.dims(1), floatsOf(b, b.dims(0) * b.dims(1)), 0},
+                                  Matrix{&a, a.dims(0), a.dims(1), floatsOf(a, a.dims(0) * a.dims(1)), 0})) {
+      transposeOf[copy] = keep;
+      continue;
+    }
+    return tie + "'" + copy + "' holds neither the values of '" + keep +
+           "' nor their transpose, so the two cannot start as one tensor";
+  }
+  for (const auto &[keep, copy] : ties)
+    if (equalTo.count(keep) || transposeOf.count(keep))
+      return "--tie " + keep + "=" + copy + ": '" + keep + "' is itself tied to another; tie to that one";
+  replaceByNodes(g, equalTo, false);
+  replaceByNodes(g, transposeOf, true);
+  return "";
+}
+
+std::vector<std::pair<std::string, std::string>> equalInitializers(const onnx::ModelProto &model) {
+  std::unordered_map<std::string_view, const onnx::TensorProto *> seen;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto &t : model.graph().initializer()) {
+    std::string_view v = valuesOf(t);
+    size_t width = t.data_type() == onnx::TensorProto::FLOAT ? 4 : 8;
+    if (t.dims_size() < 2 || v.empty() || repeated(v, width))
+      continue;
+    auto [it, fresh] = seen.emplace(v, &t);
+    const onnx::TensorProto &first = *it->second;
+    if (!fresh && first.data_type() == t.data_type() &&
+        std::equal(first.dims().begin(), first.dims().end(), t.dims().begin(), t.dims().end()))
+      pairs.emplace_back(first.name(), t.name());
+  }
+  return pairs;
 }
 
 } // namespace otc

@@ -26,6 +26,18 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model);
 /// parameters train apart, as in PyTorch. Returns (copy, source) pairs.
 std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model);
 
+/// --tie KEEP=COPY: COPY leaves the initializers and its readers read KEEP,
+/// through Identity, or Transpose where COPY holds KEEP's transpose (any
+/// other values are an error: the two could not start as one tensor).
+/// Returns "" or the error naming the tie.
+std::string tieAsAsked(onnx::ModelProto &model,
+                       const std::vector<std::pair<std::string, std::string>> &ties);
+
+/// Pairs of float initializers of 2 or more dimensions holding equal values
+/// (not one repeated value), in the order met: the user may have meant one
+/// parameter. Each later tensor pairs with the first equal one.
+std::vector<std::pair<std::string, std::string>> equalInitializers(const onnx::ModelProto &model);
+
 } // namespace otc
 
 #endif

@@ -4,6 +4,10 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "otc/Passes/Passes.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <set>
 
 using namespace mlir;
 
@@ -29,6 +33,27 @@ bool parseKernel(MLIRContext &ctx, const CompileOptions &o, const std::string &d
   }
   r.func = *funcs.begin();
   return true;
+}
+
+/// A pair of equal parameters that both train is a tie the export may have
+/// lost: warn once per pair (auto-fit compiles again), naming both.
+void warnEqualParams(ModuleOp module, func::FuncOp step) {
+  auto pairs = module->getAttrOfType<ArrayAttr>(attr::kEqualParams);
+  if (!pairs)
+    return;
+  llvm::StringSet<> trained;
+  for (unsigned i = 0; i < step.getNumArguments(); ++i)
+    if (auto name = step.getArgAttrOfType<StringAttr>(i, attr::kParam))
+      if (step.getArgAttr(i, attr::kTrainable))
+        trained.insert(name.getValue());
+  static std::set<std::string> told;
+  for (auto pair : pairs.getAsRange<ArrayAttr>()) {
+    auto a = cast<StringAttr>(pair[0]).str(), b = cast<StringAttr>(pair[1]).str();
+    if (trained.contains(a) && trained.contains(b) && told.insert(a + "=" + b).second)
+      llvm::errs() << "otc: warning: parameters '" << a << "' and '" << b
+                   << "' hold equal values and train as two tensors; if the model shares one, pass --tie "
+                   << a << "=" << b << "\n";
+  }
 }
 
 } // namespace
@@ -61,6 +86,8 @@ bool compile(MLIRContext &ctx, const CompileOptions &o, Stage stage, CompileResu
       return false;
     }
     r.func = r.module->lookupSymbol<func::FuncOp>(forward ? "forward" : "train_step");
+    if (!forward)
+      warnEqualParams(*r.module, r.func);
   }
   if (stage == Stage::Passes)
     return true;

@@ -37,6 +37,7 @@ const char kUsage[] =
     "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
     "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
     "           [--freeze NAME|PATTERN* ...] [--fixed-rows NAME=ROW[,ROW...] ...]\n"
+    "           [--tie KEEP=COPY ...]\n"
     "           [--forward-only]\n"
     "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
     "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
@@ -97,6 +98,14 @@ std::pair<std::string, std::vector<int64_t>> fixedRows(const std::string &v) {
     fail("--fixed-rows expects NAME=ROW[,ROW...] with integer rows, got '" + v.substr(0, 80) + "'",
          2);
   return {v.substr(0, eq), rows};
+}
+
+/// --tie KEEP=COPY, split at the first '='.
+std::pair<std::string, std::string> tiePair(const std::string &v) {
+  size_t eq = v.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+    fail("--tie expects KEEP=COPY (two initializer names), got '" + v.substr(0, 80) + "'", 2);
+  return {v.substr(0, eq), v.substr(eq + 1)};
 }
 
 /// An integer flag value from 1 to `max` (spelled `maxText` in the error).
@@ -181,6 +190,7 @@ Args parseArgs(int argc, char **argv) {
     }
     else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--fixed-rows") a.import.fixedRows.push_back(fixedRows(v));
+    else if (arg == "--tie") a.import.ties.push_back(tiePair(v));
     else if (arg == "--precision") {
       auto precision = otc::symbolizePrecision(v);
       if (!precision)

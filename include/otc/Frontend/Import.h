@@ -20,6 +20,9 @@ struct ImportOptions {
   /// over initializer names and the PyTorch names of anonymous ones
   /// (ParameterNames.h). Each must match at least one float initializer.
   std::vector<std::string> freeze;
+  /// (KEEP, COPY) pairs of --tie KEEP=COPY: COPY trains as KEEP, or as its
+  /// transpose (TiedWeights.h).
+  std::vector<std::pair<std::string, std::string>> ties;
   /// Rows of a parameter's dim 0 that get no gradient (--fixed-rows
   /// NAME=ROW[,ROW...]), as an Embedding's padding_idx in PyTorch.
   std::vector<std::pair<std::string, std::vector<int64_t>>> fixedRows;

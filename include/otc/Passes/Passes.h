@@ -31,6 +31,9 @@ inline constexpr const char kGradOf[] = "otc.grad_of";
 inline constexpr const char kGradBuffer[] = "otc.grad_buffer";
 inline constexpr const char kFirstMicroBatch[] = "otc.first_micro_batch";
 inline constexpr const char kTiedArg[] = "otc.tied_arg";
+/// On the imported module: [[A, B], ...], parameters holding equal values
+/// that train apart (TiedWeights.h); the driver warns of those trained.
+inline constexpr const char kEqualParams[] = "otc.equal_params";
 /// On the imported function: the samples per micro-batch its shapes hold,
 /// which code generation reads (a plain function has none).
 inline constexpr const char kMicroBatch[] = "otc.micro_batch";
