@@ -44,8 +44,6 @@ LogicalResult importMaxMin(Imp &imp, bool isMax) {
   if (failed(xs))
     return failure();
   Value v = xs->front();
-  if (!isa<FloatType>(cast<RankedTensorType>(v.getType()).getElementType()))
-    return imp.fail("Max and Min of integer tensors are supported on constants only");
   for (Value next : ArrayRef<Value>(*xs).drop_front())
     v = pick(imp, v, next, isMax ? ComparePredicate::ge : ComparePredicate::le);
   return imp.defineResult(v);

@@ -175,8 +175,8 @@ LogicalResult importPow(Imp &imp) {
   return success();
 }
 
-LogicalResult importCast(Imp &imp) {
-  int64_t to = imp.intAttr("to", 0);
+/// Cast's body: input 0 to the ONNX element type `to`.
+static LogicalResult castTo(Imp &imp, int64_t to) {
   if (const HostTensor *c = imp.constantInput(0)) {
     HostTensor t = *c;
     t.isFloat = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
@@ -204,6 +204,23 @@ LogicalResult importCast(Imp &imp) {
   auto type = RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(), elem);
   imp.define(0, CastOp::create(imp.builder(), imp.loc(), type, *x).getResult());
   return success();
+}
+
+LogicalResult importCast(Imp &imp) { return castTo(imp, imp.intAttr("to", 0)); }
+
+/// CastLike (opset 15): Cast to the element type of input 1, whose values
+/// are not read.
+LogicalResult importCastLike(Imp &imp) {
+  if (const HostTensor *like = imp.constantInput(1))
+    return castTo(imp, like->elemType);
+  auto like = imp.input(1);
+  if (failed(like))
+    return failure();
+  Type elem = getElementTypeOrSelf(like->getType());
+  using P = onnx::TensorProto;
+  int64_t to = elem.isF32() ? P::FLOAT : elem.isF64() ? P::DOUBLE : elem.isF16() ? P::FLOAT16
+             : elem.isBF16() ? P::BFLOAT16 : elem.isInteger(1) ? P::BOOL : P::INT64;
+  return castTo(imp, to);
 }
 
 /// Mod on host constants (window and shape arithmetic): with fmod = 1 the

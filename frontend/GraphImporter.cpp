@@ -288,7 +288,12 @@ static RankedTensorType valueType(Builder &b, const onnx::ValueInfoProto &v) {
   SmallVector<int64_t> shape;
   for (const auto &d : t.shape().dim())
     shape.push_back(d.has_dim_value() ? d.dim_value() : ShapedType::kDynamic);
-  Type elem = elementTypeFor(b, t.elem_type());
+  // Integers of every width compute in int64; the runtime widens the data.
+  using P = onnx::TensorProto;
+  bool narrowInteger = llvm::is_contained({P::INT8, P::INT16, P::INT32, P::UINT8, P::UINT16,
+                                           P::UINT32, P::UINT64},
+                                          t.elem_type());
+  Type elem = narrowInteger ? b.getI64Type() : elementTypeFor(b, t.elem_type());
   return elem ? RankedTensorType::get(shape, elem) : nullptr;
 }
 

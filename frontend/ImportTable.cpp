@@ -86,6 +86,7 @@ const OpImporter kImporters[] = {
     {"AveragePool", 7, importAveragePool},
     {"BatchNormalization", 7, importBatchNormalization},
     {"Cast", 6, importCast},
+    {"CastLike", 15, importCastLike},
     {"Clip", 6, importClip},
     {"Clip", 11, importClip},
     {"Concat", 4, importConcat},

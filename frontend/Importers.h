@@ -29,6 +29,7 @@ mlir::LogicalResult importArgMin(GraphImporter &imp);
 mlir::LogicalResult importAveragePool(GraphImporter &imp);
 mlir::LogicalResult importBatchNormalization(GraphImporter &imp);
 mlir::LogicalResult importCast(GraphImporter &imp);
+mlir::LogicalResult importCastLike(GraphImporter &imp);
 mlir::LogicalResult importClip(GraphImporter &imp);
 mlir::LogicalResult importConcat(GraphImporter &imp);
 mlir::LogicalResult importConstant(GraphImporter &imp);

@@ -208,13 +208,49 @@ LogicalResult importSoftmaxWith(Imp &imp, BuildSoftmax build) {
   return success();
 }
 
+/// LayerNormalization's optional outputs 1 and 2, Mean and InvStdDev over
+/// the dims from `axis` on (kept as 1s), composed where the graph reads
+/// them; the normalize op keeps its own.
+LogicalResult layerNormStatistics(Imp &imp, Value x, int64_t axis, double eps) {
+  auto wanted = [&](int i) { return imp.node().output_size() > i && !imp.node().output(i).empty(); };
+  if (!wanted(1) && !wanted(2))
+    return success();
+  OpBuilder &b = imp.builder();
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < cast<RankedTensorType>(x.getType()).getRank(); ++d)
+    axes.push_back(d);
+  auto mean = imp.create<ReduceMeanOp>(x, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true));
+  if (failed(mean))
+    return failure();
+  if (wanted(1))
+    imp.define(1, *mean);
+  if (!wanted(2))
+    return success();
+  auto centred = imp.create<SubOp>(x, *mean);
+  if (failed(centred))
+    return failure();
+  auto squares = imp.create<MulOp>(*centred, *centred);
+  if (failed(squares))
+    return failure();
+  auto var = imp.create<ReduceMeanOp>(*squares, b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true));
+  if (failed(var))
+    return failure();
+  Type elem = cast<RankedTensorType>(x.getType()).getElementType();
+  auto shifted = imp.create<AddOp>(*var, scalarConstant(b, imp.loc(), elem, eps));
+  if (failed(shifted))
+    return failure();
+  Value std = SqrtOp::create(b, imp.loc(), *shifted);
+  auto inv = imp.create<DivOp>(scalarConstant(b, imp.loc(), elem, 1.0), std);
+  if (failed(inv))
+    return failure();
+  imp.define(2, *inv);
+  return success();
+}
+
 /// LayerNormalization (opset 17): normalize over the dims from `axis` on,
 /// then scale and bias as elementwise ops, whose gradients come from the
 /// primitives.
 LogicalResult importLayerNormalization(Imp &imp) {
-  for (int i = 1; i < imp.node().output_size(); ++i)
-    if (!imp.node().output(i).empty())
-      return imp.fail("the Mean and InvStdDev outputs are not supported");
   if (imp.intAttr("stash_type", 1) != 1)
     return imp.fail("stash_type " + std::to_string(imp.intAttr("stash_type", 1)) +
                     " is not supported (statistics are computed in float32)");
@@ -232,6 +268,8 @@ LogicalResult importLayerNormalization(Imp &imp) {
   OpBuilder &b = imp.builder();
   Value n = NormalizeOp::create(b, imp.loc(), *x, b.getI64IntegerAttr(*axis),
                                 b.getF64FloatAttr(eps));
+  if (failed(layerNormStatistics(imp, *x, *axis, eps)))
+    return failure();
   auto y = imp.create<MulOp>(n, *scale);
   if (failed(y) || imp.numInputs() < 3)
     return imp.defineResult(y);

@@ -89,6 +89,8 @@ int64_t loadInputs(const otc_function &fn, const std::string &dir,
     InputData &in = data[i];
     if (!readNpy(path, in.array, error))
       die(error + " (the data for input '" + d.name + "')");
+    if (d.dtype == OTC_I64)
+      widenIntegers(in.array, path);
     const NpyArray &a = in.array;
     if (a.dtype != npyDtypeFor(d.dtype))
       die("'" + path + "' has dtype " + a.dtype + ", but input '" + d.name + "' needs " +

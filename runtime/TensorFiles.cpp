@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <new>
 #include <cstring>
 #include <unistd.h>
@@ -50,6 +51,39 @@ const char *npyDtypeFor(int dtype) {
   case OTC_BOOL: return "|b1";
   default: return "<f4";
   }
+}
+
+template <typename T>
+static std::vector<char> widened(const std::vector<char> &data, const std::string &path) {
+  size_t n = data.size() / sizeof(T);
+  std::vector<char> out(n * sizeof(int64_t));
+  for (size_t k = 0; k < n; ++k) {
+    T x;
+    std::memcpy(&x, data.data() + k * sizeof(T), sizeof x);
+    if constexpr (std::is_same_v<T, uint64_t>)
+      if (x > uint64_t(INT64_MAX))
+        throw Fatal{"'" + path + "' holds " + std::to_string(x) + " at element " + std::to_string(k) +
+                    ", beyond the int64 range otc computes in"};
+    int64_t y = int64_t(x);
+    std::memcpy(out.data() + k * sizeof y, &y, sizeof y);
+  }
+  return out;
+}
+
+void widenIntegers(NpyArray &a, const std::string &path) {
+  std::vector<char> (*widen)(const std::vector<char> &, const std::string &) =
+      a.dtype == "|i1" ? widened<int8_t>
+      : a.dtype == "<i2" ? widened<int16_t>
+      : a.dtype == "<i4" ? widened<int32_t>
+      : a.dtype == "|u1" ? widened<uint8_t>
+      : a.dtype == "<u2" ? widened<uint16_t>
+      : a.dtype == "<u4" ? widened<uint32_t>
+      : a.dtype == "<u8" ? widened<uint64_t>
+                         : nullptr;
+  if (!widen)
+    return;
+  a.data = widen(a.data, path);
+  a.dtype = "<i8";
 }
 
 size_t storageBytes(int dtype) {

@@ -39,6 +39,12 @@ int64_t elements(const otc_tensor_desc &d);
 /// float type (16-bit storage is rounded when loaded), int64 or bool.
 const char *npyDtypeFor(int dtype);
 
+/// Integer data of another width (int8 to int32, uint8 to uint64: token ids
+/// saved as int32 or uint16, say) read for an int64 input: `a` is widened
+/// in place to "<i8". Throws Fatal naming `path` for a uint64 value above
+/// int64's range; any other dtype is left as it is.
+void widenIntegers(NpyArray &a, const std::string &path);
+
 /// Bytes per element of `dtype` in device memory.
 size_t storageBytes(int dtype);
 

@@ -42,11 +42,13 @@ Dataset loadDataset(const std::string &dir, const otc_program &prog) {
     std::string error;
     if (!readNpy(path, a, error))
       die(error + " (the data for input '" + d.name + "')");
+    if (d.dtype == OTC_I64)
+      widenIntegers(a, path);
     const char *want = npyDtypeFor(d.dtype);
     if (a.dtype != want)
       die("'" + path + "' has dtype " + a.dtype + ", but input '" + d.name +
           "' needs " + want +
-          (d.dtype == OTC_F32 ? " (float32)" : d.dtype == OTC_BOOL ? " (bool)" : " (int64)"));
+          (d.dtype == OTC_F32 ? " (float32)" : d.dtype == OTC_BOOL ? " (bool)" : " (int64, or a narrower integer type)"));
     bool ok = (int)a.shape.size() == d.rank;
     for (int k = 1; ok && k < d.rank; ++k)
       ok = a.shape[k] == d.shape[k];

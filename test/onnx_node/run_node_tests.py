@@ -36,7 +36,13 @@ RTOL, ATOL = 1e-3, 1e-7
 # What the forward runner reads and writes for each ONNX element type.
 NPY_TYPES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.FLOAT16: np.float32,
              onnx.TensorProto.BFLOAT16: np.float32, onnx.TensorProto.INT64: np.int64,
-             onnx.TensorProto.BOOL: np.bool_}
+             onnx.TensorProto.BOOL: np.bool_,
+             # Integers of other widths stay as they are: the runtime widens
+             # them to int64, the width otc computes in.
+             onnx.TensorProto.INT8: np.int8, onnx.TensorProto.INT16: np.int16,
+             onnx.TensorProto.INT32: np.int32, onnx.TensorProto.UINT8: np.uint8,
+             onnx.TensorProto.UINT16: np.uint16, onnx.TensorProto.UINT32: np.uint32,
+             onnx.TensorProto.UINT64: np.uint64}
 
 
 # Cases where otc computes what it means to and ONNX 1.12's reference data
