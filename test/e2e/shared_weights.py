@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-from onnx import numpy_helper
+
+from tied_weights import run, train
 
 HERE = Path(__file__).resolve().parent
 D = 8
@@ -40,23 +41,6 @@ class Shared(torch.nn.Module):
 
     def forward(self, x, y):
         return ((self.c(torch.tanh(self.b(torch.tanh(self.a(x))))) - y) ** 2).mean()
-
-
-def train(net, x, y, dtype):
-    net = net.to(dtype)
-    opt = torch.optim.SGD(net.parameters(), lr=0.5)
-    for s in range(3):
-        opt.zero_grad()
-        net(x[4 * s:4 * s + 4].to(dtype), y[4 * s:4 * s + 4].to(dtype)).backward()
-        opt.step()
-    return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
-
-
-def run(*args):
-    r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(f"{args[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    return r.stderr
 
 
 def main():

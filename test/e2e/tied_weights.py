@@ -39,12 +39,14 @@ class TiedLm(torch.nn.Module):
         return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 
 
-def train(net, tokens, targets, dtype):
+def train(net, inputs, targets, dtype):
+    """3 SGD steps of micro-batch 4 in `dtype` (float data cast to it)."""
     net = net.to(dtype)
     opt = torch.optim.SGD(net.parameters(), lr=0.5)
+    cast = lambda t: t.to(dtype) if t.is_floating_point() else t
     for s in range(3):
         opt.zero_grad()
-        net(tokens[4 * s:4 * s + 4], targets[4 * s:4 * s + 4]).backward()
+        net(cast(inputs[4 * s:4 * s + 4]), cast(targets[4 * s:4 * s + 4])).backward()
         opt.step()
     return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
 
