@@ -366,9 +366,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
     NamedAttrList attrs;
     attrs.append(attr::kParam, b.getStringAttr(init.name()));
-    int64_t values = 1;
-    for (int64_t d : init.dims())
-      values *= d;
+    int64_t values = cast<RankedTensorType>(argTypes.back()).getNumElements();
     paramValues += values;
     if (!freeze.empty() && frozen(init.name())) {
       ++frozenCount;
