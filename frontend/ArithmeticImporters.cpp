@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 
@@ -88,6 +89,49 @@ LogicalResult importNot(Imp &imp) {
   }
   return importUnary<NotOp>(imp);
 }
+
+/// IsNaN and IsInf: x != x, and x == +inf or x == -inf as asked; on the
+/// host when constant.
+static LogicalResult importFloatClass(Imp &imp, bool nan) {
+  bool pos = nan || imp.intAttr("detect_positive", 1) != 0;
+  bool neg = nan || imp.intAttr("detect_negative", 1) != 0;
+  auto holds = [&](double v) {
+    return nan ? std::isnan(v) : std::isinf(v) && (v > 0 ? pos : neg);
+  };
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    t.isFloat = false;
+    t.elemType = onnx::TensorProto::BOOL;
+    for (double &v : t.values)
+      v = double(holds(v));
+    return imp.define(0, std::move(t));
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  Type elem = getElementTypeOrSelf(x->getType());
+  if (!isa<FloatType>(elem))
+    return imp.fail("the input must be a float tensor");
+  OpBuilder &b = imp.builder();
+  if (nan)
+    return imp.defineResult(imp.create<CompareOp>(*x, *x, ComparePredicate::ne));
+  auto equals = [&](double v) {
+    return imp.create<CompareOp>(*x, scalarConstant(b, imp.loc(), elem, v), ComparePredicate::eq);
+  };
+  double inf = std::numeric_limits<double>::infinity();
+  if (pos != neg)
+    return imp.defineResult(equals(pos ? inf : -inf));
+  // Both signs: either; neither: both, which never holds.
+  auto p = equals(inf), n = equals(-inf);
+  if (failed(p) || failed(n))
+    return failure();
+  if (pos)
+    return imp.defineResult(imp.create<OrOp>(*p, *n));
+  return imp.defineResult(imp.create<AndOp>(*p, *n));
+}
+
+LogicalResult importIsNaN(Imp &imp) { return importFloatClass(imp, true); }
+LogicalResult importIsInf(Imp &imp) { return importFloatClass(imp, false); }
 
 /// Where: on the host when all three are constants of one shape or
 /// scalars (shape subgraphs); else otc.where, whose branches are floats.

@@ -46,6 +46,8 @@ mlir::LogicalResult importGlobalAveragePool(GraphImporter &imp);
 mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
 mlir::LogicalResult importGru(GraphImporter &imp);
 mlir::LogicalResult importIdentity(GraphImporter &imp);
+mlir::LogicalResult importIsInf(GraphImporter &imp);
+mlir::LogicalResult importIsNaN(GraphImporter &imp);
 mlir::LogicalResult importLayerNormalization(GraphImporter &imp);
 mlir::LogicalResult importLog(GraphImporter &imp);
 mlir::LogicalResult importLstm(GraphImporter &imp);

@@ -9,6 +9,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE gather f32
        check_kernel.py EXE logic f32
        check_kernel.py EXE slice f32
+       check_kernel.py EXE steps f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each result of
@@ -46,6 +47,10 @@ ONNX leaves it undefined), a cast to f16 rounds to nearest even even when
 its consumer is fused, and bool to float is 0 or 1.
 
 `slice` checks a strided slice, its gradient and a concat exactly.
+
+`steps` checks floor, ceil, round (halves to even, as ONNX) and sign
+exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
+(numpy's is NaN).
 """
 import subprocess
 import sys
@@ -85,7 +90,11 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "slice":
+        if kind == "steps":
+            x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, np.nan, np.inf, -np.inf,
+                          2.0 ** 23 + 1, -2.0 ** 24], np.float32)
+            args = [np.concatenate([x, rng.normal(0, 3, 4).astype(np.float32)])]
+        elif kind == "slice":
             args = [rng.normal(size=(4, 6)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32),
                     rng.normal(size=(4, 2)).astype(np.float32)]
         elif kind == "logic":
@@ -116,7 +125,7 @@ def main():
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
-                 "logic": 6, "slice": 3}.get(kind, 1)
+                 "logic": 6, "slice": 3, "steps": 4}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -128,6 +137,13 @@ def main():
         want = [x[1::2, 1::2], d, np.concatenate([-x, y], axis=1)]
         for name, got, w in zip(["slice", "slice_grad", "concat"], res, want):
             ok &= check(name, got, w, 0)
+    elif kind == "steps":
+        x = args[0]
+        want = [np.floor(x), np.ceil(x), np.round(x), np.where(np.isnan(x), 0, np.sign(x))]
+        for name, got, w in zip(["floor", "ceil", "round", "sign"], res, want):
+            same = np.array_equal(got, w, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(w))
+            print(f"{'ok' if same else 'FAIL'} {name}: {got[:7]} want {w[:7]}")
+            ok &= same
     elif kind == "logic":
         x, y, i = args
         lt = x < y

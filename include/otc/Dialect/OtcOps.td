@@ -140,14 +140,21 @@ def Otc_AtanOp : Otc_UnaryOp<"atan", "Elementwise arctangent", Otc_Widest>;
 def Otc_SoftplusOp : Otc_UnaryOp<"softplus", "Elementwise log(1 + e^x), x above 20", Otc_F32>;
 def Otc_TanOp : Otc_UnaryOp<"tan", "Elementwise tangent", Otc_F32>; // autocast's fp32 list
 
-// Only gradients use it (that of abs), so it has no gradient of its own.
-def Otc_SignOp : Otc_Op<"sign", !listconcat(Otc_ElementwiseFacts,
-    [Pure, SameOperandsAndResultType, Otc_NotDifferentiable])> {
-  let summary = "Elementwise -1, 0 or 1 by the sign of x";
+// A piecewise-constant function: its gradient is zero wherever it exists
+// (PyTorch's for sign, floor, ceil and round), so autodiff passes none.
+class Otc_StepOp<string mnemonic, string what>
+    : Otc_Op<mnemonic, !listconcat(Otc_ElementwiseFacts,
+        [Pure, SameOperandsAndResultType, Otc_NotDifferentiable])> {
+  let summary = what;
   let arguments = (ins Otc_FloatTensor:$input);
   let results = (outs Otc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
+
+def Otc_SignOp : Otc_StepOp<"sign", "Elementwise -1, 0 or 1 by the sign of x">;
+def Otc_FloorOp : Otc_StepOp<"floor", "Elementwise largest integer not above x">;
+def Otc_CeilOp : Otc_StepOp<"ceil", "Elementwise smallest integer not below x">;
+def Otc_RoundOp : Otc_StepOp<"round", "Elementwise nearest integer, halves to even">;
 
 def Otc_IdentityOp : Otc_DiffOp<"identity",
     [SameOperandsAndResultType, Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
