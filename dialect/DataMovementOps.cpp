@@ -126,6 +126,13 @@ LogicalResult GatherOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
+LogicalResult GatherGradOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                           SmallVectorImpl<Value> &grads) {
+  grads.push_back(GatherOp::create(b, getLoc(), dy[0], getIndices(), getAxisAttr()));
+  grads.push_back(nullptr); // indices are integers
+  return success();
+}
+
 LogicalResult GatherGradOp::verify() {
   auto out = tensorType(getResult());
   if (getAxis() < 0 || getAxis() >= out.getRank())

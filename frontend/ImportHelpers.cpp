@@ -1,6 +1,7 @@
 // The helpers that the importers of every family share.
 #include "ImportHelpers.h"
 
+#include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/runtime/limits.h"
 
@@ -49,6 +50,62 @@ Value reshaped(GraphImporter &imp, Value v, ArrayRef<int64_t> shape) {
   if (cast<RankedTensorType>(v.getType()).getShape() == shape)
     return v;
   return ReshapeOp::create(imp.builder(), imp.loc(), withShape(v, shape), v);
+}
+
+FailureOr<Value> wrapNegative(GraphImporter &imp, Value v, int64_t extent) {
+  OpBuilder &b = imp.builder();
+  Type i64 = b.getI64Type();
+  auto negative = imp.create<CompareOp>(v, scalarConstant(b, imp.loc(), i64, 0), ComparePredicate::lt);
+  auto wrapped = imp.create<AddOp>(v, scalarConstant(b, imp.loc(), i64, double(extent)));
+  if (failed(negative) || failed(wrapped))
+    return failure();
+  return imp.create<WhereOp>(*negative, *wrapped, v);
+}
+
+FailureOr<Value> flatIndex(GraphImporter &imp, Value idx, ArrayRef<int64_t> dims) {
+  auto type = cast<RankedTensorType>(idx.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> outer(type.getShape().drop_back()), one(outer);
+  one.push_back(1);
+  std::vector<int64_t> strides = stridesOf(std::vector<int64_t>(dims.begin(), dims.end()));
+  OpBuilder &b = imp.builder();
+  FailureOr<Value> sum = failure();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    SmallVector<int64_t> starts(rank, 0);
+    starts.back() = int64_t(i);
+    Value part = SliceOp::create(b, imp.loc(), RankedTensorType::get(one, type.getElementType()),
+                                 idx, b.getDenseI64ArrayAttr(starts),
+                                 b.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 1)));
+    auto term = wrapNegative(imp, reshaped(imp, part, outer), dims[i]);
+    if (succeeded(term) && strides[i] != 1)
+      term = imp.create<MulOp>(*term, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[i])));
+    if (failed(term))
+      return failure();
+    sum = i == 0 ? term : imp.create<AddOp>(*sum, *term);
+    if (failed(sum))
+      return failure();
+  }
+  return sum;
+}
+
+/// The element offsets of `shape`'s coordinates in a row-major tensor of
+/// strides `strides`, leaving out dim `skip` (-1: none): an int64 constant
+/// of shape `shape`.
+Value coordinateOffsets(GraphImporter &imp, const std::vector<int64_t> &shape,
+                        const std::vector<int64_t> &strides, int64_t skip) {
+  HostTensor t{false, onnx::TensorProto::INT64, shape, {}};
+  int64_t n = product(shape);
+  t.values.reserve(n);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t rest = j, at = 0;
+    for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+      if (d != skip)
+        at += rest % shape[d] * strides[d];
+      rest /= shape[d];
+    }
+    t.values.push_back(double(at));
+  }
+  return ConstantOp::create(imp.builder(), imp.loc(), toAttr(imp.builder(), t));
 }
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {

@@ -24,6 +24,22 @@ mlir::FailureOr<int64_t> axisAttr(GraphImporter &imp, int64_t fallback, int64_t 
 /// `v` reshaped to `shape` (itself when it already has it).
 mlir::Value reshaped(GraphImporter &imp, mlir::Value v, llvm::ArrayRef<int64_t> shape);
 
+/// Int64 `v` with negative entries counted back from `extent`:
+/// where(v < 0, v + extent, v).
+mlir::FailureOr<mlir::Value> wrapNegative(GraphImporter &imp, mlir::Value v, int64_t extent);
+
+/// The row-major position in a tensor of dims `dims` of each index tuple
+/// along the last dim of int64 `idx` [..., k], k = dims.size(), negative
+/// entries counted from the end: an int64 [...] computed at run time.
+mlir::FailureOr<mlir::Value> flatIndex(GraphImporter &imp, mlir::Value idx,
+                                       llvm::ArrayRef<int64_t> dims);
+
+/// The element offset of each coordinate of `shape` in a row-major tensor
+/// of strides `strides`, dim `skip` left out (-1: none): an int64 constant
+/// of shape `shape`.
+mlir::Value coordinateOffsets(GraphImporter &imp, const std::vector<int64_t> &shape,
+                              const std::vector<int64_t> &strides, int64_t skip);
+
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
 

@@ -103,6 +103,7 @@ const OpImporter kImporters[] = {
     {"Flatten", 1, importFlatten},
     {"Gather", 1, importGather},
     {"GatherElements", 11, importGatherElements},
+    {"GatherND", 11, importGatherND},
     {"Gemm", 7, importGemm},
     {"GlobalAveragePool", 1, importGlobalAveragePool},
     {"GlobalMaxPool", 1, importGlobalMaxPool},
@@ -124,6 +125,7 @@ const OpImporter kImporters[] = {
     {"Pow", 7, importPow},
     {"Range", 11, importRange},
     {"Reshape", 5, importReshape},
+    {"Scatter", 9, importScatterElements}, // ScatterElements before its rename
     {"ScatterElements", 11, importScatterElements},
     {"ScatterND", 11, importScatterND},
     {"Shape", 1, importShape},

@@ -41,6 +41,7 @@ mlir::LogicalResult importExpand(GraphImporter &imp);
 mlir::LogicalResult importFlatten(GraphImporter &imp);
 mlir::LogicalResult importGather(GraphImporter &imp);
 mlir::LogicalResult importGatherElements(GraphImporter &imp);
+mlir::LogicalResult importGatherND(GraphImporter &imp);
 mlir::LogicalResult importGemm(GraphImporter &imp);
 mlir::LogicalResult importGlobalAveragePool(GraphImporter &imp);
 mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);

@@ -1,11 +1,9 @@
-// Scatters and element gathers, composed from primitives (tinygrad style)
-// so their gradients come from where, gather and reduce_sum:
-// - a scatter with compile-time indices is where(scattered, gather(updates,
-//   source), data) over flat views, with a constant mask and source index
-//   per element (label shifts and cache writes, whose indices depend only on
-//   shapes);
-// - GatherElements with run-time indices is a one-hot selection along the
-//   axis: sum over k of (index == k) * data[..., k, ...].
+// Element and tuple gathers, composed from primitives (tinygrad style):
+// each is one otc.gather along axis 0 of the data's flat view, at the flat
+// position of every index, so its gradient is gather's deterministic
+// scatter-add. Negative indices count from the end; on the host (constant
+// indices) they are range-checked, at run time an index out of range reads
+// 0 (gather's rule).
 #include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
@@ -19,197 +17,57 @@ using Imp = GraphImporter;
 
 namespace {
 
-/// For each element of the data (flat), whether it is scattered to and the
-/// flat index of the update that lands there (the last one, when several do).
-struct ScatterMap {
-  std::vector<bool> scattered;
-  std::vector<int64_t> source;
-};
+/// Index `i` of an axis of `n`, counted from the end when negative; fails
+/// naming it when out of range.
+FailureOr<int64_t> wrapIndex(Imp &imp, int64_t i, int64_t n) {
+  if (i < -n || i >= n) {
+    (void)imp.fail("index " + std::to_string(i) + " is out of range for an axis of size " +
+                   std::to_string(n));
+    return failure();
+  }
+  return i < 0 ? i + n : i;
+}
 
-/// The result on the host, or at run time as where + gather over flat views.
-LogicalResult defineScatter(Imp &imp, const std::vector<int64_t> &dataShape,
-                            const ScatterMap &map) {
-  const HostTensor *d = imp.constantInput(0), *u = imp.constantInput(2);
-  if (d && u) {
+/// The gather of `positions` (flat, into `data`'s elements) as output 0,
+/// shaped `shape`: on the host when the data is constant too, else
+/// otc.gather of the flat data.
+LogicalResult gatherFlat(Imp &imp, const std::vector<int64_t> &positions,
+                         const std::vector<int64_t> &shape) {
+  if (const HostTensor *d = imp.constantInput(0)) {
     HostTensor t = *d;
-    for (size_t i = 0; i < t.values.size(); ++i)
-      if (map.scattered[i])
-        t.values[i] = u->values[map.source[i]];
+    t.shape = shape;
+    t.values.clear();
+    for (int64_t p : positions)
+      t.values.push_back(d->values[p]);
     return imp.define(0, std::move(t));
   }
-  auto data = imp.input(0), updates = imp.input(2);
-  if (failed(data) || failed(updates))
+  HostTensor at{false, onnx::TensorProto::INT64, shape, {}};
+  for (int64_t p : positions)
+    at.values.push_back(double(p));
+  auto x = imp.input(0);
+  if (failed(x))
     return failure();
-  int64_t n = map.scattered.size();
-  Value flatData = reshaped(imp, *data, {n});
-  Value flatUpdates =
-      reshaped(imp, *updates, {cast<RankedTensorType>(updates->getType()).getNumElements()});
   OpBuilder &b = imp.builder();
-  HostTensor source{false, onnx::TensorProto::INT64, {n}, {}};
-  HostTensor mask{false, onnx::TensorProto::BOOL, {n}, {}};
-  for (int64_t i = 0; i < n; ++i) {
-    source.values.push_back(double(map.source[i]));
-    mask.values.push_back(map.scattered[i]);
-  }
-  Value src = ConstantOp::create(b, imp.loc(), toAttr(b, source));
-  Value m = ConstantOp::create(b, imp.loc(), toAttr(b, mask));
-  auto picked = imp.create<GatherOp>(flatUpdates, src, b.getI64IntegerAttr(0));
-  if (failed(picked))
-    return failure();
-  auto joined = imp.create<WhereOp>(m, *picked, flatData);
-  if (failed(joined))
-    return failure();
-  return imp.defineResult(reshaped(imp, *joined, dataShape));
+  Value flat = reshaped(imp, *x, {cast<RankedTensorType>(x->getType()).getNumElements()});
+  return imp.defineResult(imp.create<GatherOp>(
+      flat, ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(), b.getI64IntegerAttr(0)));
 }
 
-/// What both scatters start with: no reduction (or "none"), constant
-/// indices, and the data's and the updates' shapes. The indices, or null
-/// after failing.
-const HostTensor *scatterOperands(Imp &imp, std::vector<int64_t> &data,
-                                  std::vector<int64_t> &updates) {
-  const onnx::AttributeProto *r = imp.attr("reduction");
-  if (r && r->s() != "none") {
-    (void)imp.fail("reduction " + quoted(r->s().substr(0, 20)) + " is not supported (only none)");
-    return nullptr;
-  }
-  const HostTensor *indices = imp.constantInput(1);
-  if (!indices) {
-    (void)imp.fail("the indices must be compile-time constants");
-    return nullptr;
-  }
-  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 2, updates)))
-    return nullptr;
-  return indices;
+/// otc.gather of the data's view [rows, trailing...] at run-time positions
+/// `flat`, as output 0.
+LogicalResult gatherRows(Imp &imp, const std::vector<int64_t> &data, int64_t lead, Value flat) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  std::vector<int64_t> view{product(ArrayRef<int64_t>(data).take_front(lead))};
+  view.insert(view.end(), data.begin() + lead, data.end());
+  return imp.defineResult(
+      imp.create<GatherOp>(reshaped(imp, *x, view), flat, imp.builder().getI64IntegerAttr(0)));
 }
 
 } // namespace
 
-/// ScatterND: updates[j, ...] lands at data[indices[j], ...], where each
-/// index tuple addresses the first k dims and the rest is copied whole.
-LogicalResult importScatterND(Imp &imp) {
-  std::vector<int64_t> data, updates;
-  const HostTensor *indices = scatterOperands(imp, data, updates);
-  if (!indices)
-    return failure();
-  const std::vector<int64_t> &is = indices->shape;
-  int64_t k = is.empty() ? -1 : is.back();
-  if (k < 1 || k > int64_t(data.size()))
-    return imp.fail("the indices' last dim must be from 1 to the data's rank");
-  std::vector<int64_t> want(is.begin(), is.end() - 1);
-  want.insert(want.end(), data.begin() + k, data.end());
-  if (updates != want)
-    return imp.fail("the updates' shape does not match the indices' and the data's");
-  int64_t slice = product(ArrayRef<int64_t>(data).drop_front(k));
-  int64_t n = product(data);
-  if (failed(checkFoldSize(imp, n)))
-    return failure();
-  std::vector<int64_t> strides = stridesOf(data), idx = indices->asInts();
-  ScatterMap map{std::vector<bool>(n, false), std::vector<int64_t>(n, 0)};
-  for (int64_t j = 0; j * k < int64_t(idx.size()); ++j) {
-    int64_t base = 0;
-    for (int64_t d = 0; d < k; ++d) {
-      int64_t i = idx[j * k + d];
-      if (i < -data[d] || i >= data[d])
-        return imp.fail("index " + std::to_string(i) + " is out of range for dim " +
-                        std::to_string(d) + " of size " + std::to_string(data[d]));
-      base += (i < 0 ? i + data[d] : i) * strides[d];
-    }
-    for (int64_t s = 0; s < slice; ++s) {
-      map.scattered[base + s] = true;
-      map.source[base + s] = j * slice + s;
-    }
-  }
-  return defineScatter(imp, data, map);
-}
-
-/// ScatterElements: updates[c] lands at data[c with c[axis] = indices[c]].
-LogicalResult importScatterElements(Imp &imp) {
-  std::vector<int64_t> data, updates;
-  const HostTensor *indices = scatterOperands(imp, data, updates);
-  if (!indices)
-    return failure();
-  if (indices->shape != updates || updates.size() != data.size())
-    return imp.fail("the indices and updates need one shape, of the data's rank");
-  auto axis = axisAttr(imp, 0, data.size());
-  if (failed(axis))
-    return failure();
-  int64_t n = product(data);
-  if (failed(checkFoldSize(imp, n)))
-    return failure();
-  std::vector<int64_t> strides = stridesOf(data), idx = indices->asInts();
-  ScatterMap map{std::vector<bool>(n, false), std::vector<int64_t>(n, 0)};
-  for (int64_t j = 0; j < int64_t(idx.size()); ++j) {
-    int64_t rest = j, at = 0;
-    for (int64_t d = int64_t(data.size()) - 1; d >= 0; --d) {
-      int64_t c = rest % updates[d];
-      rest /= updates[d];
-      if (d == *axis) {
-        c = idx[j];
-        if (c < -data[d] || c >= data[d])
-          return imp.fail("index " + std::to_string(c) + " is out of range for the axis of size " +
-                          std::to_string(data[d]));
-        c = c < 0 ? c + data[d] : c;
-      } else if (c >= data[d]) {
-        return imp.fail("the indices are larger than the data off the axis");
-      }
-      at += c * strides[d];
-    }
-    map.scattered[at] = true;
-    map.source[at] = j;
-  }
-  return defineScatter(imp, data, map);
-}
-
-namespace {
-
-/// A constant int64 [1, .., n, .., 1] of rank `rank` counting 0..n-1 along
-/// dim `at`.
-Value iota(Imp &imp, int64_t n, int64_t rank, int64_t at) {
-  HostTensor t{false, onnx::TensorProto::INT64, std::vector<int64_t>(rank, 1), {}};
-  t.shape[at] = n;
-  for (int64_t k = 0; k < n; ++k)
-    t.values.push_back(double(k));
-  return ConstantOp::create(imp.builder(), imp.loc(), toAttr(imp.builder(), t));
-}
-
-std::vector<int64_t> withOne(std::vector<int64_t> shape, int64_t at) {
-  shape.insert(shape.begin() + at, 1);
-  return shape;
-}
-
-/// GatherElements on host constants.
-LogicalResult foldGatherElements(Imp &imp, const HostTensor &data, const HostTensor &idx,
-                                 int64_t axis) {
-  HostTensor t = data;
-  t.shape = idx.shape;
-  t.values.assign(idx.values.size(), 0.0);
-  std::vector<int64_t> strides = stridesOf(data.shape);
-  int64_t n = data.shape[axis];
-  for (int64_t j = 0; j < int64_t(idx.values.size()); ++j) {
-    int64_t rest = j, at = 0;
-    for (int64_t d = int64_t(idx.shape.size()) - 1; d >= 0; --d) {
-      int64_t c = rest % idx.shape[d];
-      rest /= idx.shape[d];
-      if (d == axis) {
-        c = toInt64(idx.values[j]);
-        if (c < -n || c >= n)
-          return imp.fail("index " + std::to_string(c) + " is out of range for the axis of size " +
-                          std::to_string(n));
-        c = c < 0 ? c + n : c;
-      }
-      at += c * strides[d];
-    }
-    t.values[j] = data.values[at];
-  }
-  return imp.define(0, std::move(t));
-}
-
-} // namespace
-
-/// GatherElements: out[c] = data[c with c[axis] = indices[c]], negative
-/// indices from the end. At run time a one-hot selection: where(indices ==
-/// k, data[.., k, ..], 0) summed over k, whose gradient scatters into the
-/// data; it costs the data's size times the indices' extent along the axis.
+/// GatherElements: out[c] = data[c with c[axis] = indices[c]].
 LogicalResult importGatherElements(Imp &imp) {
   std::vector<int64_t> data, ids;
   if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 1, ids)))
@@ -224,47 +82,102 @@ LogicalResult importGatherElements(Imp &imp) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != a && ids[d] > data[d])
       return imp.fail("the indices are larger than the data off the axis");
-  const HostTensor *cd = imp.constantInput(0), *ci = imp.constantInput(1);
-  if (cd && ci) {
-    if (failed(checkFoldSize(imp, product(ids))))
-      return failure();
-    return foldGatherElements(imp, *cd, *ci, a);
+  if (failed(checkFoldSize(imp, product(ids))))
+    return failure();
+  std::vector<int64_t> strides = stridesOf(data);
+  if (const HostTensor *ci = imp.constantInput(1)) {
+    std::vector<int64_t> positions, idx = ci->asInts();
+    for (int64_t j = 0; j < int64_t(idx.size()); ++j) {
+      int64_t rest = j, at = 0;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        int64_t c = rest % ids[d];
+        rest /= ids[d];
+        if (d == a) {
+          auto w = wrapIndex(imp, idx[j], n);
+          if (failed(w))
+            return failure();
+          c = *w;
+        }
+        at += c * strides[d];
+      }
+      positions.push_back(at);
+    }
+    return gatherFlat(imp, positions, ids);
   }
-  auto x = imp.input(0), idx = imp.input(1);
-  if (failed(x) || failed(idx))
+  auto idx = imp.input(1);
+  if (failed(idx))
     return failure();
   OpBuilder &b = imp.builder();
-  Type elem = cast<RankedTensorType>(x->getType()).getElementType();
-  if (!isa<FloatType>(elem))
-    return imp.fail("GatherElements of run-time integer data is not supported");
-  // The data cut to the indices' extent off the axis, then [.., 1, n, ..].
-  std::vector<int64_t> cut = ids;
-  cut[a] = n;
-  Value v = *x;
-  if (cut != data)
-    v = SliceOp::create(b, imp.loc(), RankedTensorType::get(cut, elem), v,
-                        b.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 0)),
-                        b.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 1)));
-  v = reshaped(imp, v, withOne(cut, a));
-  // Negative indices count from the end; then [.., m, 1, ..] against iota.
-  Value zero = scalarConstant(b, imp.loc(), b.getI64Type(), 0);
-  Value extent = scalarConstant(b, imp.loc(), b.getI64Type(), double(n));
-  auto negative = imp.create<CompareOp>(*idx, zero, ComparePredicate::lt);
-  auto wrapped = imp.create<AddOp>(*idx, extent);
-  if (failed(negative) || failed(wrapped))
+  auto along = wrapNegative(imp, *idx, n);
+  if (succeeded(along) && strides[a] != 1)
+    along = imp.create<MulOp>(*along, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[a])));
+  if (failed(along))
     return failure();
-  auto fixed = imp.create<WhereOp>(*negative, *wrapped, *idx);
-  if (failed(fixed))
+  auto flat = imp.create<AddOp>(*along, coordinateOffsets(imp, ids, strides, a));
+  if (failed(flat))
     return failure();
-  Value column = reshaped(imp, *fixed, withOne(ids, a + 1));
-  auto hit = imp.create<CompareOp>(column, iota(imp, n, rank + 1, a + 1), ComparePredicate::eq);
-  if (failed(hit))
+  return gatherRows(imp, data, rank, *flat);
+}
+
+/// GatherND: out[b.., i.., t..] = data[b.., indices[b.., i..], t..], where
+/// each index tuple of k addresses the k dims after the `batch_dims`
+/// leading ones, which the indices and the data share.
+LogicalResult importGatherND(Imp &imp) {
+  std::vector<int64_t> data, ids;
+  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 1, ids)))
     return failure();
-  auto picked = imp.create<WhereOp>(*hit, v, scalarConstant(b, imp.loc(), elem, 0.0));
-  if (failed(picked))
+  int64_t r = data.size(), q = ids.size(), nb = imp.intAttr("batch_dims", 0);
+  if (q < 1)
+    return imp.fail("the indices need rank 1 or more");
+  if (nb < 0 || nb >= std::min(q, r))
+    return imp.fail("batch_dims " + std::to_string(nb) + " must be below both ranks");
+  int64_t k = ids.back();
+  if (k < 1 || nb + k > r)
+    return imp.fail("the indices' last dim must be from 1 to the data's rank less batch_dims");
+  for (int64_t d = 0; d < nb; ++d)
+    if (ids[d] != data[d])
+      return imp.fail("the indices' and the data's batch dims differ");
+  std::vector<int64_t> out(ids.begin(), ids.end() - 1);
+  out.insert(out.end(), data.begin() + nb + k, data.end());
+  if (failed(checkFoldSize(imp, product(out))))
     return failure();
-  return imp.defineResult(imp.create<ReduceSumOp>(*picked, b.getDenseI64ArrayAttr({a + 1}),
-                                                  b.getBoolAttr(false)));
+  ArrayRef<int64_t> tuple = ArrayRef<int64_t>(data).slice(nb, k);
+  int64_t block = product(tuple), tuples = product(ArrayRef<int64_t>(ids).drop_back());
+  int64_t perBatch = tuples / std::max<int64_t>(product(ArrayRef<int64_t>(ids).take_front(nb)), 1);
+  if (const HostTensor *ci = imp.constantInput(1)) {
+    // Row positions in the view [batch.. tuple.., trailing], then elements.
+    std::vector<int64_t> idx = ci->asInts(), tstrides = stridesOf(tuple.vec()), positions;
+    int64_t trailing = product(ArrayRef<int64_t>(data).drop_front(nb + k));
+    for (int64_t j = 0; j < tuples; ++j) {
+      int64_t row = j / std::max<int64_t>(perBatch, 1) * block;
+      for (int64_t d = 0; d < k; ++d) {
+        auto c = wrapIndex(imp, idx[j * k + d], tuple[d]);
+        if (failed(c))
+          return failure();
+        row += *c * tstrides[d];
+      }
+      for (int64_t t = 0; t < trailing; ++t)
+        positions.push_back(row * trailing + t);
+    }
+    return gatherFlat(imp, positions, out);
+  }
+  auto idx = imp.input(1);
+  if (failed(idx))
+    return failure();
+  auto flat = flatIndex(imp, *idx, tuple);
+  if (succeeded(flat) && nb > 0) {
+    // Each batch's rows start `block` apart.
+    std::vector<int64_t> lead(ids.begin(), ids.end() - 1);
+    std::fill(lead.begin() + nb, lead.end(), 1);
+    std::vector<int64_t> strides(nb + (q - 1 - nb), 0);
+    std::vector<int64_t> batchStrides = stridesOf(std::vector<int64_t>(ids.begin(), ids.begin() + nb));
+    for (int64_t d = 0; d < nb; ++d)
+      strides[d] = batchStrides[d] * block;
+    flat = imp.create<AddOp>(*flat, coordinateOffsets(imp, lead, strides, -1));
+  }
+  if (failed(flat))
+    return failure();
+  return gatherRows(imp, data, nb + k, *flat);
 }
 
 } // namespace otc

@@ -363,13 +363,15 @@ def Otc_GatherOp : Otc_DiffOp<"gather", [InferTypeOpAdaptor, Otc_Widest, Otc_Kep
   }];
 }
 
-def Otc_GatherGradOp : Otc_Op<"gather_grad",
-    [Pure, Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_FlopsPerInput<1>]> {
+// Float32 always: its sums are, and the kernel library's is float32 only.
+def Otc_GatherGradOp : Otc_DiffOp<"gather_grad", [Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]> {
   let summary = "Gradient of gather: `grad` slices summed into a zero tensor at `indices`";
   let description = [{
     A deterministic scatter-add: each element of the result sums its
     contributions in the order of the indices, on every run and target.
-    Code generation makes it a call to the kernel library.
+    Code generation makes it a call to the kernel library. Besides gather's
+    gradient, it is the scatter of ScatterND and ScatterElements with
+    run-time indices, so it has a gradient too: the gather of dy.
   }];
   let arguments = (ins Otc_FloatTensor:$grad, Otc_IndexTensor:$indices, I64Attr:$axis);
   let results = (outs Otc_FloatTensor:$result);
