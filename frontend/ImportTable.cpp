@@ -122,6 +122,7 @@ const OpImporter kImporters[] = {
     {"IsNaN", 9, importIsNaN},
     {"Pad", 2, importPad},
     {"Pad", 11, importPad},
+    {"Pad", 18, importPad}, // axes
     {"Pow", 7, importPow},
     {"Range", 11, importRange},
     {"Reshape", 5, importReshape},

@@ -128,20 +128,45 @@ const StandIn *standInFor(const onnx::NodeProto &n, int opset) {
   return nullptr;
 }
 
+/// Whether `n` is an opset-18 Pad with its axes input, which libonnx 1.12's
+/// Pad-13 lacks.
+bool padWithAxes(const onnx::NodeProto &n, int opset) {
+  return opset >= 18 && n.op_type() == "Pad" && (n.domain().empty() || n.domain() == "ai.onnx") &&
+         n.input_size() > 3 && !n.input(3).empty();
+}
+
+/// Pad-18 `n` checked as Pad-13: the axes dropped, and the pads, which
+/// name only those axes, read from a fresh graph input, so that shape
+/// inference keeps the rank and the importer checks the values.
+void padAsOlder(onnx::GraphProto &g, onnx::NodeProto &n) {
+  onnx::ValueInfoProto *pads = g.add_input();
+  pads->set_name(n.output(0) + "/otc_pads");
+  auto *t = pads->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::INT64);
+  t->mutable_shape()->add_dim();
+  n.set_input(1, pads->name());
+  n.mutable_input()->RemoveLast();
+}
+
 /// `model`, or, when it uses such an operator, a copy in `scratch` with the
 /// stand-ins in place (no copy of a model that needs none).
 onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
   int opset = defaultOpset(model);
-  auto any = [&](const onnx::NodeProto &n) { return standInFor(n, opset) != nullptr; };
+  auto any = [&](const onnx::NodeProto &n) {
+    return standInFor(n, opset) != nullptr || padWithAxes(n, opset);
+  };
   if (llvm::none_of(model.graph().node(), any))
     return model;
   scratch = model;
-  for (auto &n : *scratch.mutable_graph()->mutable_node())
+  for (auto &n : *scratch.mutable_graph()->mutable_node()) {
     if (const StandIn *s = standInFor(n, opset)) {
       n.set_op_type(s->older);
       if (!s->keepAttributes)
         n.clear_attribute();
     }
+    if (padWithAxes(n, opset))
+      padAsOlder(*scratch.mutable_graph(), n);
+  }
   return scratch;
 }
 

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <variant>
+
 using namespace mlir;
 
 namespace otc {
@@ -319,53 +321,137 @@ LogicalResult concatInto(Imp &imp, Value &v, ArrayRef<Value> parts, int64_t axis
 
 } // namespace
 
-/// Pad, constant mode: per dim, a negative pad crops (a slice) and a
-/// positive one concatenates a splat constant, so the gradient is concat's.
-LogicalResult importPad(Imp &imp) {
-  const auto *mode = imp.attr("mode");
-  if (mode && mode->s() != "constant")
-    return imp.fail("pad mode " + quoted(mode->s().substr(0, 40)) +
-                    " is not supported (only constant)");
+namespace {
+
+/// Constant-mode Pad's value: a compile-time number, or a run-time scalar
+/// of the data's type.
+FailureOr<std::variant<double, Value>> padValue(Imp &imp) {
+  if (imp.form() < 11)
+    return std::variant<double, Value>(imp.floatAttr("value", 0.0));
+  if (imp.numInputs() < 3 || imp.node().input(2).empty())
+    return std::variant<double, Value>(0.0);
+  if (const HostTensor *v = imp.constantInput(2)) {
+    if (v->numElements() != 1)
+      return imp.fail("the constant value must be a scalar");
+    return std::variant<double, Value>(v->values[0]);
+  }
+  auto v = imp.input(2);
+  if (failed(v))
+    return failure();
+  if (cast<RankedTensorType>(v->getType()).getNumElements() != 1)
+    return imp.fail("the constant value must be a scalar");
+  return std::variant<double, Value>(*v);
+}
+
+/// Pad's pads for every dim, [begin..., end...]: from the attribute before
+/// opset 11, else input 1, which from opset 18 names only the axes of
+/// input 3 (in their order).
+FailureOr<std::vector<int64_t>> padsOf(Imp &imp, int64_t rank) {
   std::vector<int64_t> pads;
-  double value = 0;
-  if (imp.form() >= 11) {
+  if (imp.form() < 11) {
+    pads = imp.intsAttr("pads");
+  } else {
     const HostTensor *p = imp.constantInput(1);
     if (!p)
       return imp.fail("the pads must be compile-time constants");
     pads = p->asInts();
-    if (imp.numInputs() > 2 && !imp.node().input(2).empty()) {
-      const HostTensor *v = imp.constantInput(2);
-      if (!v || v->numElements() != 1)
-        return imp.fail("the constant value must be a compile-time scalar");
-      value = v->values[0];
-    }
-    if (imp.numInputs() > 3)
-      return imp.fail("Pad's axes input is not supported");
-  } else {
-    pads = imp.intsAttr("pads");
-    value = imp.floatAttr("value", 0.0);
   }
+  std::vector<int64_t> axes;
+  bool named = imp.form() >= 18 && imp.numInputs() > 3 && !imp.node().input(3).empty();
+  if (named) {
+    const HostTensor *a = imp.constantInput(3);
+    if (!a)
+      return imp.fail("the axes must be compile-time constants");
+    for (int64_t d : a->asInts()) {
+      if (d < -rank || d >= rank)
+        return imp.fail("axis " + std::to_string(d) + " is out of range for rank " +
+                        std::to_string(rank));
+      d = d < 0 ? d + rank : d;
+      if (llvm::is_contained(axes, d))
+        return imp.fail("axis " + std::to_string(d) + " is named twice");
+      axes.push_back(d);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  int64_t n = axes.size();
+  if (int64_t(pads.size()) != 2 * n)
+    return imp.fail("pads has " + std::to_string(pads.size()) + " entries for " +
+                    std::to_string(n) + (named ? " axes" : " dims"));
+  std::vector<int64_t> full(2 * rank, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t p : {pads[i], pads[i + n]})
+      if (p > OTC_MAX_ELEMENTS || p < -OTC_MAX_ELEMENTS)
+        return imp.fail("a pad of " + std::to_string(p) + " exceeds 2^36");
+    full[axes[i]] = pads[i];
+    full[axes[i] + rank] = pads[i + n];
+  }
+  return full;
+}
+
+/// The index along an axis of `n` that position `i` (from -before) of an
+/// edge, reflect or wrap pad reads.
+int64_t padSource(const std::string &mode, int64_t i, int64_t n) {
+  if (mode == "edge")
+    return std::clamp<int64_t>(i, 0, n - 1);
+  if (mode == "wrap")
+    return (i % n + n) % n;
+  if (n == 1) // reflect
+    return 0;
+  int64_t period = 2 * (n - 1), j = (i % period + period) % period;
+  return j < n ? j : period - j;
+}
+
+} // namespace
+
+/// Pad. Constant mode: per dim, a negative pad crops (a slice) and a
+/// positive one concatenates a splat of the value (a broadcast of it when
+/// it is known only at run time), so the gradient is concat's. Edge,
+/// reflect and wrap: per padded dim, one gather at the constant source
+/// index of each position, so the gradient is gather's scatter-add.
+LogicalResult importPad(Imp &imp) {
+  const auto *modeAttr = imp.attr("mode");
+  std::string mode = modeAttr ? modeAttr->s() : "constant";
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    return imp.fail("pad mode " + quoted(mode.substr(0, 40)) +
+                    " is not supported (constant, edge, reflect or wrap)");
   auto x = imp.input(0);
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
   int64_t rank = type.getRank();
-  if ((int64_t)pads.size() != 2 * rank)
-    return imp.fail("pads has " + std::to_string(pads.size()) + " entries for rank " +
-                    std::to_string(rank));
-  if (!isa<FloatType>(type.getElementType()))
-    return imp.fail("Pad of integer tensors is supported on constants only");
+  auto pads = padsOf(imp, rank);
+  if (failed(pads))
+    return failure();
+  Type elem = type.getElementType();
+  if (elem.isInteger(1) && mode == "constant")
+    return imp.fail("a constant pad of a run-time bool tensor is not supported");
   OpBuilder &b = imp.builder();
   Value v = *x;
-  for (int64_t p : pads)
-    if (p > OTC_MAX_ELEMENTS || p < -OTC_MAX_ELEMENTS)
-      return imp.fail("a pad of " + std::to_string(p) + " exceeds 2^36");
   for (int64_t d = 0; d < rank; ++d) {
-    int64_t before = pads[d], after = pads[d + rank];
+    int64_t before = (*pads)[d], after = (*pads)[d + rank], n = type.getDimSize(d);
+    if (n + before + after < 1)
+      return imp.fail("the pads crop dim " + std::to_string(d) + " to nothing");
+    if (mode != "constant" && (before > 0 || after > 0) && n == 0)
+      return imp.fail("an " + mode + " pad of an empty dim");
+    if (before == 0 && after == 0)
+      continue;
+    if (mode != "constant") {
+      HostTensor at{false, onnx::TensorProto::INT64, {n + before + after}, {}};
+      for (int64_t i = -before; i < n + after; ++i)
+        at.values.push_back(double(padSource(mode, i, n)));
+      auto gathered = imp.create<GatherOp>(v, ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(),
+                                           b.getI64IntegerAttr(d));
+      if (failed(gathered))
+        return failure();
+      v = *gathered;
+      continue;
+    }
     auto shape = cast<RankedTensorType>(v.getType()).getShape().vec();
     if (before < 0 || after < 0) { // crop first
       int64_t drop0 = std::max<int64_t>(0, -before), drop1 = std::max<int64_t>(0, -after);
-      if (drop0 + drop1 >= shape[d])
+      if (drop0 + drop1 >= n)
         return imp.fail("the pads crop dim " + std::to_string(d) + " to nothing");
       SmallVector<int64_t> starts(rank, 0), steps(rank, 1);
       starts[d] = drop0;
@@ -374,19 +460,28 @@ LogicalResult importPad(Imp &imp) {
                           b.getDenseI64ArrayAttr(steps));
     }
     SmallVector<Value> parts;
-    auto fill = [&](int64_t n) {
+    auto fill = [&](int64_t count) -> LogicalResult {
       std::vector<int64_t> s = shape;
-      s[d] = n;
+      s[d] = count;
       auto t = withShape(v, s);
-      parts.push_back(ConstantOp::create(b, imp.loc(),
-                                         DenseElementsAttr::get(t, b.getFloatAttr(t.getElementType(), value)
-                                                                       .getValue())));
+      auto value = padValue(imp);
+      if (failed(value))
+        return failure();
+      if (auto c = std::get_if<double>(&*value)) {
+        Attribute splat = isa<FloatType>(elem) ? Attribute(b.getFloatAttr(elem, *c))
+                                               : Attribute(b.getIntegerAttr(elem, int64_t(*c)));
+        parts.push_back(ConstantOp::create(b, imp.loc(), DenseElementsAttr::get(t, splat)));
+        return success();
+      }
+      Value scalar = reshaped(imp, std::get<Value>(*value), SmallVector<int64_t>(rank, 1));
+      parts.push_back(BroadcastToOp::create(b, imp.loc(), t, scalar));
+      return success();
     };
-    if (before > 0)
-      fill(before);
+    if (before > 0 && failed(fill(before)))
+      return failure();
     parts.push_back(v);
-    if (after > 0)
-      fill(after);
+    if (after > 0 && failed(fill(after)))
+      return failure();
     if (failed(concatInto(imp, v, parts, d)))
       return failure();
   }

@@ -54,5 +54,7 @@ def sgd(params, step_loss, steps, lr, weight_decay=0.0, frozen=(), fixed_rows=No
         grads = {k: gradient(lambda q: step_loss(q, s), p, k) for k in p if k not in frozen}
         for k, rows in (fixed_rows or {}).items():
             grads[k][rows] = 0
-        p = {k: v if k in frozen else v - lr * (grads[k] + weight_decay * v) for k, v in p.items()}
+        # asarray: a 0-d parameter stays an array numpy can index.
+        p = {k: v if k in frozen else np.asarray(v - lr * (grads[k] + weight_decay * v))
+             for k, v in p.items()}
     return p

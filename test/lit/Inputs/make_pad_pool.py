@@ -3,7 +3,7 @@
 column of W before) and GlobalAveragePool on a scaled input:
   y = Flatten(GlobalAveragePool(Pad(x * s))) with s [2, 1, 1] a parameter;
 its data; and s after SGD from float64 finite differences. Also writes
-REFLECT.onnx with a reflect-mode Pad, which otc refuses.
+REFLECT.onnx with a Pad of an unknown mode, which otc refuses.
 
 usage: make_pad_pool.py OUT.onnx REFLECT.onnx DATA_DIR STEPS LR EXPECTED.npz
 """
@@ -41,7 +41,7 @@ def model(mode):
 
 
 onnx.save(model("constant"), out)
-onnx.save(model("reflect"), reflect)
+onnx.save(model("mirror"), reflect)  # not an ONNX mode
 x = rng.normal(size=(8, 2, 3, 3)).astype(np.float32)
 t = rng.normal(size=(8, 2)).astype(np.float32)
 save_data(data, x=x, targets=t)
