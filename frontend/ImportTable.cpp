@@ -44,6 +44,7 @@ const OpImporter kImporters[] = {
     {"And", 7, importLogic<AndOp, std::logical_and<double>>},
     {"Or", 7, importLogic<OrOp, std::logical_or<double>>},
     {"MatMul", 1, importTwoInputs<MatMulOp>},
+    {"Einsum", 12, importEinsum},
     // Comparisons, folded likewise.
     {"Equal", 7, importCompare<P::eq>},
     {"Greater", 7, importCompare<P::gt>},

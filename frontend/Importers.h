@@ -37,6 +37,7 @@ mlir::LogicalResult importConstantOfShape(GraphImporter &imp);
 mlir::LogicalResult importConv(GraphImporter &imp);
 mlir::LogicalResult importCumSum(GraphImporter &imp);
 mlir::LogicalResult importDropout(GraphImporter &imp);
+mlir::LogicalResult importEinsum(GraphImporter &imp);
 mlir::LogicalResult importExpand(GraphImporter &imp);
 mlir::LogicalResult importFlatten(GraphImporter &imp);
 mlir::LogicalResult importGather(GraphImporter &imp);
