@@ -307,10 +307,19 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   }
   const std::string &lossName = g.output(0).name();
   llvm::StringSet<> reaching = valuesReaching(g, lossName);
-  llvm::StringSet<> used;
-  for (const auto &n : g.node())
-    for (const auto &in : n.input())
-      used.insert(in);
+  // `used` at an input that runs: a float initializer read only where its
+  // node wants a compile-time value (Resize's scales) is a constant.
+  llvm::StringSet<> used, usedAtRunTime;
+  for (const auto &n : g.node()) {
+    const OpImporter *row = n.domain().empty() || n.domain() == "ai.onnx"
+                                ? findOpImporter(n.op_type(), opsetVersion)
+                                : nullptr;
+    for (int i = 0; i < n.input_size(); ++i) {
+      used.insert(n.input(i));
+      if (!row || i >= 32 || !(row->hostInputs >> i & 1))
+        usedAtRunTime.insert(n.input(i));
+    }
+  }
 
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
     lastDiagnostic = d.str();
@@ -356,7 +365,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   for (const auto &init : g.initializer()) {
     bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
                    init.data_type() == onnx::TensorProto::DOUBLE;
-    if (!isFloat || !used.contains(init.name()))
+    if (!isFloat || !usedAtRunTime.contains(init.name()))
       continue;
     params.push_back(&init);
     argTypes.push_back(RankedTensorType::get(

@@ -126,6 +126,9 @@ struct OpImporter {
   const char *opType;
   int sinceVersion;
   mlir::LogicalResult (*import)(GraphImporter &);
+  /// The inputs read at compile time only, a bit each (Resize's scales): a
+  /// float initializer read nowhere else is a constant, not a parameter.
+  unsigned hostInputs = 0;
 };
 
 /// The importer for `opType` at `opset`, or null when it is unsupported.

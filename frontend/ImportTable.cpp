@@ -127,6 +127,11 @@ const OpImporter kImporters[] = {
     {"Pow", 7, importPow},
     {"Range", 11, importRange},
     {"Reshape", 5, importReshape},
+    {"Resize", 10, importResize, 0b10},
+    {"Resize", 11, importResize, 0b1110}, // roi, scales, sizes; coordinate transforms
+    {"Resize", 18, importResize, 0b1110}, // axes
+    {"Upsample", 7, importResize},
+    {"Upsample", 9, importResize, 0b10}, // scales an input
     {"Scatter", 9, importScatterElements}, // ScatterElements before its rename
     {"ScatterElements", 11, importScatterElements},
     {"ScatterND", 11, importScatterND},

@@ -63,6 +63,7 @@ mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
+mlir::LogicalResult importResize(GraphImporter &imp);
 mlir::LogicalResult importScatterElements(GraphImporter &imp);
 mlir::LogicalResult importScatterND(GraphImporter &imp);
 mlir::LogicalResult importShape(GraphImporter &imp);

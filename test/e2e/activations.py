@@ -65,19 +65,16 @@ def train(net, x, t, dtype, lr):
     return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
 
 
-def main():
-    name, out = sys.argv[1], Path(sys.argv[2])
+def compare_with_pytorch(net, x, t, lr, out, dynamic=True):
+    """Exports `net` at opset 17, with a dynamic batch unless told, trains
+    it 3 steps in otc and in PyTorch (float32 and float64), and returns
+    check_weights.py's exit status."""
     (out / "data").mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(0)
-    act, scale, lr = (ACTS[name] + (0.1,))[:3]
-    net = Net(act)
-    rng = np.random.default_rng(0)
-    x = torch.tensor(rng.normal(0, scale, (12, 6)), dtype=torch.float32)
-    t = torch.tensor(rng.normal(0, 1, (12, 3)), dtype=torch.float32)
     np.save(out / "data" / "x.npy", x.numpy())
     np.save(out / "data" / "targets.npy", t.numpy())
     torch.onnx.export(net, x[:4], out / "model.onnx", input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=17)
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}} if dynamic else None,
+                      opset_version=17)
     w32 = train(copy.deepcopy(net), x, t, torch.float32, lr)
     w64 = train(copy.deepcopy(net), x, t, torch.float64, lr)
     expected = {k: v.astype(np.float32) for k, v in w32.items()}
@@ -93,8 +90,19 @@ def main():
         "--micro-batch", 4, "--loss", "mse:y")
     run(out / "train", "--data", out / "data", "--steps", 3, "--lr", lr,
         "--save", out / "trained.onnx")
-    sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
-                             out / "expected.npz"]).returncode)
+    return subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
+                           out / "expected.npz"]).returncode
+
+
+def main():
+    name, out = sys.argv[1], Path(sys.argv[2])
+    torch.manual_seed(0)
+    act, scale, lr = (ACTS[name] + (0.1,))[:3]
+    net = Net(act)
+    rng = np.random.default_rng(0)
+    x = torch.tensor(rng.normal(0, scale, (12, 6)), dtype=torch.float32)
+    t = torch.tensor(rng.normal(0, 1, (12, 3)), dtype=torch.float32)
+    sys.exit(compare_with_pytorch(net, x, t, lr, out))
 
 
 if __name__ == "__main__":
