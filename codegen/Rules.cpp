@@ -13,6 +13,7 @@ const RuleRegistry &RuleRegistry::get() {
     registerNormalizationRules(r);
     registerDataMovementRules(r);
     registerWindowRules(r);
+    registerRotaryRules(r);
     registerStructuralRules(r);
     return r;
   }();

@@ -54,6 +54,7 @@ void registerNormalizationRules(RuleRegistry &r);
 void registerDataMovementRules(RuleRegistry &r);
 void registerStructuralRules(RuleRegistry &r);
 void registerWindowRules(RuleRegistry &r);
+void registerRotaryRules(RuleRegistry &r);
 
 /// Numpy broadcasting: the operand dims aligned to the result's trailing
 /// dims, size-1 dims read at 0.

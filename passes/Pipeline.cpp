@@ -10,6 +10,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
                                 const RecomputeOptions &recompute) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
+  pm.addPass(createFuseRotary());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createAutodiff());
   pm.addPass(createGradAccumulation());
@@ -23,6 +24,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
 void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
+  pm.addPass(createFuseRotary());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());
 }

@@ -10,6 +10,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE logic f32
        check_kernel.py EXE slice f32
        check_kernel.py EXE steps f32
+       check_kernel.py EXE rotary f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each result of
@@ -47,6 +48,10 @@ ONNX leaves it undefined), a cast to f16 rounds to nearest even even when
 its consumer is fused, and bool to float is 0 or 1.
 
 `slice` checks a strided slice, its gradient and a concat exactly.
+
+`rotary` checks the rotary embedding x cos + rotate_half(x) sin and its
+transpose against float64: two float32 products and a sum, within
+2^-22 (|x cos| + |x' sin|).
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
@@ -90,7 +95,10 @@ def main():
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        if kind == "steps":
+        if kind == "rotary":
+            args = [rng.normal(0, 1, (2, 3, 8)).astype(np.float32),
+                    rng.normal(0, 1, (3, 8)).astype(np.float32), rng.normal(0, 1, (1, 8)).astype(np.float32)]
+        elif kind == "steps":
             x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, np.nan, np.inf, -np.inf,
                           2.0 ** 23 + 1, -2.0 ** 24], np.float32)
             args = [np.concatenate([x, rng.normal(0, 3, 4).astype(np.float32)])]
@@ -125,7 +133,7 @@ def main():
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
-                 "logic": 6, "slice": 3, "steps": 4}.get(kind, 1)
+                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -137,6 +145,14 @@ def main():
         want = [x[1::2, 1::2], d, np.concatenate([-x, y], axis=1)]
         for name, got, w in zip(["slice", "slice_grad", "concat"], res, want):
             ok &= check(name, got, w, 0)
+    elif kind == "rotary":
+        x, c, sn = a64
+        half = lambda v: np.concatenate([-v[..., 4:], v[..., :4]], -1)  # rotate_half
+        swap = lambda v: np.concatenate([v[..., 4:], v[..., :4]], -1)
+        sign = np.concatenate([-np.ones(4), np.ones(4)])
+        terms = [(x * c, half(x) * sn), (x * c, -sign * swap(x) * swap(np.broadcast_to(sn, x.shape)))]
+        for name, got, (p, q) in zip(["rotary", "rotary_transposed"], res, terms):
+            ok &= check(name, got, p + q, 2.0 ** -22 * (np.abs(p) + np.abs(q)) + 1e-30)
     elif kind == "steps":
         x = args[0]
         want = [np.floor(x), np.ceil(x), np.round(x), np.where(np.isnan(x), 0, np.sign(x))]

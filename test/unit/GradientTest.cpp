@@ -182,6 +182,23 @@ std::vector<Case> cases() {
        "%labels: tensor<3xi64> {otc.input = \"labels\"}",
        "  %y = otc.gather %a, %labels {axis = 1 : i64} : tensor<2x5xf64>, tensor<3xi64> -> tensor<2x3xf64>",
        "tensor<2x3xf64>", {2, 3}, {4, 0, 4}},
+      // gather_grad is also the run-time scatter: its gradient is a gather.
+      {"gather_grad_scatter", "%a: tensor<4x3xf64> {otc.param = \"a\", otc.trainable}, "
+       "%labels: tensor<4xi64> {otc.input = \"labels\"}",
+       "  %y = otc.gather_grad %a, %labels {axis = 0 : i64} : tensor<4x3xf64>, tensor<4xi64> -> tensor<5x3xf64>",
+       "tensor<5x3xf64>", {5, 3}, {0, 3, 3, -1}},
+      // Rotary embedding, cos and sin broadcast over the leading dim, and its
+      // transpose: gradients to x, cos and sin.
+      {"rotary", "%x: tensor<2x3x4xf64> {otc.param = \"x\", otc.trainable}, "
+       "%c: tensor<3x4xf64> {otc.param = \"c\", otc.trainable}, "
+       "%s: tensor<3x4xf64> {otc.param = \"s\", otc.trainable}",
+       "  %y = otc.rotary %x, %c, %s : tensor<2x3x4xf64>, tensor<3x4xf64>, tensor<3x4xf64> -> tensor<2x3x4xf64>",
+       "tensor<2x3x4xf64>", {2, 3, 4}},
+      {"rotary_transposed", "%x: tensor<2x3x4xf64> {otc.param = \"x\", otc.trainable}, "
+       "%c: tensor<1x4xf64> {otc.param = \"c\", otc.trainable}, "
+       "%s: tensor<3x4xf64> {otc.param = \"s\", otc.trainable}",
+       "  %y = otc.rotary %x, %c, %s {transposed = true} : tensor<2x3x4xf64>, tensor<1x4xf64>, tensor<3x4xf64> -> tensor<2x3x4xf64>",
+       "tensor<2x3x4xf64>", {2, 3, 4}},
       // Where with a condition computed from the parameter itself (away
       // from the boundary), and a broadcast right-hand side.
       {"where_compare", kA23 + ", " + kB3,

@@ -244,6 +244,17 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           }
           return r;
         })
+        .Case([&](RotaryOp r) {
+          // y[c] = x[c] cos[c] + s(c) x[c ± h] sin[c] (transposed: -sin[c ± h]).
+          const Tensor &x = get(r.getInput()), &c = get(r.getCos()), &sn = get(r.getSin());
+          int64_t n = shape.back(), h = n / 2;
+          bool t = r.getTransposed();
+          return map(shape, [&](int64_t i) {
+            int64_t k = i % n, partner = k < h ? i + h : i - h;
+            double sign = k < h ? -1.0 : 1.0, sine = t ? -at(sn, shape, partner) : at(sn, shape, i);
+            return x.data[i] * at(c, shape, i) + sign * x.data[partner] * sine;
+          });
+        })
         .Case([&](ConcatOp c) {
           // Rows of the result before the axis: each input adds its chunk.
           int64_t outer = 1;

@@ -481,6 +481,35 @@ def Otc_NormalizeOp : Otc_DiffOp<"normalize",
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+// Three FLOPs per element: two products and a sum.
+def Otc_RotaryOp : Otc_DiffOp<"rotary", [Otc_Widest, Otc_Cheap, Otc_Flops<3>]> {
+  let summary = "Rotary position embedding: x cos + rotate_half(x) sin";
+  let description = [{
+    With h half the last dim and rotate_half(x) = concat(-x[.., h:],
+    x[.., :h]) (LLaMA's, GPT-NeoX's):
+    y[.., c] = x[.., c] cos[.., c] + s(c) x[.., c ± h] sin[.., c], where
+    s(c) is -1 in the first half and +1 in the second. `cos` and `sin`
+    broadcast to x. With `transposed`, the second term reads sin at the
+    partner position c ± h and is negated: that is the transpose in x, so
+    x's gradient is the same op with `transposed` flipped.
+    otc-fuse-rotary forms it from the exported pattern. Code generation
+    makes it one elementwise step per half.
+
+    ```mlir
+    %y = otc.rotary %x, %cos, %sin {transposed = false}
+        : tensor<2x4x6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32> -> tensor<2x4x6x8xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$cos, Otc_FloatTensor:$sin,
+                   DefaultValuedAttr<BoolAttr, "false">:$transposed);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos) `,` type($sin) `->`
+    type($result)
+  }];
+}
+
 def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultType,
     Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_Flops<8>]> {
   let summary = "Gradient of normalize: rstd * (g - mean(g) - y * mean(g * y))";

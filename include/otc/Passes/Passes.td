@@ -30,6 +30,33 @@ def Autodiff : Pass<"otc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def FuseRotary : Pass<"otc-fuse-rotary", "mlir::ModuleOp"> {
+  let summary = "Forms otc.rotary from the exported rotary position embedding";
+  let description = [{
+    LLaMA-style models apply rotary embeddings as `x * cos + rotate_half(x)
+    * sin`, with `rotate_half(x) = cat(-x[..., h:], x[..., :h])`, which
+    exports as two Slices, a Neg, a Concat, two Muls and an Add. This pass
+    matches that pattern (operands of the Muls and the Add in either order;
+    cos and sin broadcasting to x) and replaces it with one `otc.rotary`,
+    whose gradient is the same op transposed. Run before autodiff, so the
+    backward sees the fused op.
+
+    ```mlir
+    %x1 = otc.slice %x [0, 0] [1, 1] : tensor<6x8xf32> -> tensor<6x4xf32>
+    %x2 = otc.slice %x [0, 4] [1, 1] : tensor<6x8xf32> -> tensor<6x4xf32>
+    %n = otc.neg %x2 : tensor<6x4xf32>
+    %r = otc.concat %n, %x1 {axis = 1 : i64} : tensor<6x4xf32>, tensor<6x4xf32> -> tensor<6x8xf32>
+    %a = otc.mul %x, %cos : tensor<6x8xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+    %b = otc.mul %r, %sin : tensor<6x8xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+    %y = otc.add %a, %b : tensor<6x8xf32>, tensor<6x8xf32> -> tensor<6x8xf32>
+    // becomes
+    %y = otc.rotary %x, %cos, %sin : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>
+        -> tensor<6x8xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let summary = "Forms otc.normalize {center = false} from hand-written RMSNorm";
   let description = [{

@@ -112,3 +112,21 @@ func.func @compare_predicate(%a: tensor<2xf32>) -> tensor<2xi1> {
   %c = otc.compare gte, %a, %a : tensor<2xf32>, tensor<2xf32> -> tensor<2xi1>
   return %c : tensor<2xi1>
 }
+
+// -----
+
+// rotate_half needs an even last dim.
+func.func @rotary_odd(%x: tensor<2x5xf32>, %c: tensor<5xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{'otc.rotary' op the last dim of 'tensor<2x5xf32>' must be even and positive}}
+  %y = otc.rotary %x, %c, %c : tensor<2x5xf32>, tensor<5xf32>, tensor<5xf32> -> tensor<2x5xf32>
+  return %y : tensor<2x5xf32>
+}
+
+// -----
+
+// cos and sin broadcast to x, not the other way.
+func.func @rotary_broadcast(%x: tensor<2x4xf32>, %c: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'otc.rotary' op cos and sin must broadcast to 'tensor<2x4xf32>', not 'tensor<3x4xf32>'}}
+  %y = otc.rotary %x, %c, %c : tensor<2x4xf32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
