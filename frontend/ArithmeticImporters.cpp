@@ -267,9 +267,9 @@ LogicalResult importCastLike(Imp &imp) {
   return castTo(imp, to);
 }
 
-/// Mod on host constants (window and shape arithmetic): with fmod = 1 the
-/// sign of the dividend (C's fmod), else of the divisor (Python's %). An
-/// integer divisor of 0 gives 0, which ONNX leaves undefined.
+/// Mod: with fmod = 1 the sign of the dividend (C's fmod), else of the
+/// divisor (Python's %). On host constants (window and shape arithmetic)
+/// exactly; an integer divisor of 0 gives 0, which ONNX leaves undefined.
 LogicalResult importMod(Imp &imp) {
   bool cStyle = imp.intAttr("fmod", 0) != 0;
   auto f = [cStyle](double a, double b) {
@@ -283,7 +283,50 @@ LogicalResult importMod(Imp &imp) {
   case FoldResult::Failed: return failure();
   case FoldResult::NotConstant: break;
   }
-  return imp.fail("Mod of run-time tensors is not supported");
+  // At run time a - q b, q the quotient toward zero (fmod) or down: floor
+  // or trunc of the float quotient, as PyTorch's remainder and fmod, whose
+  // gradients (1, and -q) this has; integer division on int64, whose C
+  // remainder takes the divisor's sign by adding b where the signs differ.
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  OpBuilder &ob = imp.builder();
+  Location loc = imp.loc();
+  Type elem = getElementTypeOrSelf(a->getType());
+  if (elem != getElementTypeOrSelf(b->getType()))
+    return imp.fail("the inputs need one element type");
+  Value zero = scalarConstant(ob, loc, elem, 0.0);
+  auto q = imp.create<DivOp>(*a, *b);
+  if (failed(q))
+    return failure();
+  bool isFloat = isa<FloatType>(elem);
+  if (isFloat) {
+    Value down = FloorOp::create(ob, loc, *q);
+    if (cStyle) {
+      auto negative = imp.create<CompareOp>(*q, zero, ComparePredicate::lt);
+      if (failed(negative))
+        return failure();
+      q = imp.create<WhereOp>(*negative, CeilOp::create(ob, loc, *q).getResult(), down);
+    } else {
+      q = down;
+    }
+  }
+  auto qb = failed(q) ? q : imp.create<MulOp>(*q, *b);
+  auto r = failed(qb) ? qb : imp.create<SubOp>(*a, *qb);
+  if (failed(r) || isFloat || cStyle)
+    return imp.defineResult(r);
+  // Python's sign: r + b where r != 0 and its sign differs from b's.
+  auto rNeg = imp.create<CompareOp>(*r, zero, ComparePredicate::lt);
+  auto bNeg = imp.create<CompareOp>(*b, zero, ComparePredicate::lt);
+  auto nonzero = imp.create<CompareOp>(*r, zero, ComparePredicate::ne);
+  if (failed(rNeg) || failed(bNeg) || failed(nonzero))
+    return failure();
+  auto differ = imp.create<CompareOp>(*rNeg, *bNeg, ComparePredicate::ne);
+  auto fix = failed(differ) ? differ : imp.create<AndOp>(*differ, *nonzero);
+  auto shifted = imp.create<AddOp>(*r, *b);
+  if (failed(fix) || failed(shifted))
+    return failure();
+  return imp.defineResult(imp.create<WhereOp>(*fix, *shifted, *r));
 }
 
 namespace {

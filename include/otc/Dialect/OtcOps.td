@@ -85,7 +85,8 @@ class Otc_BinaryOp<string mnemonic, string what, Type tensor = Otc_FloatTensor>
 def Otc_AddOp : Otc_BinaryOp<"add", "addition", Otc_NumericTensor>;
 def Otc_SubOp : Otc_BinaryOp<"sub", "subtraction", Otc_NumericTensor>;
 def Otc_MulOp : Otc_BinaryOp<"mul", "multiplication", Otc_NumericTensor>;
-def Otc_DivOp : Otc_BinaryOp<"div", "division">;
+// On int64 toward zero, a zero divisor giving 0 (kernel_support.h).
+def Otc_DivOp : Otc_BinaryOp<"div", "division", Otc_NumericTensor>;
 
 // A unary elementwise op: `facts` names its autocast class (Otc_Widest,
 // or Otc_F32 where autocast keeps it in float32), with Otc_Cheap and a FLOP

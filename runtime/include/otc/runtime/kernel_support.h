@@ -100,6 +100,18 @@ OTC_HD long long otc_to_i64(float v) {
   return (long long)v;
 }
 OTC_HD long long otc_to_i64(long long v) { return v; }
+
+/* Division: IEEE on floats; on int64 toward zero, as C and ONNX, with a
+ * zero divisor giving 0 and INT64_MIN / -1 wrapping (both undefined in C,
+ * where the first traps; ONNX leaves them undefined). */
+OTC_HD float otc_div(float a, float b) { return a / b; }
+OTC_HD long long otc_div(long long a, long long b) {
+  if (b == 0)
+    return 0;
+  if (b == -1)
+    return (long long)(0ULL - (unsigned long long)a);
+  return a / b;
+}
 OTC_HD long long otc_to_i64(bool v) { return v ? 1 : 0; }
 
 /* Philox4x32-10 (Salmon et al., SC'11): 4 counter words and 2 key words
