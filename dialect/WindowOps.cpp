@@ -98,6 +98,13 @@ LogicalResult Im2ColOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
+LogicalResult Col2ImOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                       SmallVectorImpl<Value> &grads) {
+  grads.push_back(Im2ColOp::create(b, getLoc(), getGrad().getType(), dy[0], getKernelAttr(),
+                                   getStridesAttr(), getPadsAttr(), getDilationsAttr()));
+  return success();
+}
+
 LogicalResult MaxPoolOp::verify() {
   if (getIndices().getType().getShape() != tensorType(getResult()).getShape())
     return emitOpError("indices and result shapes differ");

@@ -98,6 +98,7 @@ const OpImporter kImporters[] = {
     {"Constant", 1, importConstant},
     {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 1, importConv},
+    {"ConvTranspose", 1, importConvTranspose},
     {"CumSum", 11, importCumSum},
     {"Dropout", 12, importDropout},
     {"Expand", 8, importExpand},

@@ -35,6 +35,7 @@ mlir::LogicalResult importConcat(GraphImporter &imp);
 mlir::LogicalResult importConstant(GraphImporter &imp);
 mlir::LogicalResult importConstantOfShape(GraphImporter &imp);
 mlir::LogicalResult importConv(GraphImporter &imp);
+mlir::LogicalResult importConvTranspose(GraphImporter &imp);
 mlir::LogicalResult importCumSum(GraphImporter &imp);
 mlir::LogicalResult importDropout(GraphImporter &imp);
 mlir::LogicalResult importEinsum(GraphImporter &imp);

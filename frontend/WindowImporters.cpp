@@ -5,6 +5,7 @@
 //   W [M, C/G, KH, KW] -> [G, M/G, C/G * KH * KW]
 //   y = W x cols -> [M, N, OH * OW] -> transposed to [N, M, OH, OW]
 // so the weight gradient is one GEMM per group over all N * OH * OW columns.
+// ConvTranspose runs the same pieces backward: a GEMM, then col2im.
 #include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
@@ -175,6 +176,119 @@ LogicalResult importConv(Imp &imp) {
   outShape.insert(outShape.end(), w->out.begin(), w->out.end());
   Value out = reshaped(imp, *t, outShape);
   if (imp.numInputs() < 3)
+    return imp.defineResult(out);
+  auto bias = imp.input(2);
+  if (failed(bias))
+    return failure();
+  if (cast<RankedTensorType>(bias->getType()).getShape() != ArrayRef<int64_t>{m})
+    return imp.fail("the bias must have shape [" + std::to_string(m) + "]");
+  std::vector<int64_t> biasShape(outShape.size() - 1, 1);
+  biasShape[0] = m;
+  return imp.defineResult(imp.create<AddOp>(out, reshaped(imp, *bias, biasShape)));
+}
+
+/// ConvTranspose: conv's input gradient, so the same pieces run backward.
+/// With x [N, C, H, W] and the weight [C, M/G, KH, KW],
+///   cols = W_gᵀ x_g -> [M, KH, KW, N, H, W], and y = col2im(cols)
+/// scatters each column into the output image [N, M, OH, OW] through the
+/// window that a conv of y would read, so its gradient is im2col and a GEMM.
+LogicalResult importConvTranspose(Imp &imp) {
+  auto x = imp.input(0), wt = imp.input(1);
+  if (failed(x) || failed(wt) || failed(checkFloat32(imp, *x)) || failed(checkFloat32(imp, *wt)))
+    return failure();
+  auto xs = cast<RankedTensorType>(x->getType()).getShape();
+  auto ws = cast<RankedTensorType>(wt->getType()).getShape();
+  if (ws.size() != xs.size() || xs.size() < 3)
+    return imp.fail("the weight must have the input's rank, with spatial dims");
+  size_t n = xs.size() - 2;
+  if (n > 2)
+    return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D and 2-D)");
+  int64_t groups = imp.intAttr("group", 1), c = xs[1];
+  if (groups < 1 || c % groups != 0 || ws[0] != c)
+    return imp.fail("the weight needs the input's " + std::to_string(c) +
+                    " channels first, in groups of " + std::to_string(groups));
+  int64_t m = ws[1] * groups, cg = c / groups;
+  Window w;
+  w.kernel.assign(ws.begin() + 2, ws.end());
+  std::vector<int64_t> declared = imp.intsAttr("kernel_shape");
+  if (!declared.empty() && declared != w.kernel)
+    return imp.fail("kernel_shape does not match the weight's spatial dims");
+  w.strides = orDefault(imp.intsAttr("strides"), n, 1);
+  w.dilations = orDefault(imp.intsAttr("dilations"), n, 1);
+  w.pads = orDefault(imp.intsAttr("pads"), 2 * n, 0);
+  std::vector<int64_t> extra = orDefault(imp.intsAttr("output_padding"), n, 0);
+  std::vector<int64_t> wanted = imp.intsAttr("output_shape");
+  if (w.strides.size() != n || w.dilations.size() != n || w.pads.size() != 2 * n ||
+      extra.size() != n || (!wanted.empty() && wanted.size() != n))
+    return imp.fail("strides, dilations, output_padding and output_shape need " +
+                    std::to_string(n) + " entries and pads " + std::to_string(2 * n));
+  const auto *autoPad = imp.attr("auto_pad");
+  std::string mode = autoPad ? autoPad->s().substr(0, 40) : "NOTSET";
+  if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER")
+    return imp.fail("auto_pad " + quoted(mode) + " is not supported");
+  std::vector<int64_t> in(xs.begin() + 2, xs.end());
+  for (size_t d = 0; d < n; ++d) {
+    for (int64_t v : {w.kernel[d], w.strides[d], w.dilations[d], extra[d], w.pads[d], w.pads[d + n]})
+      if (v < 0 || v > 1 << 20)
+        return imp.fail("window attributes must be non-negative and below 2^20");
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1)
+      return imp.fail("kernel sizes, strides and dilations must be positive");
+    if (extra[d] >= std::max(w.strides[d], w.dilations[d]))
+      return imp.fail("output_padding must be below the stride or the dilation");
+    int64_t full = w.strides[d] * (in[d] - 1) + extra[d] + (w.kernel[d] - 1) * w.dilations[d] + 1;
+    if (mode == "VALID")
+      w.pads[d] = w.pads[d + n] = 0;
+    if (!wanted.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      int64_t target = wanted.empty() ? in[d] * w.strides[d] : wanted[d];
+      // An output past the columns' reach ends in zeros (ONNX's reference).
+      int64_t total = std::max<int64_t>(full - target, 0);
+      w.pads[d] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pads[d + n] = total - w.pads[d];
+      full = std::max(full, target);
+    }
+    int64_t o = full - w.pads[d] - w.pads[d + n];
+    if (o < 1)
+      return imp.fail("the pads leave no output");
+    w.out.push_back(o);
+  }
+  if (n == 1) { // as 2-D with H = 1
+    w.kernel.insert(w.kernel.begin(), 1);
+    w.strides.insert(w.strides.begin(), 1);
+    w.dilations.insert(w.dilations.begin(), 1);
+    w.pads = {0, w.pads[0], 0, w.pads[1]};
+  }
+  int64_t batch = xs[0], ih = n == 1 ? 1 : in[0], iw = in.back();
+  w.image = {batch, m, n == 1 ? 1 : w.out[0], w.out.back()};
+  w.oh = ih;
+  w.ow = iw;
+  WindowGeometry g;
+  std::string why = windowGeometry(w.image, w.kernel, w.strides, w.pads, w.dilations, w.oh,
+                                   w.ow, g);
+  if (!why.empty())
+    return imp.fail(why);
+  int64_t kh = w.kernel[0], kw = w.kernel[1];
+  int64_t taps = product({m / groups, kh, kw}), columns = product({m, kh, kw, batch, ih, iw});
+  if (taps < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS || product(w.image) > OTC_MAX_ELEMENTS)
+    return imp.fail("the columns exceed the tensor size limit");
+
+  OpBuilder &b = imp.builder();
+  auto xc = imp.create<TransposeOp>(reshaped(imp, *x, {batch, c, ih * iw}),
+                                    b.getDenseI64ArrayAttr({1, 0, 2}));
+  auto weight = imp.create<TransposeOp>(reshaped(imp, *wt, {groups, cg, taps}),
+                                        b.getDenseI64ArrayAttr({0, 2, 1}));
+  if (failed(xc) || failed(weight))
+    return failure();
+  auto cols = imp.create<MatMulOp>(*weight, reshaped(imp, *xc, {groups, cg, batch * ih * iw}));
+  if (failed(cols))
+    return failure();
+  WindowAttrs a = attrsOf(imp, w);
+  Value col = reshaped(imp, *cols, {m, kh, kw, batch, ih, iw});
+  Value image = Col2ImOp::create(b, imp.loc(), withShape(col, w.image), col, a.kernel, a.strides,
+                                 a.pads, a.dilations);
+  std::vector<int64_t> outShape = {batch, m};
+  outShape.insert(outShape.end(), w.out.begin(), w.out.end());
+  Value out = reshaped(imp, image, outShape);
+  if (imp.numInputs() < 3 || imp.node().input(2).empty())
     return imp.defineResult(out);
   auto bias = imp.input(2);
   if (failed(bias))

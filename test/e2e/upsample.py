@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""Trains a small CNN with one resampling layer, as torch.onnx exports it
-(Resize), on otc's CPU target and compares its weights with PyTorch's
-after the same SGD steps (activations.py's comparison and tolerance).
+"""Trains a small CNN with one upsampling layer, as torch.onnx exports it
+(Resize for F.interpolate, ConvTranspose for nn.ConvTranspose2d), on otc's
+CPU target and compares its weights with PyTorch's after the same SGD
+steps (activations.py's comparison and tolerance).
 
-  x [12, 1, 5, 6] -> Conv(1, 2, 3, pad 1) -> MODE -> Conv(2, 1, 3) -> y
+  x [12, 1, 5, 6] -> Conv(1, 2, 3, pad 1) -> MODE -> Conv(C, 1, 3) -> y
 
 usage: upsample.py MODE OUT_DIR    (otc on PATH; exits 1 on a mismatch)
 """
@@ -26,16 +27,27 @@ MODES = {
     "bilinear_corners": dict(size=(8, 11), mode="bilinear", align_corners=True),
     "bilinear_down": dict(size=(3, 4), mode="bilinear", align_corners=False),
     "bicubic": dict(scale_factor=2, mode="bicubic", align_corners=False),
+    # Transposed convolutions (their own weights train too): stride 2 with
+    # padding, output_padding and groups; and a dilated one.
+    "convtranspose": lambda: torch.nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1,
+                                                      output_padding=1, groups=2),
+    "convtranspose_dilated": lambda: torch.nn.ConvTranspose2d(2, 3, (2, 3), dilation=2, bias=False),
 }
 
 
 class Net(torch.nn.Module):
     def __init__(self, how):
         super().__init__()
-        self.c1, self.c2, self.how = torch.nn.Conv2d(1, 2, 3, padding=1), torch.nn.Conv2d(2, 1, 3), how
+        self.c1 = torch.nn.Conv2d(1, 2, 3, padding=1)
+        if callable(how):
+            self.up = how()
+        else:
+            self.up = lambda v: F.interpolate(v, **how)
+        channels = self.up.out_channels if callable(how) else 2
+        self.c2 = torch.nn.Conv2d(channels, 1, 3)
 
     def forward(self, x):
-        return self.c2(F.interpolate(self.c1(x), **self.how)).flatten(1)
+        return self.c2(self.up(self.c1(x))).flatten(1)
 
 
 def main():
@@ -50,7 +62,7 @@ def main():
     # By size, torch 1.13 computes the sizes from the input's shape, so a
     # dynamic batch would leave the output's other dims symbolic too (which
     # otc refuses for the targets): those export with a fixed batch.
-    sys.exit(compare_with_pytorch(net, x, t, 0.1, out, dynamic="size" not in MODES[name]))
+    sys.exit(compare_with_pytorch(net, x, t, 0.1, out, dynamic=callable(MODES[name]) or "size" not in MODES[name]))
 
 
 if __name__ == "__main__":

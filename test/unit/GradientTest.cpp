@@ -269,6 +269,12 @@ std::vector<Case> cases() {
        "pads = array<i64: 1, 0, 0, 2>, dilations = array<i64: 1, 2>} : "
        "tensor<2x2x5x4xf64> -> tensor<2x2x3x2x3x2xf64>",
        "tensor<2x2x3x2x3x2xf64>", {2, 2, 3, 2, 3, 2}},
+      // col2im, ConvTranspose's scatter: its gradient is im2col.
+      {"col2im", "%x: tensor<2x2x3x2x3x2xf64> {otc.param = \"x\", otc.trainable}",
+       "  %y = otc.col2im %x {kernel = array<i64: 2, 3>, strides = array<i64: 2, 1>, "
+       "pads = array<i64: 1, 0, 0, 2>, dilations = array<i64: 1, 2>} : "
+       "tensor<2x2x3x2x3x2xf64> -> tensor<2x2x5x4xf64>",
+       "tensor<2x2x5x4xf64>", {2, 2, 5, 4}},
       {"max_pool_overlapping_ceil", "%x: tensor<1x2x5x6xf64> {otc.param = \"x\", otc.trainable}",
        "  %y, %i = otc.max_pool %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, "
        "pads = array<i64: 1, 0, 1, 0>, dilations = array<i64: 1, 1>} : "

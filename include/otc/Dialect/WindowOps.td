@@ -31,8 +31,10 @@ def Otc_Im2ColOp : Otc_DiffOp<"im2col", [Otc_F32, Otc_Kept, Otc_NoFlops]>, Otc_W
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Otc_Col2ImOp : Otc_Op<"col2im",
-    [Pure, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]>, Otc_WindowAttrs {
+// Also ConvTranspose's scatter of columns into the image, so it has a
+// gradient: im2col of dy.
+def Otc_Col2ImOp : Otc_DiffOp<"col2im", [Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]>,
+    Otc_WindowAttrs {
   let summary = "Gradient of im2col: each input element sums the taps that read it";
   let arguments = !con((ins Otc_FloatTensor:$grad), windowAttrs);
   let results = (outs Otc_FloatTensor:$result);
