@@ -24,6 +24,9 @@ using HostFold = llvm::function_ref<double(double, double)>;
 
 // The importers of one operator or a few, each in its family's file
 // (ArithmeticImporters.cpp, ShapeImporters.cpp, ...).
+/// DepthToSpace (true) and SpaceToDepth (false).
+template <bool ToSpace>
+mlir::LogicalResult importBlocksMove(GraphImporter &imp);
 mlir::LogicalResult importArgMax(GraphImporter &imp);
 mlir::LogicalResult importArgMin(GraphImporter &imp);
 mlir::LogicalResult importAveragePool(GraphImporter &imp);
@@ -49,6 +52,7 @@ mlir::LogicalResult importGlobalAveragePool(GraphImporter &imp);
 mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
 mlir::LogicalResult importGru(GraphImporter &imp);
 mlir::LogicalResult importIdentity(GraphImporter &imp);
+mlir::LogicalResult importInstanceNormalization(GraphImporter &imp);
 mlir::LogicalResult importIsInf(GraphImporter &imp);
 mlir::LogicalResult importIsNaN(GraphImporter &imp);
 mlir::LogicalResult importLayerNormalization(GraphImporter &imp);

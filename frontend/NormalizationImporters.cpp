@@ -279,6 +279,32 @@ LogicalResult importLayerNormalization(Imp &imp) {
   return imp.defineResult(imp.create<AddOp>(*y, *bias));
 }
 
+/// InstanceNormalization: each (sample, channel) plane normalised over its
+/// spatial dims (one normalize from axis 2), then scale and bias per
+/// channel. PyTorch exports GroupNorm through it too.
+LogicalResult importInstanceNormalization(Imp &imp) {
+  auto x = imp.input(0), scale = imp.input(1), bias = imp.input(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  auto shape = cast<RankedTensorType>(x->getType()).getShape();
+  if (shape.size() < 3)
+    return imp.fail("the input needs spatial dims after N and C");
+  for (Value v : {*scale, *bias})
+    if (cast<RankedTensorType>(v.getType()).getShape() != ArrayRef<int64_t>{shape[1]})
+      return imp.fail("scale and bias must have shape [" + std::to_string(shape[1]) + "]");
+  double eps = imp.floatAttr("epsilon", 1e-5);
+  if (!(eps >= 0) || !std::isfinite(eps))
+    return imp.fail("epsilon must be a finite number, at least 0");
+  OpBuilder &b = imp.builder();
+  Value n = NormalizeOp::create(b, imp.loc(), *x, b.getI64IntegerAttr(2), b.getF64FloatAttr(eps));
+  std::vector<int64_t> perChannel(shape.size() - 1, 1);
+  perChannel[0] = shape[1];
+  auto y = imp.create<MulOp>(n, reshaped(imp, *scale, perChannel));
+  if (failed(y))
+    return failure();
+  return imp.defineResult(imp.create<AddOp>(*y, reshaped(imp, *bias, perChannel)));
+}
+
 /// GlobalAveragePool: the mean over every dim after N and C, kept.
 LogicalResult importGlobalAveragePool(Imp &imp) {
   auto x = imp.input(0);

@@ -488,6 +488,52 @@ LogicalResult importPad(Imp &imp) {
   return imp.defineResult(v);
 }
 
+/// DepthToSpace (DCR or CRD) and SpaceToDepth: a reshape, a transpose and
+/// a reshape, on the host when constant.
+template <bool ToSpace>
+LogicalResult importBlocksMove(Imp &imp) {
+  std::vector<int64_t> s;
+  if (failed(shapeOfInput(imp, 0, s)))
+    return failure();
+  int64_t b = imp.intAttr("blocksize", 0);
+  if (s.size() != 4 || b < 1 || b > 1 << 16)
+    return imp.fail("the input must be N x C x H x W and the blocksize positive");
+  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  std::vector<int64_t> split, out;
+  SmallVector<int64_t> perm;
+  if (ToSpace) {
+    const auto *modeAttr = imp.attr("mode");
+    std::string mode = modeAttr ? modeAttr->s().substr(0, 20) : "DCR";
+    if (mode != "DCR" && mode != "CRD")
+      return imp.fail("mode " + quoted(mode) + " is unknown (DCR or CRD)");
+    if (c % (b * b) != 0)
+      return imp.fail("the channels are not a multiple of blocksize squared");
+    if (mode == "DCR") {
+      split = {n, b, b, c / (b * b), h, w};
+      perm = {0, 3, 4, 1, 5, 2};
+    } else {
+      split = {n, c / (b * b), b, b, h, w};
+      perm = {0, 1, 4, 2, 5, 3};
+    }
+    out = {n, c / (b * b), h * b, w * b};
+  } else {
+    if (h % b != 0 || w % b != 0)
+      return imp.fail("H and W must be multiples of the blocksize");
+    split = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * b * b, h / b, w / b};
+  }
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto moved = imp.create<TransposeOp>(reshaped(imp, *x, split), imp.builder().getDenseI64ArrayAttr(perm));
+  if (failed(moved))
+    return failure();
+  return imp.defineResult(reshaped(imp, *moved, out));
+}
+template LogicalResult importBlocksMove<true>(Imp &);
+template LogicalResult importBlocksMove<false>(Imp &);
+
 /// Tile: at run time, a concat of copies along each repeated dim.
 namespace {
 

@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""Trains a small CNN with one upsampling layer, as torch.onnx exports it
-(Resize for F.interpolate, ConvTranspose for nn.ConvTranspose2d), on otc's
-CPU target and compares its weights with PyTorch's after the same SGD
-steps (activations.py's comparison and tolerance).
+"""Trains a small CNN with one vision layer, as torch.onnx exports it
+(Resize for F.interpolate, ConvTranspose, InstanceNormalization for
+InstanceNorm2d and GroupNorm, DepthToSpace for PixelShuffle), on otc's CPU
+target and compares its weights with PyTorch's after the same SGD steps
+(activations.py's comparison and tolerance).
 
-  x [12, 1, 5, 6] -> Conv(1, 2, 3, pad 1) -> MODE -> Conv(C, 1, 3) -> y
+  x [12, 1, 5, 6] -> Conv(1, C, 3, pad 1) -> LAYER -> Conv(C', 1, 3) -> y
 
-usage: upsample.py MODE OUT_DIR    (otc on PATH; exits 1 on a mismatch)
+usage: vision_layers.py LAYER OUT_DIR    (otc on PATH; exits 1 on a mismatch)
 """
 import sys
 from pathlib import Path
@@ -17,9 +18,9 @@ import torch.nn.functional as F
 
 from activations import compare_with_pytorch
 
-# Each mode as F.interpolate's arguments: the exports' nearest (asymmetric,
-# floor), linear (pytorch_half_pixel, or align_corners) and cubic forms, by
-# scale or by size, up and down.
+# Each layer as F.interpolate's arguments (the exports' nearest, asymmetric
+# and floor; linear, pytorch_half_pixel or align_corners; cubic; by scale or
+# by size, up and down), or as a module factory.
 MODES = {
     "nearest2": dict(scale_factor=2, mode="nearest"),
     "nearest_size": dict(size=(7, 9), mode="nearest"),
@@ -32,19 +33,27 @@ MODES = {
     "convtranspose": lambda: torch.nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1,
                                                       output_padding=1, groups=2),
     "convtranspose_dilated": lambda: torch.nn.ConvTranspose2d(2, 3, (2, 3), dilation=2, bias=False),
+    # Norms (GroupNorm exports as InstanceNormalization between reshapes),
+    # and the pixel shuffle of super-resolution models, each on 4 channels.
+    "groupnorm": lambda: torch.nn.GroupNorm(2, 4),
+    "instancenorm": lambda: torch.nn.InstanceNorm2d(4, affine=True),
+    "pixelshuffle": lambda: torch.nn.PixelShuffle(2),
 }
+# The channels each layer reads and writes, where not 2 and 2.
+CHANNELS = {"convtranspose": (2, 4), "convtranspose_dilated": (2, 3), "groupnorm": (4, 4),
+            "instancenorm": (4, 4), "pixelshuffle": (4, 1)}
 
 
 class Net(torch.nn.Module):
-    def __init__(self, how):
+    def __init__(self, name):
         super().__init__()
-        self.c1 = torch.nn.Conv2d(1, 2, 3, padding=1)
+        how, (cin, cout) = MODES[name], CHANNELS.get(name, (2, 2))
+        self.c1 = torch.nn.Conv2d(1, cin, 3, padding=1)
         if callable(how):
             self.up = how()
         else:
             self.up = lambda v: F.interpolate(v, **how)
-        channels = self.up.out_channels if callable(how) else 2
-        self.c2 = torch.nn.Conv2d(channels, 1, 3)
+        self.c2 = torch.nn.Conv2d(cout, 1, 3)
 
     def forward(self, x):
         return self.c2(self.up(self.c1(x))).flatten(1)
@@ -53,7 +62,7 @@ class Net(torch.nn.Module):
 def main():
     name, out = sys.argv[1], Path(sys.argv[2])
     torch.manual_seed(0)
-    net = Net(MODES[name])
+    net = Net(name)
     rng = np.random.default_rng(0)
     x = torch.tensor(rng.normal(0, 1, (12, 1, 5, 6)), dtype=torch.float32)
     with torch.no_grad():
