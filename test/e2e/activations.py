@@ -67,16 +67,15 @@ def train(net, x, t, dtype, lr):
     return {k: v.detach().double().numpy() for k, v in net.state_dict().items()}
 
 
-def compare_with_pytorch(net, x, t, lr, out, dynamic=True):
-    """Exports `net` at opset 17, with a dynamic batch unless told, trains
-    it 3 steps in otc and in PyTorch (float32 and float64), and returns
-    check_weights.py's exit status."""
+def compare_with_pytorch(net, x, t, lr, out):
+    """Exports `net` at opset 17 with a dynamic batch, trains it 3 steps in
+    otc and in PyTorch (float32 and float64), and returns check_weights.py's
+    exit status."""
     (out / "data").mkdir(parents=True, exist_ok=True)
     np.save(out / "data" / "x.npy", x.numpy())
     np.save(out / "data" / "targets.npy", t.numpy())
     torch.onnx.export(net, x[:4], out / "model.onnx", input_names=["x"], output_names=["y"],
-                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}} if dynamic else None,
-                      opset_version=17)
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=17)
     w32 = train(copy.deepcopy(net), x, t, torch.float32, lr)
     w64 = train(copy.deepcopy(net), x, t, torch.float64, lr)
     # The exporter stores some parameters folded under anonymous names
