@@ -207,9 +207,35 @@ LogicalResult importSlice(Imp &imp) {
     else
       spec.counts[d] = s > e ? 1 + (s - e - 1) / -step : 0;
   }
-  if (!imp.constantInput(0) && llvm::any_of(spec.steps, [](int64_t k) { return k < 0; }))
-    return imp.fail("negative Slice steps (a flip) are supported on constants only");
-  return defineSlice(imp, 0, spec);
+  if (imp.constantInput(0) || llvm::none_of(spec.steps, [](int64_t k) { return k < 0; }))
+    return defineSlice(imp, 0, spec);
+  // At run time a backward axis (torch.flip) is a gather at its constant
+  // positions, whose gradient scatters back; the rest is a plain slice.
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = imp.builder();
+  Value v = *x;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (spec.steps[d] > 0)
+      continue;
+    HostTensor at{false, onnx::TensorProto::INT64, {spec.counts[d]}, {}};
+    for (int64_t k = 0; k < spec.counts[d]; ++k)
+      at.values.push_back(double(spec.starts[d] + k * spec.steps[d]));
+    auto g = imp.create<GatherOp>(v, ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(),
+                                  b.getI64IntegerAttr(d));
+    if (failed(g))
+      return failure();
+    v = *g;
+    spec.starts[d] = 0;
+    spec.steps[d] = 1;
+  }
+  if (cast<RankedTensorType>(v.getType()).getShape() == ArrayRef<int64_t>(spec.counts))
+    return imp.defineResult(v);
+  auto result = RankedTensorType::get(spec.counts, getElementTypeOrSelf(v.getType()));
+  return imp.defineResult(SliceOp::create(b, imp.loc(), result, v, b.getDenseI64ArrayAttr(spec.starts),
+                                          b.getDenseI64ArrayAttr(spec.steps))
+                              .getResult());
 }
 
 /// ONNX Split into equal parts or given sizes (attribute before opset 13,

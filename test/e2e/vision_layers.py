@@ -38,10 +38,17 @@ MODES = {
     "groupnorm": lambda: torch.nn.GroupNorm(2, 4),
     "instancenorm": lambda: torch.nn.InstanceNorm2d(4, affine=True),
     "pixelshuffle": lambda: torch.nn.PixelShuffle(2),
+    # torch.flip exports as Slice with negative steps.
+    "flip": lambda: Flip(),
 }
 # The channels each layer reads and writes, where not 2 and 2.
 CHANNELS = {"convtranspose": (2, 4), "convtranspose_dilated": (2, 3), "groupnorm": (4, 4),
             "instancenorm": (4, 4), "pixelshuffle": (4, 1)}
+
+
+class Flip(torch.nn.Module):
+    def forward(self, v):
+        return torch.flip(v, dims=(2, 3))
 
 
 class Net(torch.nn.Module):
