@@ -55,7 +55,7 @@ for k in chain rows gemm; do
     else fail=$((fail + 1)); echo "FAIL $k $t"; fi
   done
 done
-for k in unary softmax normalize gather logic slice; do
+for k in unary softmax normalize gather logic slice steps rotary; do
   if "$py" "$dir/check_kernel.py" "$dir/kernel_${k}_f32" $k f32; then
     pass=$((pass + 1)); echo "PASS $k f32"
   else fail=$((fail + 1)); echo "FAIL $k f32"; fi
