@@ -87,17 +87,25 @@ LogicalResult importClip(Imp &imp) {
     return failure();
   Value v = *x;
   for (int k = 0; k < 2; ++k) {
-    std::optional<double> bound;
+    Value bound;
     if (fromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
+      // A compile-time number, or a run-time scalar (which gets a gradient).
       const HostTensor *t = imp.constantInput(k + 1);
-      if (!t || t->numElements() != 1)
-        return imp.fail("Clip bounds must be compile-time scalars");
-      bound = t->values[0];
+      if (t && t->numElements() == 1) {
+        bound = scalarLike(imp, v, t->values[0]);
+      } else {
+        auto b = imp.input(k + 1);
+        if (failed(b))
+          return failure();
+        if (cast<RankedTensorType>(b->getType()).getNumElements() != 1)
+          return imp.fail("Clip bounds must be scalars");
+        bound = reshaped(imp, *b, {});
+      }
     } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
-      bound = imp.floatAttr(k ? "max" : "min", 0);
+      bound = scalarLike(imp, v, imp.floatAttr(k ? "max" : "min", 0));
     }
     if (bound)
-      v = pick(imp, v, scalarLike(imp, v, *bound), k ? ComparePredicate::le : ComparePredicate::ge);
+      v = pick(imp, v, bound, k ? ComparePredicate::le : ComparePredicate::ge);
   }
   return imp.defineResult(v);
 }
@@ -112,6 +120,20 @@ LogicalResult importSum(Imp &imp) {
     if (failed(sum = imp.create<AddOp>(*sum, next)))
       return failure();
   return imp.defineResult(sum);
+}
+
+/// Mean (variadic): the Sum divided by the count.
+LogicalResult importMean(Imp &imp) {
+  auto xs = imp.inputs();
+  if (failed(xs))
+    return failure();
+  FailureOr<Value> sum = xs->front();
+  for (Value next : ArrayRef<Value>(*xs).drop_front())
+    if (failed(sum = imp.create<AddOp>(*sum, next)))
+      return failure();
+  if (!isa<FloatType>(getElementTypeOrSelf(sum->getType())))
+    return imp.fail("Mean of integers is not supported");
+  return imp.defineResult(imp.create<DivOp>(*sum, scalarLike(imp, *sum, double(xs->size()))));
 }
 
 /// Dropout (opset 12): ratio and training_mode are optional constant
@@ -180,6 +202,14 @@ FailureOr<Value> softsign(Imp &imp, Value x) {
   OpBuilder &b = imp.builder();
   Value d = AddOp::create(b, imp.loc(), AbsOp::create(b, imp.loc(), x), scalarLike(imp, x, 1.0));
   return DivOp::create(b, imp.loc(), x, d).getResult();
+}
+
+/// ThresholdedRelu: x where x > alpha, else 0.
+FailureOr<Value> thresholdedRelu(Imp &imp, Value x) {
+  OpBuilder &b = imp.builder();
+  Value above = CompareOp::create(b, imp.loc(), x, scalarLike(imp, x, imp.floatAttr("alpha", 1.0)),
+                                  ComparePredicate::gt);
+  return WhereOp::create(b, imp.loc(), above, x, scalarLike(imp, x, 0.0)).getResult();
 }
 
 FailureOr<Value> hardSigmoidOf(Imp &imp, Value x) {

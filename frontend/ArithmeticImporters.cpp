@@ -190,8 +190,6 @@ LogicalResult importTrilu(Imp &imp) {
   auto x = imp.input(0);
   if (failed(x))
     return failure();
-  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
-    return imp.fail("Trilu of a run-time integer or bool tensor is not supported");
   HostTensor mask{false, onnx::TensorProto::BOOL, {rows, cols}, {}};
   for (int64_t i = 0; i < rows * cols; ++i)
     mask.values.push_back(keep(i));

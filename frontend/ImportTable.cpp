@@ -59,6 +59,7 @@ const OpImporter kImporters[] = {
     {"LeakyRelu", 6, importActivation<leakyRelu>},
     {"Selu", 6, importActivation<selu>},
     {"Softsign", 1, importActivation<softsign>},
+    {"ThresholdedRelu", 10, importActivation<thresholdedRelu>},
     // Reductions (axes an input from the second form) and softmax (along
     // one axis from 13, over a flattened 2-D view before).
     {"ReduceMax", 1, importReduce<ReduceMaxOp>},
@@ -120,10 +121,12 @@ const OpImporter kImporters[] = {
     {"LSTM", 7, importLstm},
     {"Max", 8, importMax},
     {"MaxPool", 1, importMaxPool},
+    {"Mean", 8, importMean},
     {"Min", 8, importMin},
     {"Mod", 10, importMod},
     {"NegativeLogLikelihoodLoss", 12, importNegativeLogLikelihoodLoss},
     {"Not", 1, importNot},
+    {"OneHot", 9, importOneHot, 0b10}, // depth
     {"Pad", 2, importPad},
     {"Pad", 11, importPad},
     {"Pad", 18, importPad}, // axes

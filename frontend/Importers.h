@@ -60,10 +60,12 @@ mlir::LogicalResult importLog(GraphImporter &imp);
 mlir::LogicalResult importLstm(GraphImporter &imp);
 mlir::LogicalResult importMax(GraphImporter &imp);
 mlir::LogicalResult importMaxPool(GraphImporter &imp);
+mlir::LogicalResult importMean(GraphImporter &imp);
 mlir::LogicalResult importMin(GraphImporter &imp);
 mlir::LogicalResult importMod(GraphImporter &imp);
 mlir::LogicalResult importNegativeLogLikelihoodLoss(GraphImporter &imp);
 mlir::LogicalResult importNot(GraphImporter &imp);
+mlir::LogicalResult importOneHot(GraphImporter &imp);
 mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
@@ -121,6 +123,7 @@ mlir::FailureOr<mlir::Value> hardSwish(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> leakyRelu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> selu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> softsign(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> thresholdedRelu(GraphImporter &imp, mlir::Value x);
 
 /// A unary otc op's float64 meaning, from its Nodes.def row (which the
 /// unit tests' interpreter reads too): it folds the op on host constants

@@ -8,6 +8,9 @@
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
+#include "otc/runtime/limits.h"
+
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 
@@ -117,6 +120,55 @@ LogicalResult importGatherElements(Imp &imp) {
   if (failed(flat))
     return failure();
   return gatherRows(imp, data, rank, *flat);
+}
+
+/// OneHot: values[1] where the index (negative from the end) equals the
+/// position along the new axis `axis` of `depth`, else values[0]. A compare
+/// against a constant iota and a where, so the values get gradients.
+LogicalResult importOneHot(Imp &imp) {
+  std::vector<int64_t> ids;
+  if (failed(shapeOfInput(imp, 0, ids)))
+    return failure();
+  const HostTensor *d = imp.constantInput(1);
+  if (!d || d->numElements() != 1)
+    return imp.fail("depth must be a compile-time scalar");
+  int64_t depth = int64_t(d->values[0]);
+  if (depth < 1 || depth > OTC_MAX_ELEMENTS)
+    return imp.fail("depth " + std::to_string(depth) + " must be positive");
+  int64_t rank = int64_t(ids.size()) + 1, axis = imp.intAttr("axis", -1);
+  if (axis < -rank || axis >= rank)
+    return imp.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  axis = axis < 0 ? axis + rank : axis;
+  auto idx = imp.input(0), values = imp.input(2);
+  if (failed(idx) || failed(values))
+    return failure();
+  if (cast<RankedTensorType>(values->getType()).getShape() != ArrayRef<int64_t>{2})
+    return imp.fail("values must be [off, on]");
+  OpBuilder &b = imp.builder();
+  Value i = *idx;
+  if (!getElementTypeOrSelf(i.getType()).isInteger(64)) // float indices truncate
+    i = CastOp::create(b, imp.loc(), withShape(i, ids).clone(b.getI64Type()), i);
+  auto wrapped = wrapNegative(imp, i, depth);
+  if (failed(wrapped))
+    return failure();
+  std::vector<int64_t> column = ids;
+  column.insert(column.begin() + axis, 1);
+  HostTensor iota{false, onnx::TensorProto::INT64, std::vector<int64_t>(rank, 1), {}};
+  iota.shape[axis] = depth;
+  for (int64_t k = 0; k < depth; ++k)
+    iota.values.push_back(double(k));
+  auto hit = imp.create<CompareOp>(reshaped(imp, *wrapped, column),
+                                   ConstantOp::create(b, imp.loc(), toAttr(b, iota)).getResult(),
+                                   ComparePredicate::eq);
+  if (failed(hit))
+    return failure();
+  Type elem = getElementTypeOrSelf(values->getType());
+  auto pick = [&](int64_t k) {
+    return reshaped(imp, SliceOp::create(b, imp.loc(), RankedTensorType::get({1}, elem), *values,
+                                         b.getDenseI64ArrayAttr({k}), b.getDenseI64ArrayAttr({1})),
+                    {});
+  };
+  return imp.defineResult(imp.create<WhereOp>(*hit, pick(1), pick(0)));
 }
 
 /// GatherND: out[b.., i.., t..] = data[b.., indices[b.., i..], t..], where
