@@ -34,6 +34,55 @@ LogicalResult importGemm(Imp &imp) {
       llvm::APFloat(alpha), llvm::APFloat(beta)));
 }
 
+/// MatMul as numpy's matmul: a 1-D operand gains a dim of 1 (dropped from
+/// the result), and the leading (batch) dims broadcast. An operand whose
+/// batch dims are all 1 is used as a shared matrix, one GEMM; otherwise
+/// each operand is broadcast to the common batch dims.
+LogicalResult importMatMul(Imp &imp) {
+  auto a = imp.input(0), b = imp.input(1);
+  if (failed(a) || failed(b))
+    return failure();
+  SmallVector<int64_t> l(cast<RankedTensorType>(a->getType()).getShape());
+  SmallVector<int64_t> r(cast<RankedTensorType>(b->getType()).getShape());
+  if (l.empty() || r.empty())
+    return imp.fail("MatMul operands must have rank 1 or more");
+  bool rowVector = l.size() == 1, columnVector = r.size() == 1;
+  Value lhs = rowVector ? reshaped(imp, *a, {1, l[0]}) : *a;
+  Value rhs = columnVector ? reshaped(imp, *b, {r[0], 1}) : *b;
+  l.assign(cast<RankedTensorType>(lhs.getType()).getShape().begin(),
+           cast<RankedTensorType>(lhs.getType()).getShape().end());
+  r.assign(cast<RankedTensorType>(rhs.getType()).getShape().begin(),
+           cast<RankedTensorType>(rhs.getType()).getShape().end());
+  ArrayRef<int64_t> lLead = ArrayRef<int64_t>(l).drop_back(2), rLead = ArrayRef<int64_t>(r).drop_back(2);
+  auto ones = [](ArrayRef<int64_t> d) { return llvm::all_of(d, [](int64_t v) { return v == 1; }); };
+  if (ones(rLead)) {
+    rhs = reshaped(imp, rhs, ArrayRef<int64_t>(r).take_back(2));
+  } else if (lLead != rLead) {
+    auto batch = broadcastShapes(lLead, rLead);
+    if (!batch)
+      return imp.fail("the batch dims of the operands do not broadcast");
+    auto to = [&](Value v, ArrayRef<int64_t> own) {
+      SmallVector<int64_t> shape(*batch);
+      shape.append(own.end() - 2, own.end());
+      return ArrayRef<int64_t>(shape) == own ? v
+                                             : BroadcastToOp::create(imp.builder(), imp.loc(),
+                                                                     withShape(v, shape), v)
+                                                   .getResult();
+    };
+    lhs = to(lhs, l);
+    rhs = to(rhs, r);
+  }
+  auto y = imp.create<MatMulOp>(lhs, rhs);
+  if (failed(y))
+    return failure();
+  SmallVector<int64_t> out(cast<RankedTensorType>(y->getType()).getShape());
+  if (columnVector)
+    out.pop_back();
+  if (rowVector)
+    out.erase(out.end() - (columnVector ? 1 : 2));
+  return imp.defineResult(reshaped(imp, *y, out));
+}
+
 LogicalResult importUnaryWith(Imp &imp, BuildUnary build, double (*host)(double)) {
   if (const HostTensor *c = imp.constantInput(0); c && host) {
     HostTensor t = *c;

@@ -43,7 +43,6 @@ const OpImporter kImporters[] = {
     {"Sub", 7, importBinary<SubOp, std::minus<double>>},
     {"And", 7, importLogic<AndOp, std::logical_and<double>>},
     {"Or", 7, importLogic<OrOp, std::logical_or<double>>},
-    {"MatMul", 1, importTwoInputs<MatMulOp>},
     // Comparisons, folded likewise.
     {"Equal", 7, importCompare<P::eq>},
     {"Greater", 7, importCompare<P::gt>},
@@ -120,6 +119,7 @@ const OpImporter kImporters[] = {
     {"Log", 6, importLog},
     {"LSTM", 7, importLstm},
     {"Max", 8, importMax},
+    {"MatMul", 1, importMatMul},
     {"MaxPool", 1, importMaxPool},
     {"Mean", 8, importMean},
     {"Min", 8, importMin},

@@ -59,6 +59,7 @@ mlir::LogicalResult importLayerNormalization(GraphImporter &imp);
 mlir::LogicalResult importLog(GraphImporter &imp);
 mlir::LogicalResult importLstm(GraphImporter &imp);
 mlir::LogicalResult importMax(GraphImporter &imp);
+mlir::LogicalResult importMatMul(GraphImporter &imp);
 mlir::LogicalResult importMaxPool(GraphImporter &imp);
 mlir::LogicalResult importMean(GraphImporter &imp);
 mlir::LogicalResult importMin(GraphImporter &imp);
@@ -149,12 +150,6 @@ mlir::LogicalResult importUnary(GraphImporter &imp) {
 template <typename Op>
 mlir::FailureOr<mlir::Value> buildBinary(GraphImporter &imp, mlir::Value a, mlir::Value b) {
   return imp.create<Op>(a, b);
-}
-
-/// An op of inputs 0 and 1 with no host meaning (MatMul).
-template <typename Op>
-mlir::LogicalResult importTwoInputs(GraphImporter &imp) {
-  return importBinaryWith(imp, buildBinary<Op>, std::nullopt);
 }
 
 /// Arithmetic (`F` a std functional), folded on constants.

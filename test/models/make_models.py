@@ -148,6 +148,15 @@ def qwen2(rng, n):
     return tf.Qwen2ForCausalLM(cfg), {"input_ids": ids, "labels": lab}
 
 
+def falcon(rng, n):
+    """Multi-query attention: one key/value head, whose product with the
+    queries broadcasts its batch dims (numpy matmul)."""
+    cfg = tf.FalconConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
+                          num_attention_heads=4, hidden_dropout=0, attention_dropout=0)
+    ids, _, lab = token_data(rng, n, pad=False)
+    return tf.FalconForCausalLM(cfg), {"input_ids": ids, "labels": lab}
+
+
 def roberta(rng, n):
     cfg = tf.RobertaConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
                            num_attention_heads=2, intermediate_size=32,
@@ -199,7 +208,8 @@ def whisper(rng, n):
     return tf.WhisperForConditionalGeneration(cfg), {"input_features": feats, "labels": lab}
 
 
-CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2, "bert": bert, "roberta": roberta,
+CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
+         "falcon": falcon, "bert": bert, "roberta": roberta,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
          "convnext": convnext, "swin": swin, "whisper": whisper}
 
