@@ -2,6 +2,7 @@
 // (ParameterNames.h).
 #include "ParameterNames.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace otc {
@@ -66,6 +67,41 @@ llvm::StringMap<std::string> exportedNames(const onnx::GraphProto &g) {
     if (u.onePath && !u.path.empty())
       names[init] = u.allWeights ? u.path + ".weight" : u.path;
   return names;
+}
+
+std::string readerModule(const onnx::GraphProto &g, llvm::StringRef name) {
+  std::string path;
+  bool any = false;
+  for (const auto &n : g.node()) {
+    if (n.op_type() == "Identity" || llvm::none_of(n.input(), [&](const std::string &i) { return i == name; }))
+      continue;
+    std::string here = modulePath(n.name());
+    if (here.empty() || (any && here != path))
+      return "";
+    path = here;
+    any = true;
+  }
+  return path;
+}
+
+bool sameModuleCalledAgain(llvm::StringRef a, llvm::StringRef b) {
+  if (a.empty() || a == b)
+    return !a.empty();
+  llvm::SmallVector<llvm::StringRef> as, bs;
+  a.split(as, '.');
+  b.split(bs, '.');
+  if (as.size() != bs.size())
+    return false;
+  // "dense_1" is "dense" called again: the longer one is the shorter, "_"
+  // and digits.
+  auto again = [](llvm::StringRef longer, llvm::StringRef shorter) {
+    return longer.consume_front(shorter) && longer.consume_front("_") && !longer.empty() &&
+           llvm::all_of(longer, [](char c) { return c >= '0' && c <= '9'; });
+  };
+  for (size_t i = 0; i < as.size(); ++i)
+    if (as[i] != bs[i] && !again(as[i], bs[i]) && !again(bs[i], as[i]))
+      return false;
+  return true;
 }
 
 } // namespace otc

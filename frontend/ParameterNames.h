@@ -25,6 +25,17 @@ bool globMatch(llvm::StringRef pattern, llvm::StringRef name);
 /// no path get none.
 llvm::StringMap<std::string> exportedNames(const onnx::GraphProto &g);
 
+/// The module path that every reader of value `name` other than Identity
+/// nodes lies in ("model.layers.0.mlp.up_proj"), or "" when they disagree
+/// or carry none.
+std::string readerModule(const onnx::GraphProto &g, llvm::StringRef name);
+
+/// Whether module paths `a` and `b` name one module called more than once:
+/// torch.onnx.export numbers a module's later calls by suffixing its scope
+/// ("attention.dense" and "attention.dense_1"), so they are equal but for
+/// such suffixes where one side has none.
+bool sameModuleCalledAgain(llvm::StringRef a, llvm::StringRef b);
+
 } // namespace otc
 
 #endif

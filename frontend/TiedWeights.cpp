@@ -1,6 +1,7 @@
 // Transposed copies of initializers tied back to their source, and merged
 // equal ones split again (TiedWeights.h).
 #include "TiedWeights.h"
+#include "ParameterNames.h"
 
 #include <algorithm>
 #include <cstring>
@@ -178,7 +179,12 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
                       !initializer.count(n.output(0))
                   ? initializer.find(n.input(0))
                   : initializer.end();
-    if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type())) {
+    // Both anonymous (folded copies, onnx::MatMul_N) and read by one module
+    // called twice (ALBERT's shared layers): one parameter, kept merged.
+    bool calledAgain = it != initializer.end() && llvm::StringRef(n.input(0)).starts_with("onnx::") &&
+                       llvm::StringRef(n.output(0)).starts_with("onnx::") &&
+                       sameModuleCalledAgain(readerModule(g, n.input(0)), readerModule(g, n.output(0)));
+    if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type()) || calledAgain) {
       *nodes.Add() = std::move(n);
       continue;
     }

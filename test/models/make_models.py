@@ -157,6 +157,17 @@ def falcon(rng, n):
     return tf.FalconForCausalLM(cfg), {"input_ids": ids, "labels": lab}
 
 
+def albert(rng, n):
+    """One layer shared by both depths: the export folds its weights into
+    onnx::MatMul_N copies per call and merges the second call's into the
+    first through Identity nodes, which must stay merged."""
+    cfg = tf.AlbertConfig(vocab_size=VOCAB, embedding_size=8, hidden_size=16, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=32, max_position_embeddings=SEQ,
+                          hidden_dropout_prob=0, attention_probs_dropout_prob=0)
+    ids, mask, lab = token_data(rng, n)
+    return tf.AlbertForMaskedLM(cfg), {"input_ids": ids, "attention_mask": mask, "labels": lab}
+
+
 def roberta(rng, n):
     cfg = tf.RobertaConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
                            num_attention_heads=2, intermediate_size=32,
@@ -209,7 +220,7 @@ def whisper(rng, n):
 
 
 CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
-         "falcon": falcon, "bert": bert, "roberta": roberta,
+         "falcon": falcon, "bert": bert, "roberta": roberta, "albert": albert,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
          "convnext": convnext, "swin": swin, "whisper": whisper}
 

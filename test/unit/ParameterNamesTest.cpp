@@ -57,4 +57,30 @@ TEST(ExportedNames, FromTheReadersModulePath) {
   EXPECT_FALSE(names.contains("named.weight"));
 }
 
+TEST(CalledAgain, TheExportersCallSuffix) {
+  // ALBERT's shared layer, called twice: the second call's scope is "_1".
+  EXPECT_TRUE(otc::sameModuleCalledAgain("model.layer.attention.dense", "model.layer.attention.dense_1"));
+  EXPECT_TRUE(otc::sameModuleCalledAgain("a.ffn_2", "a.ffn"));
+  EXPECT_TRUE(otc::sameModuleCalledAgain("a.b", "a.b"));
+  // Deep copies, and modules that merely end in digits, are other modules.
+  EXPECT_FALSE(otc::sameModuleCalledAgain("model.layers.0.mlp", "model.layers.1.mlp"));
+  EXPECT_FALSE(otc::sameModuleCalledAgain("block_1", "block_2"));
+  EXPECT_FALSE(otc::sameModuleCalledAgain("dense", "dense_x"));
+  EXPECT_FALSE(otc::sameModuleCalledAgain("dense", "dense_"));
+  EXPECT_FALSE(otc::sameModuleCalledAgain("a.dense", "dense_1"));
+  EXPECT_FALSE(otc::sameModuleCalledAgain("", ""));
+}
+
+TEST(ReaderModule, IdentitiesAside) {
+  onnx::GraphProto g;
+  addNode(g, "Identity_3", "Identity", {"onnx::MatMul_1"});
+  addNode(g, "/m/dense/MatMul", "MatMul", {"x", "onnx::MatMul_1"});
+  addNode(g, "/m/dense/MatMul_1", "MatMul", {"y", "onnx::MatMul_1"});
+  addNode(g, "/m/a/MatMul", "MatMul", {"x", "onnx::MatMul_2"});
+  addNode(g, "/m/b/MatMul", "MatMul", {"x", "onnx::MatMul_2"});
+  EXPECT_EQ(otc::readerModule(g, "onnx::MatMul_1"), "m.dense");
+  EXPECT_EQ(otc::readerModule(g, "onnx::MatMul_2"), "");
+  EXPECT_EQ(otc::readerModule(g, "unread"), "");
+}
+
 } // namespace
