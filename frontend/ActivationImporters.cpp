@@ -110,8 +110,8 @@ LogicalResult importClip(Imp &imp) {
   return imp.defineResult(v);
 }
 
-/// Sum (variadic): adds left to right, with numpy broadcasting.
-LogicalResult importSum(Imp &imp) {
+/// The inputs added left to right, with numpy broadcasting.
+static FailureOr<Value> sumOfInputs(Imp &imp) {
   auto xs = imp.inputs();
   if (failed(xs))
     return failure();
@@ -119,21 +119,20 @@ LogicalResult importSum(Imp &imp) {
   for (Value next : ArrayRef<Value>(*xs).drop_front())
     if (failed(sum = imp.create<AddOp>(*sum, next)))
       return failure();
-  return imp.defineResult(sum);
+  return sum;
 }
+
+/// Sum (variadic).
+LogicalResult importSum(Imp &imp) { return imp.defineResult(sumOfInputs(imp)); }
 
 /// Mean (variadic): the Sum divided by the count.
 LogicalResult importMean(Imp &imp) {
-  auto xs = imp.inputs();
-  if (failed(xs))
+  auto sum = sumOfInputs(imp);
+  if (failed(sum))
     return failure();
-  FailureOr<Value> sum = xs->front();
-  for (Value next : ArrayRef<Value>(*xs).drop_front())
-    if (failed(sum = imp.create<AddOp>(*sum, next)))
-      return failure();
   if (!isa<FloatType>(getElementTypeOrSelf(sum->getType())))
     return imp.fail("Mean of integers is not supported");
-  return imp.defineResult(imp.create<DivOp>(*sum, scalarLike(imp, *sum, double(xs->size()))));
+  return imp.defineResult(imp.create<DivOp>(*sum, scalarLike(imp, *sum, double(imp.numInputs()))));
 }
 
 /// Dropout (opset 12): ratio and training_mode are optional constant

@@ -82,13 +82,10 @@ FailureOr<Term> diagonals(Imp &imp, Term t) {
       return failure();
     SmallVector<int64_t> merged(dimsOf(moved->value).drop_back(2));
     merged.push_back(n * n);
-    HostTensor at{false, onnx::TensorProto::INT64, {n}, {}};
+    std::vector<int64_t> at;
     for (int64_t k = 0; k < n; ++k)
-      at.values.push_back(double(k * (n + 1)));
-    OpBuilder &b = imp.builder();
-    auto v = imp.create<GatherOp>(reshaped(imp, moved->value, merged),
-                                  ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(),
-                                  b.getI64IntegerAttr(int64_t(merged.size()) - 1));
+      at.push_back(k * (n + 1));
+    auto v = gatherAt(imp, reshaped(imp, moved->value, merged), int64_t(merged.size()) - 1, at);
     if (failed(v))
       return failure();
     return diagonals(imp, Term{*v, rest + c});

@@ -108,6 +108,27 @@ Value coordinateOffsets(GraphImporter &imp, const std::vector<int64_t> &shape,
   return ConstantOp::create(imp.builder(), imp.loc(), toAttr(imp.builder(), t));
 }
 
+FailureOr<Value> gatherAt(GraphImporter &imp, Value v, int64_t axis,
+                          const std::vector<int64_t> &positions) {
+  HostTensor at{false, onnx::TensorProto::INT64, {int64_t(positions.size())},
+                std::vector<double>(positions.begin(), positions.end())};
+  OpBuilder &b = imp.builder();
+  return imp.create<GatherOp>(v, ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(),
+                              b.getI64IntegerAttr(axis));
+}
+
+FailureOr<Value> elementPositions(GraphImporter &imp, Value idx, int64_t axis, int64_t extent,
+                                  const std::vector<int64_t> &strides) {
+  OpBuilder &b = imp.builder();
+  auto along = wrapNegative(imp, idx, extent);
+  if (succeeded(along) && strides[axis] != 1)
+    along = imp.create<MulOp>(*along, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[axis])));
+  if (failed(along))
+    return failure();
+  auto shape = cast<RankedTensorType>(idx.getType()).getShape();
+  return imp.create<AddOp>(*along, coordinateOffsets(imp, {shape.begin(), shape.end()}, strides, axis));
+}
+
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i)

@@ -40,6 +40,18 @@ mlir::FailureOr<mlir::Value> flatIndex(GraphImporter &imp, mlir::Value idx,
 mlir::Value coordinateOffsets(GraphImporter &imp, const std::vector<int64_t> &shape,
                               const std::vector<int64_t> &strides, int64_t skip);
 
+/// `v` gathered along `axis` at the compile-time `positions` (each in
+/// range): an otc.gather of a constant index vector.
+mlir::FailureOr<mlir::Value> gatherAt(GraphImporter &imp, mlir::Value v, int64_t axis,
+                                      const std::vector<int64_t> &positions);
+
+/// The flat position in a row-major tensor of strides `strides` of each
+/// element of int64 `idx` read as the coordinate along `axis` (negative
+/// from the end of `extent`), the other coordinates being the element's
+/// own: wrap(idx) * strides[axis] + the offsets of the others.
+mlir::FailureOr<mlir::Value> elementPositions(GraphImporter &imp, mlir::Value idx, int64_t axis,
+                                              int64_t extent, const std::vector<int64_t> &strides);
+
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
 

@@ -110,13 +110,7 @@ LogicalResult importGatherElements(Imp &imp) {
   auto idx = imp.input(1);
   if (failed(idx))
     return failure();
-  OpBuilder &b = imp.builder();
-  auto along = wrapNegative(imp, *idx, n);
-  if (succeeded(along) && strides[a] != 1)
-    along = imp.create<MulOp>(*along, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[a])));
-  if (failed(along))
-    return failure();
-  auto flat = imp.create<AddOp>(*along, coordinateOffsets(imp, ids, strides, a));
+  auto flat = elementPositions(imp, *idx, a, n, strides);
   if (failed(flat))
     return failure();
   return gatherRows(imp, data, rank, *flat);

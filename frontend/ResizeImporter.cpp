@@ -144,10 +144,7 @@ FailureOr<Value> resampled(Imp &imp, Value v, int64_t d, const Taps &taps, doubl
   for (size_t k = 0; k < taps.index.size(); ++k) {
     if (llvm::all_of(taps.weight[k], [](double w) { return w == 0; }))
       continue;
-    std::vector<double> at(taps.index[k].begin(), taps.index[k].end());
-    HostTensor idx{false, onnx::TensorProto::INT64, {int64_t(at.size())}, at};
-    auto g = imp.create<GatherOp>(v, ConstantOp::create(b, imp.loc(), toAttr(b, idx)).getResult(),
-                                  b.getI64IntegerAttr(d));
+    auto g = gatherAt(imp, v, d, taps.index[k]);
     if (succeeded(g) && llvm::any_of(taps.weight[k], [](double w) { return w != 1; }))
       g = imp.create<MulOp>(*g, castElements(b, imp.loc(), alongDim(imp, onnx::TensorProto::FLOAT,
                                                                     taps.weight[k], rank, d),

@@ -195,13 +195,7 @@ LogicalResult importScatterElements(Imp &imp) {
     auto idx = imp.input(1);
     if (failed(idx))
       return failure();
-    OpBuilder &b = imp.builder();
-    auto along = wrapNegative(imp, *idx, data[a]);
-    if (succeeded(along) && strides[a] != 1)
-      along = imp.create<MulOp>(*along, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[a])));
-    if (failed(along))
-      return failure();
-    auto flat = imp.create<AddOp>(*along, coordinateOffsets(imp, updates, strides, a));
+    auto flat = elementPositions(imp, *idx, a, data[a], strides);
     if (failed(flat))
       return failure();
     return scatterRows(imp, data, *flat, 1, *add);

@@ -219,11 +219,10 @@ LogicalResult importSlice(Imp &imp) {
   for (int64_t d = 0; d < rank; ++d) {
     if (spec.steps[d] > 0)
       continue;
-    HostTensor at{false, onnx::TensorProto::INT64, {spec.counts[d]}, {}};
+    std::vector<int64_t> at;
     for (int64_t k = 0; k < spec.counts[d]; ++k)
-      at.values.push_back(double(spec.starts[d] + k * spec.steps[d]));
-    auto g = imp.create<GatherOp>(v, ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(),
-                                  b.getI64IntegerAttr(d));
+      at.push_back(spec.starts[d] + k * spec.steps[d]);
+    auto g = gatherAt(imp, v, d, at);
     if (failed(g))
       return failure();
     v = *g;
@@ -464,11 +463,10 @@ LogicalResult importPad(Imp &imp) {
     if (before == 0 && after == 0)
       continue;
     if (mode != "constant") {
-      HostTensor at{false, onnx::TensorProto::INT64, {n + before + after}, {}};
+      std::vector<int64_t> at;
       for (int64_t i = -before; i < n + after; ++i)
-        at.values.push_back(double(padSource(mode, i, n)));
-      auto gathered = imp.create<GatherOp>(v, ConstantOp::create(b, imp.loc(), toAttr(b, at)).getResult(),
-                                           b.getI64IntegerAttr(d));
+        at.push_back(padSource(mode, i, n));
+      auto gathered = gatherAt(imp, v, d, at);
       if (failed(gathered))
         return failure();
       v = *gathered;

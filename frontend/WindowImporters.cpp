@@ -44,6 +44,33 @@ void samePads(const std::vector<int64_t> &in, const Window &w, bool upper,
   }
 }
 
+/// `y` viewed [n, m, spatial...] plus the optional bias (input 2, one per
+/// output channel), as output 0: Conv's and ConvTranspose's ending.
+LogicalResult defineWithBias(Imp &imp, Value y, int64_t n, int64_t m,
+                             const std::vector<int64_t> &spatial) {
+  std::vector<int64_t> outShape = {n, m};
+  outShape.insert(outShape.end(), spatial.begin(), spatial.end());
+  Value out = reshaped(imp, y, outShape);
+  if (imp.numInputs() < 3 || imp.node().input(2).empty())
+    return imp.defineResult(out);
+  auto bias = imp.input(2);
+  if (failed(bias))
+    return failure();
+  if (cast<RankedTensorType>(bias->getType()).getShape() != ArrayRef<int64_t>{m})
+    return imp.fail("the bias must have shape [" + std::to_string(m) + "]");
+  std::vector<int64_t> biasShape(outShape.size() - 1, 1);
+  biasShape[0] = m;
+  return imp.defineResult(imp.create<AddOp>(out, reshaped(imp, *bias, biasShape)));
+}
+
+/// A 1-D window's attributes as a 2-D one's with H = 1.
+void asTwoD(Window &w) {
+  w.kernel.insert(w.kernel.begin(), 1);
+  w.strides.insert(w.strides.begin(), 1);
+  w.dilations.insert(w.dilations.begin(), 1);
+  w.pads = {0, w.pads[0], 0, w.pads[1]};
+}
+
 /// Reads the current node's window attributes for input shape `x` and a
 /// kernel of spatial size `kernel`.
 FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t> kernel,
@@ -94,10 +121,7 @@ FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t>
     w.out.push_back(o);
   }
   if (n == 1) { // as 2-D with H = 1
-    w.kernel.insert(w.kernel.begin(), 1);
-    w.strides.insert(w.strides.begin(), 1);
-    w.dilations.insert(w.dilations.begin(), 1);
-    w.pads = {0, w.pads[0], 0, w.pads[1]};
+    asTwoD(w);
     w.image = {x[0], x[1], 1, x[2]};
   } else {
     w.image = x.vec();
@@ -172,19 +196,7 @@ LogicalResult importConv(Imp &imp) {
   auto t = imp.create<TransposeOp>(flat, b.getDenseI64ArrayAttr({1, 0, 2}));
   if (failed(t))
     return failure();
-  std::vector<int64_t> outShape = {n, m};
-  outShape.insert(outShape.end(), w->out.begin(), w->out.end());
-  Value out = reshaped(imp, *t, outShape);
-  if (imp.numInputs() < 3)
-    return imp.defineResult(out);
-  auto bias = imp.input(2);
-  if (failed(bias))
-    return failure();
-  if (cast<RankedTensorType>(bias->getType()).getShape() != ArrayRef<int64_t>{m})
-    return imp.fail("the bias must have shape [" + std::to_string(m) + "]");
-  std::vector<int64_t> biasShape(outShape.size() - 1, 1);
-  biasShape[0] = m;
-  return imp.defineResult(imp.create<AddOp>(out, reshaped(imp, *bias, biasShape)));
+  return defineWithBias(imp, *t, n, m, w->out);
 }
 
 /// ConvTranspose: conv's input gradient, so the same pieces run backward.
@@ -251,12 +263,8 @@ LogicalResult importConvTranspose(Imp &imp) {
       return imp.fail("the pads leave no output");
     w.out.push_back(o);
   }
-  if (n == 1) { // as 2-D with H = 1
-    w.kernel.insert(w.kernel.begin(), 1);
-    w.strides.insert(w.strides.begin(), 1);
-    w.dilations.insert(w.dilations.begin(), 1);
-    w.pads = {0, w.pads[0], 0, w.pads[1]};
-  }
+  if (n == 1)
+    asTwoD(w);
   int64_t batch = xs[0], ih = n == 1 ? 1 : in[0], iw = in.back();
   w.image = {batch, m, n == 1 ? 1 : w.out[0], w.out.back()};
   w.oh = ih;
@@ -285,19 +293,7 @@ LogicalResult importConvTranspose(Imp &imp) {
   Value col = reshaped(imp, *cols, {m, kh, kw, batch, ih, iw});
   Value image = Col2ImOp::create(b, imp.loc(), withShape(col, w.image), col, a.kernel, a.strides,
                                  a.pads, a.dilations);
-  std::vector<int64_t> outShape = {batch, m};
-  outShape.insert(outShape.end(), w.out.begin(), w.out.end());
-  Value out = reshaped(imp, image, outShape);
-  if (imp.numInputs() < 3 || imp.node().input(2).empty())
-    return imp.defineResult(out);
-  auto bias = imp.input(2);
-  if (failed(bias))
-    return failure();
-  if (cast<RankedTensorType>(bias->getType()).getShape() != ArrayRef<int64_t>{m})
-    return imp.fail("the bias must have shape [" + std::to_string(m) + "]");
-  std::vector<int64_t> biasShape(outShape.size() - 1, 1);
-  biasShape[0] = m;
-  return imp.defineResult(imp.create<AddOp>(out, reshaped(imp, *bias, biasShape)));
+  return defineWithBias(imp, image, batch, m, w.out);
 }
 
 /// MaxPool (`Max`) or AveragePool on a window read from the node, or the
