@@ -203,6 +203,60 @@ FailureOr<Value> softsign(Imp &imp, Value x) {
   return DivOp::create(b, imp.loc(), x, d).getResult();
 }
 
+// The hyperbolic and inverse trigonometric functions, composed so their
+// gradients follow: sinh and cosh from e^x and e^-x; asinh = sign(x)
+// log(|x| + sqrt(x^2 + 1)) (no cancellation for negative x); acosh =
+// log(x + sqrt(x^2 - 1)); atanh = log((1 + x) / (1 - x)) / 2;
+// asin = atan(x / sqrt(1 - x^2)); acos = pi/2 - asin.
+static Value expPair(Imp &imp, Value x, double sign) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value up = ExpOp::create(b, loc, x), down = ExpOp::create(b, loc, NegOp::create(b, loc, x));
+  Value pair = sign > 0 ? AddOp::create(b, loc, up, down).getResult()
+                        : SubOp::create(b, loc, up, down).getResult();
+  return MulOp::create(b, loc, pair, scalarLike(imp, x, 0.5));
+}
+FailureOr<Value> sinh(Imp &imp, Value x) { return expPair(imp, x, -1); }
+FailureOr<Value> cosh(Imp &imp, Value x) { return expPair(imp, x, 1); }
+
+/// sqrt(x^2 + c).
+static Value hypot(Imp &imp, Value x, double c) {
+  OpBuilder &b = imp.builder();
+  Value sq = MulOp::create(b, imp.loc(), x, x);
+  return SqrtOp::create(b, imp.loc(), AddOp::create(b, imp.loc(), sq, scalarLike(imp, x, c)));
+}
+FailureOr<Value> asinh(Imp &imp, Value x) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value a = AbsOp::create(b, loc, x);
+  Value l = LogOp::create(b, loc, AddOp::create(b, loc, a, hypot(imp, x, 1.0)));
+  return MulOp::create(b, loc, SignOp::create(b, loc, x), l).getResult();
+}
+FailureOr<Value> acosh(Imp &imp, Value x) {
+  OpBuilder &b = imp.builder();
+  return LogOp::create(b, imp.loc(), AddOp::create(b, imp.loc(), x, hypot(imp, x, -1.0))).getResult();
+}
+FailureOr<Value> atanh(Imp &imp, Value x) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value one = scalarLike(imp, x, 1.0);
+  Value ratio = DivOp::create(b, loc, AddOp::create(b, loc, one, x), SubOp::create(b, loc, one, x));
+  return MulOp::create(b, loc, LogOp::create(b, loc, ratio), scalarLike(imp, x, 0.5)).getResult();
+}
+FailureOr<Value> asin(Imp &imp, Value x) {
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value sq = MulOp::create(b, loc, x, x);
+  Value c = SqrtOp::create(b, loc, SubOp::create(b, loc, scalarLike(imp, x, 1.0), sq));
+  return AtanOp::create(b, loc, DivOp::create(b, loc, x, c)).getResult();
+}
+FailureOr<Value> acos(Imp &imp, Value x) {
+  auto s = asin(imp, x);
+  if (failed(s))
+    return failure();
+  return SubOp::create(imp.builder(), imp.loc(), scalarLike(imp, x, M_PI / 2), *s).getResult();
+}
+
 /// ThresholdedRelu: x where x > alpha, else 0.
 FailureOr<Value> thresholdedRelu(Imp &imp, Value x) {
   OpBuilder &b = imp.builder();

@@ -50,6 +50,13 @@ const OpImporter kImporters[] = {
     {"Less", 7, importCompare<P::lt>},
     {"LessOrEqual", 12, importCompare<P::le>},
     // Activations composed from primitives.
+    {"Acos", 7, importActivation<acos>},
+    {"Acosh", 9, importActivation<acosh>},
+    {"Asin", 7, importActivation<asin>},
+    {"Asinh", 9, importActivation<asinh>},
+    {"Atanh", 9, importActivation<atanh>},
+    {"Cosh", 9, importActivation<cosh>},
+    {"Sinh", 9, importActivation<sinh>},
     {"Celu", 12, importActivation<celu>},
     {"Elu", 6, importActivation<elu>},
     {"Gelu", 20, importActivation<gelu>},

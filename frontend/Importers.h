@@ -116,13 +116,20 @@ mlir::FailureOr<mlir::Value> reduceSumSquare(GraphImporter &imp, mlir::Value x,
                                              llvm::ArrayRef<int64_t> axes, bool keepDims);
 
 // Activations composed from primitives (ActivationImporters.cpp).
+mlir::FailureOr<mlir::Value> acos(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> acosh(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> asin(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> asinh(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> atanh(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> celu(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> cosh(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> elu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> gelu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> hardSigmoidOf(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> hardSwish(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> leakyRelu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> selu(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> sinh(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> softsign(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> thresholdedRelu(GraphImporter &imp, mlir::Value x);
 

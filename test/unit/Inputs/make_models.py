@@ -125,6 +125,14 @@ ACTIVATIONS = [
     # Celu is float32-only in ONNX: activations.test checks it against
     # PyTorch's autograd instead.
     ("Mish", {}),
+    ("Sinh", {}),
+    ("Cosh", {}),
+    ("Asinh", {}),
+    # Inside their domains: Acosh of 1.5 + z^2, the others of 0.9 tanh(z).
+    ("Acosh", {}, "above1"),
+    ("Atanh", {}, "unit"),
+    ("Asin", {}, "unit"),
+    ("Acos", {}, "unit"),
 ]
 
 
@@ -134,13 +142,19 @@ def activations():
     nodes = [helper.make_node("Constant", [], ["three"], value=three),
              helper.make_node("Mul", ["p", "three"], ["z"])]
     inputs, terms = [], []
-    for i, (op, attrs) in enumerate(ACTIVATIONS):
+    nodes += [helper.make_node("Constant", [], ["c15"], value=numpy_helper.from_array(np.array(1.5), "c15")),
+              helper.make_node("Constant", [], ["c09"], value=numpy_helper.from_array(np.array(0.9), "c09")),
+              helper.make_node("Mul", ["z", "z"], ["zz"]),
+              helper.make_node("Add", ["zz", "c15"], ["above1"]),
+              helper.make_node("Tanh", ["z"], ["tz"]),
+              helper.make_node("Mul", ["tz", "c09"], ["unit"])]
+    for i, (op, attrs, *domain) in enumerate(ACTIVATIONS):
         if op == "Mish":
             nodes += [helper.make_node("Softplus", ["z"], [f"sp{i}"]),
                       helper.make_node("Tanh", [f"sp{i}"], [f"t{i}"]),
                       helper.make_node("Mul", ["z", f"t{i}"], [f"a{i}"])]
         else:
-            nodes.append(helper.make_node(op, ["z"], [f"a{i}"], **attrs))
+            nodes.append(helper.make_node(op, [domain[0] if domain else "z"], [f"a{i}"], **attrs))
         nodes += [helper.make_node("Mul", [f"a{i}", f"w{i}"], [f"p{i}"]),
                   helper.make_node("ReduceSum", [f"p{i}"], [f"s{i}"], keepdims=0)]
         inputs.append(helper.make_tensor_value_info(f"w{i}", D, [2, 3]))
