@@ -55,7 +55,7 @@ LogicalResult importMatMul(Imp &imp) {
            cast<RankedTensorType>(rhs.getType()).getShape().end());
   ArrayRef<int64_t> lLead = ArrayRef<int64_t>(l).drop_back(2), rLead = ArrayRef<int64_t>(r).drop_back(2);
   auto ones = [](ArrayRef<int64_t> d) { return llvm::all_of(d, [](int64_t v) { return v == 1; }); };
-  if (ones(rLead)) {
+  if (ones(rLead) && rLead.size() <= lLead.size()) {
     rhs = reshaped(imp, rhs, ArrayRef<int64_t>(r).take_back(2));
   } else if (lLead != rLead) {
     auto batch = broadcastShapes(lLead, rLead);

@@ -71,21 +71,25 @@ FailureOr<Term> diagonals(Imp &imp, Term t) {
     if (dimsOf(t.value)[again] != n)
       return imp.fail("index '" + std::string(1, c) + "' has extents " + std::to_string(n) +
                       " and " + std::to_string(dimsOf(t.value)[again]));
-    std::string rest = t.letters;
-    rest.erase(again, 1);
-    rest.erase(d, 1);
-    // Letters are unique in a permutation: name the second copy '?'.
-    Term named = t;
-    named.letters[again] = '?';
-    auto moved = permuted(imp, named, rest + c + '?');
+    // The other dims in order, then the pair: by position, since `rest`
+    // may repeat letters of its own (diagonals still to take).
+    std::string rest;
+    SmallVector<int64_t> perm;
+    for (size_t k = 0; k < t.letters.size(); ++k)
+      if (k != d && k != again) {
+        perm.push_back(int64_t(k));
+        rest += t.letters[k];
+      }
+    perm.append({int64_t(d), int64_t(again)});
+    auto moved = imp.create<TransposeOp>(t.value, imp.builder().getDenseI64ArrayAttr(perm));
     if (failed(moved))
       return failure();
-    SmallVector<int64_t> merged(dimsOf(moved->value).drop_back(2));
+    SmallVector<int64_t> merged(dimsOf(*moved).drop_back(2));
     merged.push_back(n * n);
     std::vector<int64_t> at;
     for (int64_t k = 0; k < n; ++k)
       at.push_back(k * (n + 1));
-    auto v = gatherAt(imp, reshaped(imp, moved->value, merged), int64_t(merged.size()) - 1, at);
+    auto v = gatherAt(imp, reshaped(imp, *moved, merged), int64_t(merged.size()) - 1, at);
     if (failed(v))
       return failure();
     return diagonals(imp, Term{*v, rest + c});
@@ -234,7 +238,9 @@ LogicalResult importEinsum(Imp &imp) {
     ranks.push_back(int64_t(dimsOf(*v).size()));
   }
   int64_t ellipsis = 0;
-  auto parsed = parse(imp, eqAttr->s().substr(0, 200), ranks, ellipsis);
+  if (eqAttr->s().size() > 200)
+    return imp.fail("the equation is longer than 200 characters");
+  auto parsed = parse(imp, eqAttr->s(), ranks, ellipsis);
   if (failed(parsed))
     return failure();
   auto &[letters, out] = *parsed;

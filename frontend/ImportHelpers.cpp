@@ -62,6 +62,27 @@ FailureOr<Value> wrapNegative(GraphImporter &imp, Value v, int64_t extent) {
   return imp.create<WhereOp>(*negative, *wrapped, v);
 }
 
+/// Whether int64 `v` lies in [-extent, extent).
+static FailureOr<Value> inRange(GraphImporter &imp, Value v, int64_t extent) {
+  OpBuilder &b = imp.builder();
+  Type i64 = b.getI64Type();
+  auto low = imp.create<CompareOp>(v, scalarConstant(b, imp.loc(), i64, double(-extent)),
+                                   ComparePredicate::ge);
+  auto high = imp.create<CompareOp>(v, scalarConstant(b, imp.loc(), i64, double(extent)),
+                                    ComparePredicate::lt);
+  if (failed(low) || failed(high))
+    return failure();
+  return imp.create<AndOp>(*low, *high);
+}
+
+/// `pos` where `ok`, else a position past any tensor (2^36), which gather
+/// reads as 0 and gather_grad drops.
+static FailureOr<Value> orNowhere(GraphImporter &imp, Value ok, Value pos) {
+  OpBuilder &b = imp.builder();
+  return imp.create<WhereOp>(ok, pos, scalarConstant(b, imp.loc(), b.getI64Type(),
+                                                     double(OTC_MAX_ELEMENTS)));
+}
+
 FailureOr<Value> flatIndex(GraphImporter &imp, Value idx, ArrayRef<int64_t> dims) {
   auto type = cast<RankedTensorType>(idx.getType());
   int64_t rank = type.getRank();
@@ -69,23 +90,26 @@ FailureOr<Value> flatIndex(GraphImporter &imp, Value idx, ArrayRef<int64_t> dims
   one.push_back(1);
   std::vector<int64_t> strides = stridesOf(std::vector<int64_t>(dims.begin(), dims.end()));
   OpBuilder &b = imp.builder();
-  FailureOr<Value> sum = failure();
+  FailureOr<Value> sum = failure(), ok = failure();
   for (size_t i = 0; i < dims.size(); ++i) {
     SmallVector<int64_t> starts(rank, 0);
     starts.back() = int64_t(i);
     Value part = SliceOp::create(b, imp.loc(), RankedTensorType::get(one, type.getElementType()),
                                  idx, b.getDenseI64ArrayAttr(starts),
                                  b.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 1)));
-    auto term = wrapNegative(imp, reshaped(imp, part, outer), dims[i]);
+    part = reshaped(imp, part, outer);
+    auto term = wrapNegative(imp, part, dims[i]);
     if (succeeded(term) && strides[i] != 1)
       term = imp.create<MulOp>(*term, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[i])));
-    if (failed(term))
+    auto here = inRange(imp, part, dims[i]);
+    if (failed(term) || failed(here))
       return failure();
     sum = i == 0 ? term : imp.create<AddOp>(*sum, *term);
-    if (failed(sum))
+    ok = i == 0 ? here : imp.create<AndOp>(*ok, *here);
+    if (failed(sum) || failed(ok))
       return failure();
   }
-  return sum;
+  return orNowhere(imp, *ok, *sum);
 }
 
 /// The element offsets of `shape`'s coordinates in a row-major tensor of
@@ -126,7 +150,11 @@ FailureOr<Value> elementPositions(GraphImporter &imp, Value idx, int64_t axis, i
   if (failed(along))
     return failure();
   auto shape = cast<RankedTensorType>(idx.getType()).getShape();
-  return imp.create<AddOp>(*along, coordinateOffsets(imp, {shape.begin(), shape.end()}, strides, axis));
+  auto pos = imp.create<AddOp>(*along, coordinateOffsets(imp, {shape.begin(), shape.end()}, strides, axis));
+  auto ok = inRange(imp, idx, extent);
+  if (failed(pos) || failed(ok))
+    return failure();
+  return orNowhere(imp, *ok, *pos);
 }
 
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {

@@ -30,7 +30,9 @@ mlir::FailureOr<mlir::Value> wrapNegative(GraphImporter &imp, mlir::Value v, int
 
 /// The row-major position in a tensor of dims `dims` of each index tuple
 /// along the last dim of int64 `idx` [..., k], k = dims.size(), negative
-/// entries counted from the end: an int64 [...] computed at run time.
+/// entries counted from the end: an int64 [...] computed at run time. A
+/// tuple with an entry out of range gets a position past any tensor, which
+/// gather reads as 0 and gather_grad drops.
 mlir::FailureOr<mlir::Value> flatIndex(GraphImporter &imp, mlir::Value idx,
                                        llvm::ArrayRef<int64_t> dims);
 
@@ -48,7 +50,8 @@ mlir::FailureOr<mlir::Value> gatherAt(GraphImporter &imp, mlir::Value v, int64_t
 /// The flat position in a row-major tensor of strides `strides` of each
 /// element of int64 `idx` read as the coordinate along `axis` (negative
 /// from the end of `extent`), the other coordinates being the element's
-/// own: wrap(idx) * strides[axis] + the offsets of the others.
+/// own: wrap(idx) * strides[axis] + the offsets of the others; past any
+/// tensor where the index is out of range, as flatIndex.
 mlir::FailureOr<mlir::Value> elementPositions(GraphImporter &imp, mlir::Value idx, int64_t axis,
                                               int64_t extent, const std::vector<int64_t> &strides);
 

@@ -126,9 +126,12 @@ LogicalResult importOneHot(Imp &imp) {
   const HostTensor *d = imp.constantInput(1);
   if (!d || d->numElements() != 1)
     return imp.fail("depth must be a compile-time scalar");
-  int64_t depth = int64_t(d->values[0]);
-  if (depth < 1 || depth > OTC_MAX_ELEMENTS)
-    return imp.fail("depth " + std::to_string(depth) + " must be positive");
+  double want = d->values[0];
+  if (!(want >= 1) || want > double(OTC_MAX_ELEMENTS))
+    return imp.fail("depth must be from 1 to 2^36");
+  int64_t depth = int64_t(want);
+  if (failed(checkFoldSize(imp, depth)))
+    return failure();
   int64_t rank = int64_t(ids.size()) + 1, axis = imp.intAttr("axis", -1);
   if (axis < -rank || axis >= rank)
     return imp.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
@@ -185,12 +188,12 @@ LogicalResult importGatherND(Imp &imp) {
       return imp.fail("the indices' and the data's batch dims differ");
   std::vector<int64_t> out(ids.begin(), ids.end() - 1);
   out.insert(out.end(), data.begin() + nb + k, data.end());
-  if (failed(checkFoldSize(imp, product(out))))
-    return failure();
   ArrayRef<int64_t> tuple = ArrayRef<int64_t>(data).slice(nb, k);
   int64_t block = product(tuple), tuples = product(ArrayRef<int64_t>(ids).drop_back());
   int64_t perBatch = tuples / std::max<int64_t>(product(ArrayRef<int64_t>(ids).take_front(nb)), 1);
   if (const HostTensor *ci = imp.constantInput(1)) {
+    if (failed(checkFoldSize(imp, product(out)))) // a position per element
+      return failure();
     // Row positions in the view [batch.. tuple.., trailing], then elements.
     std::vector<int64_t> idx = ci->asInts(), tstrides = stridesOf(tuple.vec()), positions;
     int64_t trailing = product(ArrayRef<int64_t>(data).drop_front(nb + k));

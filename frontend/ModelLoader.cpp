@@ -132,7 +132,7 @@ const StandIn *standInFor(const onnx::NodeProto &n, int opset) {
 /// Pad-13 lacks.
 bool padWithAxes(const onnx::NodeProto &n, int opset) {
   return opset >= 18 && n.op_type() == "Pad" && (n.domain().empty() || n.domain() == "ai.onnx") &&
-         n.input_size() > 3 && !n.input(3).empty();
+         n.input_size() > 3 && !n.input(3).empty() && n.output_size() > 0;
 }
 
 /// Pad-18 `n` checked as Pad-13: the axes dropped, and the pads, which

@@ -246,24 +246,31 @@ LogicalResult importResize(Imp &imp) {
   Value v = *x;
   for (size_t i = 0; i < n; ++i) {
     AxisResize a{shape[axes[i]], 0, 0, 0};
+    double out;
     if (!sizes->empty()) {
-      a.out = int64_t((*sizes)[i]);
-      a.scale = a.in ? double(a.out) / double(a.in) : 1.0;
+      out = (*sizes)[i];
+      a.scale = a.in ? out / double(a.in) : 1.0;
     } else {
       a.scale = (*scales)[i];
-      if (!(a.scale > 0) || !std::isfinite(a.scale) || double(a.in) * a.scale > OTC_MAX_ELEMENTS)
+      if (!(a.scale > 0) || !std::isfinite(a.scale))
         return imp.fail("scale " + std::to_string(a.scale) + " must be positive and finite");
-      a.out = int64_t(std::floor(double(a.in) * a.scale));
+      out = std::floor(double(a.in) * a.scale);
     }
+    // The index and weight tables hold a few entries per output position.
+    if (!(out >= 1) || a.in < 1 || out > double(OTC_MAX_ELEMENTS))
+      return imp.fail("axis " + std::to_string(axes[i]) + " of " + std::to_string(a.in) +
+                      " would resize to less than 1 or more than 2^36");
+    a.out = int64_t(out);
+    if (failed(checkFoldSize(imp, 4 * a.out)))
+      return failure();
     a.length = double(a.in) * a.scale;
-    if (a.out < 1 || a.in < 1 || a.out > OTC_MAX_ELEMENTS)
-      return imp.fail("axis " + std::to_string(axes[i]) + " would resize from " +
-                      std::to_string(a.in) + " to " + std::to_string(a.out));
     if (!roi->empty() && opt.transform == "tf_crop_and_resize") {
       a.roiStart = (*roi)[i];
       a.roiEnd = (*roi)[i + n];
     }
-    if (a.out == a.in && a.scale == 1.0 && opt.transform != "tf_crop_and_resize")
+    // At scale 1 every transform but these maps a position to itself.
+    if (a.out == a.in && a.scale == 1.0 && opt.transform != "tf_crop_and_resize" &&
+        opt.transform != "tf_half_pixel_for_nn")
       continue;
     auto r = resampled(imp, v, axes[i], tapsOf(opt, a), imp.floatAttr("extrapolation_value", 0.0));
     if (failed(r))

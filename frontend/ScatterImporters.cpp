@@ -121,10 +121,9 @@ LogicalResult scatterRows(Imp &imp, const std::vector<int64_t> &data, Value flat
 /// The data's, the indices' and the updates' shapes.
 LogicalResult scatterShapes(Imp &imp, std::vector<int64_t> &data, std::vector<int64_t> &indices,
                             std::vector<int64_t> &updates) {
-  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 1, indices)) ||
-      failed(shapeOfInput(imp, 2, updates)))
+  if (failed(shapeOfInput(imp, 0, data)) || failed(shapeOfInput(imp, 1, indices)))
     return failure();
-  return checkFoldSize(imp, product(data));
+  return shapeOfInput(imp, 2, updates);
 }
 
 } // namespace
@@ -154,7 +153,9 @@ LogicalResult importScatterND(Imp &imp) {
       return failure();
     return scatterRows(imp, data, *flat, slice, *add);
   }
-  int64_t n = product(data);
+  int64_t n = product(data); // the constant mask and sources have one entry per element
+  if (failed(checkFoldSize(imp, n)))
+    return failure();
   std::vector<int64_t> strides = stridesOf(data), idx = indices->asInts();
   ScatterMap map{std::vector<bool>(n, false), std::vector<int64_t>(n, 0)};
   for (int64_t j = 0; j * k < int64_t(idx.size()); ++j) {
@@ -191,6 +192,9 @@ LogicalResult importScatterElements(Imp &imp) {
       return imp.fail("the indices are larger than the data off the axis");
   std::vector<int64_t> strides = stridesOf(data);
   const HostTensor *indices = imp.constantInput(1);
+  // The constant offsets (run time) or mask and sources (constant indices).
+  if (failed(checkFoldSize(imp, std::max(product(updates), product(data)))))
+    return failure();
   if (*add || !indices) {
     auto idx = imp.input(1);
     if (failed(idx))

@@ -463,6 +463,8 @@ LogicalResult importPad(Imp &imp) {
     if (before == 0 && after == 0)
       continue;
     if (mode != "constant") {
+      if (failed(checkFoldSize(imp, n + before + after)))
+        return failure();
       std::vector<int64_t> at;
       for (int64_t i = -before; i < n + after; ++i)
         at.push_back(padSource(mode, i, n));

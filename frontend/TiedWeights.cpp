@@ -171,6 +171,16 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
     return type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE ||
            type == onnx::TensorProto::FLOAT16 || type == onnx::TensorProto::BFLOAT16;
   };
+  // Both anonymous (folded copies, onnx::MatMul_N) and read by one module
+  // called twice (ALBERT's shared layer): one parameter, kept merged.
+  // Decided on the whole graph, before the loop below moves nodes out.
+  std::set<std::string> calledAgain;
+  for (const auto &n : g.node())
+    if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1 &&
+        llvm::StringRef(n.input(0)).starts_with("onnx::") &&
+        llvm::StringRef(n.output(0)).starts_with("onnx::") &&
+        sameModuleCalledAgain(readerModule(g, n.input(0)), readerModule(g, n.output(0))))
+      calledAgain.insert(n.output(0));
   std::vector<std::pair<std::string, std::string>> untied;
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (auto &n : *g.mutable_node()) {
@@ -179,12 +189,8 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
                       !initializer.count(n.output(0))
                   ? initializer.find(n.input(0))
                   : initializer.end();
-    // Both anonymous (folded copies, onnx::MatMul_N) and read by one module
-    // called twice (ALBERT's shared layers): one parameter, kept merged.
-    bool calledAgain = it != initializer.end() && llvm::StringRef(n.input(0)).starts_with("onnx::") &&
-                       llvm::StringRef(n.output(0)).starts_with("onnx::") &&
-                       sameModuleCalledAgain(readerModule(g, n.input(0)), readerModule(g, n.output(0)));
-    if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type()) || calledAgain) {
+    if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type()) ||
+        (n.output_size() == 1 && calledAgain.count(n.output(0)))) {
       *nodes.Add() = std::move(n);
       continue;
     }

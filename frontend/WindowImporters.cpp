@@ -216,7 +216,7 @@ LogicalResult importConvTranspose(Imp &imp) {
   if (n > 2)
     return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D and 2-D)");
   int64_t groups = imp.intAttr("group", 1), c = xs[1];
-  if (groups < 1 || c % groups != 0 || ws[0] != c)
+  if (groups < 1 || c < 1 || groups > c || c % groups != 0 || ws[0] != c)
     return imp.fail("the weight needs the input's " + std::to_string(c) +
                     " channels first, in groups of " + std::to_string(groups));
   int64_t m = ws[1] * groups, cg = c / groups;
@@ -238,6 +238,9 @@ LogicalResult importConvTranspose(Imp &imp) {
   std::string mode = autoPad ? autoPad->s().substr(0, 40) : "NOTSET";
   if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER")
     return imp.fail("auto_pad " + quoted(mode) + " is not supported");
+  for (int64_t v : wanted)
+    if (v < 1 || v > OTC_MAX_ELEMENTS)
+      return imp.fail("output_shape entries must be from 1 to 2^36");
   std::vector<int64_t> in(xs.begin() + 2, xs.end());
   for (size_t d = 0; d < n; ++d) {
     for (int64_t v : {w.kernel[d], w.strides[d], w.dilations[d], extra[d], w.pads[d], w.pads[d + n]})
@@ -261,6 +264,12 @@ LogicalResult importConvTranspose(Imp &imp) {
     int64_t o = full - w.pads[d] - w.pads[d + n];
     if (o < 1)
       return imp.fail("the pads leave no output");
+    // A conv of the output must read back exactly the input's positions:
+    // more output_padding or output_shape than a stride's reach is refused.
+    if (windowOutputSize(o, w.kernel[d], w.strides[d], w.pads[d], w.pads[d + n], w.dilations[d],
+                         false) != in[d])
+      return imp.fail("output_padding or output_shape reach past the last input position's "
+                      "columns by a stride or more, which is not supported");
     w.out.push_back(o);
   }
   if (n == 1)
