@@ -243,7 +243,9 @@ LogicalResult importEinsum(Imp &imp) {
   auto parsed = parse(imp, eqAttr->s(), ranks, ellipsis);
   if (failed(parsed))
     return failure();
-  auto &[letters, out] = *parsed;
+  // Not a structured binding: clang 14 cannot capture one in a lambda.
+  const std::vector<std::string> &letters = parsed->first;
+  const std::string &out = parsed->second;
   // Each letter's extent; '...' dims of extent 1 broadcast.
   std::map<char, int64_t> extent;
   for (size_t i = 0; i < terms.size(); ++i) {
