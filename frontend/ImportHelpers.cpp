@@ -62,6 +62,15 @@ FailureOr<Value> wrapNegative(GraphImporter &imp, Value v, int64_t extent) {
   return imp.create<WhereOp>(*negative, *wrapped, v);
 }
 
+/// wrapNegative(v, extent) * stride.
+static FailureOr<Value> wrappedTimes(GraphImporter &imp, Value v, int64_t extent, int64_t stride) {
+  auto w = wrapNegative(imp, v, extent);
+  if (failed(w) || stride == 1)
+    return w;
+  OpBuilder &b = imp.builder();
+  return imp.create<MulOp>(*w, scalarConstant(b, imp.loc(), b.getI64Type(), double(stride)));
+}
+
 /// Whether int64 `v` lies in [-extent, extent).
 static FailureOr<Value> inRange(GraphImporter &imp, Value v, int64_t extent) {
   OpBuilder &b = imp.builder();
@@ -98,9 +107,7 @@ FailureOr<Value> flatIndex(GraphImporter &imp, Value idx, ArrayRef<int64_t> dims
                                  idx, b.getDenseI64ArrayAttr(starts),
                                  b.getDenseI64ArrayAttr(SmallVector<int64_t>(rank, 1)));
     part = reshaped(imp, part, outer);
-    auto term = wrapNegative(imp, part, dims[i]);
-    if (succeeded(term) && strides[i] != 1)
-      term = imp.create<MulOp>(*term, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[i])));
+    auto term = wrappedTimes(imp, part, dims[i], strides[i]);
     auto here = inRange(imp, part, dims[i]);
     if (failed(term) || failed(here))
       return failure();
@@ -143,10 +150,7 @@ FailureOr<Value> gatherAt(GraphImporter &imp, Value v, int64_t axis,
 
 FailureOr<Value> elementPositions(GraphImporter &imp, Value idx, int64_t axis, int64_t extent,
                                   const std::vector<int64_t> &strides) {
-  OpBuilder &b = imp.builder();
-  auto along = wrapNegative(imp, idx, extent);
-  if (succeeded(along) && strides[axis] != 1)
-    along = imp.create<MulOp>(*along, scalarConstant(b, imp.loc(), b.getI64Type(), double(strides[axis])));
+  auto along = wrappedTimes(imp, idx, extent, strides[axis]);
   if (failed(along))
     return failure();
   auto shape = cast<RankedTensorType>(idx.getType()).getShape();

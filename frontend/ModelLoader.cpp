@@ -250,52 +250,6 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
   return true;
 }
 
-bool specialiseBatch(onnx::ModelProto &model, int64_t n, bool forwardOnly,
-                     std::string &error);
-
-/// Fills the dims after the batch that the --loss output leaves symbolic
-/// (sizes the graph computes from the input's shape, as an interpolation to
-/// a given size, which ONNX's shape inference cannot follow) from a
-/// forward-only import, which computes every shape. Leaves the model as it
-/// is when nothing is symbolic or that import fails (the training import
-/// then says why).
-void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
-                     const ImportOptions &options, const std::string &name) {
-  size_t colon = options.loss.find(':');
-  if (options.forwardOnly || colon == std::string::npos)
-    return;
-  std::string out = options.loss.substr(colon + 1);
-  onnx::ValueInfoProto *target = findOutput(*model.mutable_graph(), out);
-  if (!target || !target->type().tensor_type().has_shape())
-    return;
-  auto *shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
-  bool symbolic = false;
-  for (int d = 1; d < shape->dim_size(); ++d)
-    symbolic |= !shape->dim(d).has_dim_value();
-  if (!symbolic)
-    return;
-  onnx::ModelProto copy = model;
-  ImportOptions forward;
-  forward.microBatch = options.microBatch;
-  forward.forwardOnly = true;
-  std::string ignored;
-  if (!specialiseBatch(copy, forward.microBatch, true, ignored))
-    return;
-  GraphImporter importer(ctx, ignored, forward);
-  mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(copy, name);
-  if (!module)
-    return;
-  for (auto f : module->getOps<mlir::func::FuncOp>())
-    for (unsigned i = 0; i < f.getNumResults(); ++i) {
-      auto named = f.getResultAttrOfType<mlir::StringAttr>(i, attr::kOutput);
-      auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[i]);
-      if (!named || named.getValue() != out || !type || type.getRank() != shape->dim_size())
-        continue;
-      for (int d = 1; d < shape->dim_size(); ++d)
-        shape->mutable_dim(d)->set_dim_value(type.getDimSize(d));
-    }
-}
-
 /// Makes every data input static: a symbolic leading dimension becomes the
 /// micro-batch size `n`. A training step's data inputs all carry the batch
 /// as axis 0; a forward-only graph's may have any fixed shape. Graph outputs
@@ -340,6 +294,49 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, bool forwardOnly,
   for (auto &o : *g.mutable_output())
     o.mutable_type()->mutable_tensor_type()->clear_shape();
   return true;
+}
+
+/// Fills the dims after the batch that the --loss output leaves symbolic
+/// (sizes the graph computes from the input's shape, as an interpolation to
+/// a given size, which ONNX's shape inference cannot follow) from a
+/// forward-only import, which computes every shape. Leaves the model as it
+/// is when nothing is symbolic or that import fails (the training import
+/// then says why).
+void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
+                     const ImportOptions &options, const std::string &name) {
+  size_t colon = options.loss.find(':');
+  if (options.forwardOnly || colon == std::string::npos)
+    return;
+  std::string out = options.loss.substr(colon + 1);
+  onnx::ValueInfoProto *target = findOutput(*model.mutable_graph(), out);
+  if (!target || !target->type().tensor_type().has_shape())
+    return;
+  auto *shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
+  bool symbolic = false;
+  for (int d = 1; d < shape->dim_size(); ++d)
+    symbolic |= !shape->dim(d).has_dim_value();
+  if (!symbolic)
+    return;
+  onnx::ModelProto copy = model;
+  ImportOptions forward;
+  forward.microBatch = options.microBatch;
+  forward.forwardOnly = true;
+  std::string ignored;
+  if (!specialiseBatch(copy, forward.microBatch, true, ignored))
+    return;
+  GraphImporter importer(ctx, ignored, forward);
+  mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(copy, name);
+  if (!module)
+    return;
+  for (auto f : module->getOps<mlir::func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumResults(); ++i) {
+      auto named = f.getResultAttrOfType<mlir::StringAttr>(i, attr::kOutput);
+      auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[i]);
+      if (!named || named.getValue() != out || !type || type.getRank() != shape->dim_size())
+        continue;
+      for (int d = 1; d < shape->dim_size(); ++d)
+        shape->mutable_dim(d)->set_dim_value(type.getDimSize(d));
+    }
 }
 
 mlir::OwningOpRef<mlir::ModuleOp>

@@ -4,6 +4,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace otc {
 
@@ -69,19 +70,26 @@ llvm::StringMap<std::string> exportedNames(const onnx::GraphProto &g) {
   return names;
 }
 
-std::string readerModule(const onnx::GraphProto &g, llvm::StringRef name) {
-  std::string path;
-  bool any = false;
+llvm::StringMap<std::string> readerModules(const onnx::GraphProto &g) {
+  llvm::StringMap<std::string> paths;
+  llvm::StringSet<> mixed; // read from more than one module, or from none
   for (const auto &n : g.node()) {
-    if (n.op_type() == "Identity" || llvm::none_of(n.input(), [&](const std::string &i) { return i == name; }))
+    if (n.op_type() == "Identity")
       continue;
     std::string here = modulePath(n.name());
-    if (here.empty() || (any && here != path))
-      return "";
-    path = here;
-    any = true;
+    for (const std::string &in : n.input()) {
+      auto [it, fresh] = paths.try_emplace(in, here);
+      if (here.empty() || (!fresh && it->second != here))
+        mixed.insert(in);
+    }
   }
-  return path;
+  for (const auto &m : mixed)
+    paths[m.getKey()] = "";
+  return paths;
+}
+
+std::string readerModule(const onnx::GraphProto &g, llvm::StringRef name) {
+  return readerModules(g).lookup(name);
 }
 
 bool sameModuleCalledAgain(llvm::StringRef a, llvm::StringRef b) {

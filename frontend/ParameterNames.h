@@ -25,9 +25,12 @@ bool globMatch(llvm::StringRef pattern, llvm::StringRef name);
 /// no path get none.
 llvm::StringMap<std::string> exportedNames(const onnx::GraphProto &g);
 
-/// The module path that every reader of value `name` other than Identity
-/// nodes lies in ("model.layers.0.mlp.up_proj"), or "" when they disagree
-/// or carry none.
+/// For each value the graph reads, the module path that every reader other
+/// than Identity nodes lies in ("model.layers.0.mlp.up_proj"), or "" when
+/// they disagree or carry none. One pass over the graph.
+llvm::StringMap<std::string> readerModules(const onnx::GraphProto &g);
+
+/// readerModules(g) of one value ("" when nothing reads it).
 std::string readerModule(const onnx::GraphProto &g, llvm::StringRef name);
 
 /// Whether module paths `a` and `b` name one module called more than once:

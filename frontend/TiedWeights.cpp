@@ -175,11 +175,12 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
   // called twice (ALBERT's shared layer): one parameter, kept merged.
   // Decided on the whole graph, before the loop below moves nodes out.
   std::set<std::string> calledAgain;
+  llvm::StringMap<std::string> modules = readerModules(g);
   for (const auto &n : g.node())
     if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1 &&
         llvm::StringRef(n.input(0)).starts_with("onnx::") &&
         llvm::StringRef(n.output(0)).starts_with("onnx::") &&
-        sameModuleCalledAgain(readerModule(g, n.input(0)), readerModule(g, n.output(0))))
+        sameModuleCalledAgain(modules.lookup(n.input(0)), modules.lookup(n.output(0))))
       calledAgain.insert(n.output(0));
   std::vector<std::pair<std::string, std::string>> untied;
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
