@@ -38,10 +38,11 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
       os << (i ? ", " : "") << d.shape[i];
     os << "}, " << d.numClasses << ", " << intLiteral(d.ignoreIndex) << ", "
        << d.hasIgnoreIndex << ", " << d.negativeIndices << ", "
-       << (d.lowType == ElemType::F32 ? "0" : dtypeName(d.lowType)) << "},\n";
+       << (d.lowType == ElemType::F32 ? "0" : dtypeName(d.lowType)) << ", " << d.assigned
+       << "},\n";
   }
   if (descs.empty())
-    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0},\n";
+    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0, 0},\n";
   os << "};\n";
 }
 
@@ -220,7 +221,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .min_scale = " << floatLiteral(program.lossScale.minScale) << ",\n"
      << "  .default_accum_steps = " << accumSteps << ",\n"
      << "  .precision = " << abiName(program.precision) << ",\n"
-     << "  .recompute = " << abiName(program.recompute) << ",\n};\n\n"
+     << "  .recompute = " << abiName(program.recompute) << ",\n"
+     << "  .token_labels = " << program.tokenLabels << ",\n};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

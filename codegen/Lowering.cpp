@@ -483,6 +483,9 @@ void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) 
   if (t != targets.end()) {
     int to = t->second.buffer;
     if (t->second.accumulate) {
+      // The loss buffer sums seed x loss: the window's objective, scaled.
+      if (to == lossBuffer)
+        node = b.binary(Node::Mul, b.seed(), node);
       int prior = b.load(to, prog->buffers[to].type, strides);
       int sum = b.binary(Node::Add, prior, node);
       node = b.select(b.first(), node, sum);

@@ -118,6 +118,7 @@ private:
   llvm::DenseMap<mlir::Operation *, mlir::Operation *> rootOf;
   mlir::Value loss;
   int lossBuffer = -1;
+  void tokenLabels(mlir::Value loss);
   std::vector<int> resultBuffers;
   llvm::DenseSet<mlir::Value> writtenByOwner;
   llvm::DenseSet<mlir::Value> inlined;

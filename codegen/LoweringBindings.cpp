@@ -52,6 +52,8 @@ static TensorDesc indexRange(BlockArgument arg, TensorDesc desc) {
 
 bool Lowering::bindArguments() {
   std::map<int64_t, size_t> paramOfArg; // argument index: parameter index
+  llvm::DenseSet<Value> written;         // parameters the step assigns
+  func.walk([&](AssignOp a) { written.insert(viewBase(a.getTarget())); });
   for (BlockArgument arg : func.getArguments()) {
     unsigned i = arg.getArgNumber();
     ElemType type = ElemType::F32;
@@ -85,6 +87,7 @@ bool Lowering::bindArguments() {
       buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Param,
                                prog->params.size(), name.str());
       prog->params.push_back({name.str(), type, shapeOf(arg).vec()});
+      prog->params.back().assigned = written.contains(arg);
       prog->gradIndex.push_back(-1);
     } else if (auto of = func.getArgAttrOfType<IntegerAttr>(i, attr::kGradBuffer)) {
       // Bound to its parameter by the parameter's argument index.
@@ -147,11 +150,31 @@ bool Lowering::bindResults() {
   }
   if (!loss)
     return fail(ret, "no result is marked as the loss");
+  tokenLabels(loss);
   lossBuffer = addBuffer(ElemType::F32, {}, Buffer::Place::Loss, 0, "loss");
   if (storable(loss))
     targets[loss] = {lossBuffer, true};
 
   return fuseAccumulations();
+}
+
+// A loss that is a mean cross-entropy over the labels not equal to an
+// ignore_index, of a data input: its count varies by micro-batch, so the
+// runtime weights micro-batches by it (otc_program.token_labels).
+void Lowering::tokenLabels(Value loss) {
+  while (Operation *def = loss.getDefiningOp()) {
+    if (!isa<ReshapeOp, CastOp>(def))
+      break;
+    loss = def->getOperand(0);
+  }
+  auto sce = loss.getDefiningOp<SoftmaxCrossEntropyOp>();
+  if (!sce || !sce.getIgnoreIndexAttr())
+    return;
+  auto arg = dyn_cast<BlockArgument>(viewBase(sce.getLabels()));
+  auto name = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kInput) : nullptr;
+  for (size_t i = 0; name && i < prog->inputs.size(); ++i)
+    if (prog->inputs[i].name == name.getValue())
+      prog->tokenLabels = int(i);
 }
 
 // A gradient accumulates where it is made: a GEMM through its beta, any

@@ -159,6 +159,8 @@ struct TensorDesc {
   /// A parameter's low-precision copy written by the optimizer update (F16
   /// or BF16), or F32 for none.
   ElemType lowType = ElemType::F32;
+  /// A parameter the step writes itself (otc.assign).
+  bool assigned = false;
 };
 
 struct Program {
@@ -169,6 +171,8 @@ struct Program {
   std::vector<TensorDesc> inputs, params;
   std::vector<int> gradIndex; // per parameter: its gradient buffer, or -1
   int numGrads = 0;
+  /// The input whose counted labels divide the loss (otc_program.token_labels).
+  int tokenLabels = -1;
   /// For a plain function (not a training step): its arguments and results.
   std::vector<TensorDesc> arguments, results;
   /// The training step's loss-scaling policy (otc-loss-scaling), for the

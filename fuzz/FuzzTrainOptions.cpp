@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                     static_cast<otc_optimizer>(k), o, error);
     if (r == otc::ParseResult::Ok) {
       // What the runtime relies on after a successful parse.
-      bool ok = !o.data.empty() && (o.steps > 0) != (o.epochs > 0) && o.accumSteps >= 1 &&
+      bool ok = (o.data.empty() != o.tokens.empty()) && (o.steps > 0) != (o.epochs > 0) && o.accumSteps >= 1 &&
                 std::isfinite(o.lr) && o.lr >= 0 && o.beta1 >= 0 && o.beta1 < 1 &&
                 o.beta2 >= 0 && o.beta2 < 1 && o.eps >= 0 && o.weightDecay >= 0 &&
                 o.momentum >= 0 && o.steps <= OTC_MAX_MICRO_BATCHES / o.accumSteps;

@@ -34,18 +34,18 @@ public:
   virtual void setUpdateKernel(decltype(otc_program::update)) {}
   /// Whether any of the `n` floats at `p` is NaN or infinite.
   virtual bool anyNonFinite(const float *p, int64_t n) = 0;
-  /// The same over many tensors at once (the gradient buffers, checked every
-  /// step): CUDA checks them all in one kernel and reads one flag.
+  /// The sum of squares, in double, of every element of many tensors (the
+  /// gradient buffers, every step): their global L2 norm squared, and not
+  /// finite exactly when an element is not (double holds any float32's
+  /// square). CUDA reduces them all in one deterministic pass and reads one
+  /// number.
   struct Span {
     const float *data;
     int64_t count;
   };
-  virtual bool anyNonFinite(const std::vector<Span> &spans) {
-    for (const Span &s : spans)
-      if (anyNonFinite(s.data, s.count))
-        return true;
-    return false;
-  }
+  virtual double sumOfSquares(const std::vector<Span> &spans) = 0;
+  /// Copies `bytes` bytes between two allocations of this backend.
+  virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   /// Bytes requested through alloc() so far.
   size_t allocatedBytes() const { return allocated; }
   /// What the device reports beyond allocatedBytes() (CUDA: the growth of

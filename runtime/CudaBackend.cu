@@ -32,18 +32,43 @@ __global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
     *flag = 1;
 }
 
-/// The same over the `n` tensors of `spans` in one launch: block row y
-/// takes tensors y, y + gridDim.y, ...
-__global__ void nonFiniteSpansKernel(const Backend::Span *spans, int64_t n, int *flag) {
-  bool bad = false;
+/// The block's sum of `x` over its threads, in a fixed order (a tree in
+/// shared memory), in thread 0.
+__device__ double blockSum(double x) {
+  __shared__ double part[256];
+  part[threadIdx.x] = x;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half)
+      part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  return part[0];
+}
+
+/// Sums of squares over the `n` tensors of `spans` in one launch: block row
+/// y takes tensors y, y + gridDim.y, ..., and each block writes its partial
+/// sum; sumPartials adds them. No atomics, so the sum is reproducible.
+__global__ void sumSquaresKernel(const Backend::Span *spans, int64_t n, double *partial) {
+  double acc = 0;
   for (int64_t t = blockIdx.y; t < n; t += gridDim.y) {
     Backend::Span s = spans[t];
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < s.count;
          i += (int64_t)gridDim.x * blockDim.x)
-      bad |= !isfinite(s.data[i]);
+      acc += double(s.data[i]) * double(s.data[i]);
   }
-  if (__syncthreads_or(bad) && threadIdx.x == 0)
-    *flag = 1;
+  double sum = blockSum(acc);
+  if (threadIdx.x == 0)
+    partial[blockIdx.y * gridDim.x + blockIdx.x] = sum;
+}
+
+__global__ void sumPartialsKernel(const double *partial, int n, double *out) {
+  double acc = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    acc += partial[i];
+  double sum = blockSum(acc);
+  if (threadIdx.x == 0)
+    *out = sum;
 }
 
 class CudaBackend final : public Backend {
@@ -58,6 +83,8 @@ public:
     void *workspace = alloc(OTC_CUDA_WORKSPACE_BYTES);
     OTC_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, OTC_CUDA_WORKSPACE_BYTES));
     flag = static_cast<int *>(alloc(sizeof(int)));
+    partials = static_cast<double *>(alloc(kGridX * kGridY * sizeof(double)));
+    sumTotal = static_cast<double *>(alloc(sizeof(double)));
   }
   ~CudaBackend() override {
     for (void *p : blocks)
@@ -106,9 +133,9 @@ public:
     OTC_CUDA_CHECK(cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost));
     return host != 0;
   }
-  bool anyNonFinite(const std::vector<Span> &spans) override {
+  double sumOfSquares(const std::vector<Span> &spans) override {
     if (spans.empty())
-      return false;
+      return 0;
     // The table is copied once: the gradient buffers do not move.
     if (spans.size() != hostTable.size() ||
         std::memcmp(hostTable.data(), spans.data(), spans.size() * sizeof(Span)) != 0) {
@@ -122,14 +149,18 @@ public:
       for (const Span &s : spans)
         most = std::max(most, s.count);
     }
-    unsigned gx = (unsigned)std::min<int64_t>((most + 255) / 256, 256);
-    OTC_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int)));
-    unsigned gy = (unsigned)std::min<size_t>(spans.size(), 65535); // CUDA's limit on y
-    nonFiniteSpansKernel<<<dim3(gx, gy), 256>>>(spansTable, (int64_t)spans.size(), flag);
+    unsigned gx = (unsigned)std::min<int64_t>((most + 255) / 256, kGridX);
+    unsigned gy = (unsigned)std::min<size_t>(spans.size(), kGridY);
+    sumSquaresKernel<<<dim3(gx, gy), 256>>>(spansTable, (int64_t)spans.size(), partials);
     OTC_CUDA_CHECK(cudaGetLastError());
-    int host = 0;
-    OTC_CUDA_CHECK(cudaMemcpy(&host, flag, sizeof(int), cudaMemcpyDeviceToHost));
-    return host != 0;
+    sumPartialsKernel<<<1, 256>>>(partials, int(gx * gy), sumTotal);
+    OTC_CUDA_CHECK(cudaGetLastError());
+    double host = 0;
+    OTC_CUDA_CHECK(cudaMemcpy(&host, sumTotal, sizeof(double), cudaMemcpyDeviceToHost));
+    return host;
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
 
   std::string deviceMemoryNote() override {
@@ -146,6 +177,10 @@ private:
   cublasHandle_t handle;
   std::vector<void *> blocks;
   int *flag = nullptr;
+  // The sum of squares' grid, at most kGridX x kGridY blocks, and its
+  // per-block partial sums and total on the device.
+  static constexpr unsigned kGridX = 128, kGridY = 64;
+  double *partials = nullptr, *sumTotal = nullptr;
   Span *spansTable = nullptr; // on the device
   size_t tableSize = 0;
   std::vector<Span> hostTable;

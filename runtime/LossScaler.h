@@ -29,6 +29,16 @@ public:
   /// a row grow it (×2, if that stays finite) and restore the hysteresis.
   void update(bool overflow);
 
+  /// What a checkpoint keeps of it.
+  struct State {
+    float current;
+    int64_t goodSteps, hysteresisLeft;
+  };
+  State state() const { return {current, goodSteps, hysteresisLeft}; }
+  void restore(const State &s) {
+    current = s.current, goodSteps = s.goodSteps, hysteresisLeft = s.hysteresisLeft;
+  }
+
 private:
   otc_loss_scale_mode mode;
   float current;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -267,6 +268,69 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
   }
   close(fd);
   return ok;
+}
+
+MappedFile &MappedFile::operator=(MappedFile &&o) noexcept {
+  std::swap(base, o.base);
+  std::swap(length, o.length);
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (base)
+    munmap(base, length);
+}
+
+bool MappedFile::map(const std::string &path, std::string &error) {
+  std::string name = "'" + path + "'";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = fd < 0 && errno != ENOENT ? "cannot read data file " + name + ": " + std::strerror(errno)
+            : fd < 0                  ? "cannot open data file " + name
+                                      : "data file " + name + " is not a regular file";
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  length = size_t(st.st_size);
+  void *p = length ? mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0) : nullptr;
+  close(fd);
+  if (p == MAP_FAILED) {
+    length = 0;
+    error = "cannot map data file " + name + ": " + std::strerror(errno);
+    return false;
+  }
+  base = static_cast<char *>(p);
+  return true;
+}
+
+void MappedFile::release(size_t offset, size_t bytes) const {
+  size_t page = size_t(sysconf(_SC_PAGESIZE));
+  size_t from = offset / page * page, to = std::min(length, offset + bytes);
+  if (base && to > from)
+    madvise(base + from, to - from, MADV_DONTNEED);
+}
+
+bool mapNpy(const std::string &path, MappedNpy &out, std::string &error) {
+  if (!out.file.map(path, error))
+    return false;
+  size_t offset = 0;
+  int64_t dataBytes = 0;
+  const MappedFile &f = out.file;
+  std::string name = "'" + path + "'";
+  if (!parseNpyHeader(f.data() ? f.data() : "", f.size(), out.array, offset, dataBytes, error)) {
+    error = name + ": " + error;
+    return false;
+  }
+  if (uint64_t(f.size()) - offset != uint64_t(dataBytes)) {
+    error = name + " holds " + std::to_string(uint64_t(f.size()) - offset) +
+            " bytes of data, but its header describes " + std::to_string(dataBytes);
+    return false;
+  }
+  out.data = f.data() + offset;
+  out.bytes = size_t(dataBytes);
+  return true;
 }
 
 } // namespace otc

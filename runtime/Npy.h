@@ -29,6 +29,37 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error);
 /// Reads a C-ordered little-endian array. Returns false with a message.
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);
 
+/// A file mapped read-only: pages come in as they are read and stay in the
+/// page cache, not in the process's own memory. Move-only.
+class MappedFile {
+public:
+  MappedFile() = default;
+  MappedFile(MappedFile &&o) noexcept { *this = std::move(o); }
+  MappedFile &operator=(MappedFile &&o) noexcept;
+  ~MappedFile();
+  /// Maps the regular file `path`; false with one line in `error`.
+  bool map(const std::string &path, std::string &error);
+  const char *data() const { return base; }
+  size_t size() const { return length; }
+  /// Lets the kernel drop the resident pages of [offset, offset + bytes)
+  /// (after a scan: they are read again from the page cache if needed).
+  void release(size_t offset, size_t bytes) const;
+
+private:
+  char *base = nullptr;
+  size_t length = 0;
+};
+
+/// A .npy file mapped, its header parsed: `array` has dtype and shape (and
+/// no data); its data are `bytes` bytes at `data`.
+struct MappedNpy {
+  MappedFile file;
+  NpyArray array;
+  const char *data = nullptr;
+  size_t bytes = 0;
+};
+bool mapNpy(const std::string &path, MappedNpy &out, std::string &error);
+
 } // namespace otc
 
 #endif

@@ -7,16 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <regex>
 #include <string>
 
 namespace otc {
 namespace {
-
-const char kUsage[] =
-    "usage: %s --data DIR (--steps S | --epochs E) [--accum-steps K] [--lr X]\n"
-    "          [--weight-decay X] [--momentum X] [--beta1 X] [--beta2 X] [--eps X]\n"
-    "          [--save trained.onnx] [--log metrics.jsonl] [--threads N] [--seed S]\n";
-
 
 std::string shown(const char *text) {
   std::string s;
@@ -42,12 +38,15 @@ bool number(const std::string &flag, const char *text, double &out, std::string 
   return true;
 }
 
-bool count(const std::string &flag, const char *text, int64_t &out, std::string &error) {
+/// An integer in [least, 2^40].
+bool count(const std::string &flag, const char *text, int64_t &out, std::string &error,
+           int64_t least = 1) {
   char *end = nullptr;
   errno = 0;
   long long v = std::strtoll(text, &end, 10);
-  if (!*text || *end || errno == ERANGE || v < 1 || v > OTC_MAX_MICRO_BATCHES) {
-    error = flag + " expects an integer from 1 to 2^40, got " + shown(text);
+  if (!*text || *end || errno == ERANGE || v < least || v > OTC_MAX_MICRO_BATCHES) {
+    error = flag + " expects an integer from " + std::to_string(least) + " to 2^40, got " +
+            shown(text);
     return false;
   }
   out = v;
@@ -63,6 +62,151 @@ bool inRange(const std::string &flag, double v, bool belowOne, std::string &erro
   return false;
 }
 
+/// One flag: its value's name (null: a switch), one line of help, and its
+/// default as shown by --help (null: none).
+struct Flag {
+  const char *name, *value, *help, *byDefault;
+  std::function<bool(TrainOptions &, const char *, std::string &)> set;
+};
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
+  auto real = [](const char *flag, double TrainOptions::*field) {
+    return [=](TrainOptions &o, const char *v, std::string &e) { return number(flag, v, o.*field, e); };
+  };
+  auto integer = [](const char *flag, int64_t TrainOptions::*field, int64_t least = 1) {
+    return [=](TrainOptions &o, const char *v, std::string &e) { return count(flag, v, o.*field, e, least); };
+  };
+  auto text = [](std::string TrainOptions::*field) {
+    return [=](TrainOptions &o, const char *v, std::string &) { o.*field = v; return true; };
+  };
+  static const std::string decayDefault[] = {"0", "0.01"};
+  return {
+      {"--data", "DIR", "training data: DIR/NAME.npy per graph input", nullptr, text(&TrainOptions::data)},
+      {"--tokens", "FILE",
+       "token stream (.npy of uint16/int32/int64, or .bin as nanoGPT or llm.c write): each sample "
+       "a random window of T+1 tokens",
+       nullptr, text(&TrainOptions::tokens)},
+      {"--token-input", "NAME", "the graph input a token window's first T tokens feed", nullptr,
+       text(&TrainOptions::tokenInput)},
+      {"--token-labels", "NAME", "the graph input its last T tokens (the shifted labels) feed",
+       nullptr, text(&TrainOptions::tokenLabels)},
+      {"--steps", "S", "optimizer steps to take", nullptr, integer("--steps", &TrainOptions::steps)},
+      {"--epochs", "E", "passes over --data (instead of --steps)", nullptr,
+       integer("--epochs", &TrainOptions::epochs)},
+      {"--accum-steps", "K", "micro-batches per optimizer step", "compiled in",
+       integer("--accum-steps", &TrainOptions::accumSteps)},
+      {"--shuffle", nullptr, "a new seeded order of the samples every epoch", "in file order",
+       [](TrainOptions &o, const char *, std::string &) { return o.shuffle = true; }},
+      {"--seed", "S", "seed of dropout, the shuffle and the token windows", "0",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         char *end = nullptr;
+         errno = 0;
+         unsigned long long s = std::strtoull(v, &end, 10);
+         if (*v && *v != '-' && !*end && errno != ERANGE)
+           return o.seed = s, true;
+         e = "--seed expects an integer from 0 to 2^64-1, got " + shown(v);
+         return false;
+       }},
+      {"--lr", "X", "peak learning rate", "0.001", real("--lr", &TrainOptions::lr)},
+      {"--lr-schedule", "constant|linear|cosine",
+       "after warmup: hold, or decay linearly or by half a cosine to --min-lr at the last step",
+       "constant",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         std::string s = v;
+         if (s == "constant" || s == "linear" || s == "cosine") {
+           o.schedule = s == "constant" ? LrSchedule::Constant
+                        : s == "linear" ? LrSchedule::Linear
+                                        : LrSchedule::Cosine;
+           return true;
+         }
+         e = "--lr-schedule expects constant, linear or cosine, got " + shown(v);
+         return false;
+       }},
+      {"--warmup-steps", "N", "steps of linear warmup from 0 to --lr", "0",
+       integer("--warmup-steps", &TrainOptions::warmupSteps, 0)},
+      {"--min-lr", "X", "where linear and cosine decay end", "0", real("--min-lr", &TrainOptions::minLr)},
+      {"--clip-grad-norm", "X",
+       "scale gradients down to this global L2 norm (after unscaling; as clip_grad_norm_)", "off",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         if (!number("--clip-grad-norm", v, o.clipGradNorm, e))
+           return false;
+         if (o.clipGradNorm > 0)
+           return true;
+         e = "--clip-grad-norm expects a positive number, got " + shown(v);
+         return false;
+       }},
+      {"--weight-decay", "X", "weight decay (decoupled for AdamW)", decayDefault[kind == OTC_ADAMW].c_str(),
+       [&weightDecayGiven](TrainOptions &o, const char *v, std::string &e) {
+         return weightDecayGiven = number("--weight-decay", v, o.weightDecay, e);
+       }},
+      {"--no-decay", "REGEX",
+       "no weight decay for parameters whose name matches (repeatable; e.g. 'bias$')", "none",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         try {
+           std::regex check(v);
+         } catch (const std::regex_error &) {
+           e = "--no-decay expects a regular expression, got " + shown(v);
+           return false;
+         }
+         o.noDecay.push_back(v);
+         return true;
+       }},
+      {"--momentum", "X", "SGD momentum (--optimizer momentum)", "0", real("--momentum", &TrainOptions::momentum)},
+      {"--beta1", "X", "Adam's first-moment decay", "0.9", real("--beta1", &TrainOptions::beta1)},
+      {"--beta2", "X", "Adam's second-moment decay", "0.999", real("--beta2", &TrainOptions::beta2)},
+      {"--eps", "X", "Adam's denominator term", "1e-08", real("--eps", &TrainOptions::eps)},
+      {"--loss-average", "tokens|micro-batch",
+       "a window's loss: the mean over its counted labels, or the mean of micro-batch means",
+       "tokens",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         std::string s = v;
+         if (s == "tokens" || s == "micro-batch") {
+           o.lossAverage = s == "tokens" ? LossAverage::Tokens : LossAverage::MicroBatch;
+           return true;
+         }
+         e = "--loss-average expects tokens or micro-batch, got " + shown(v);
+         return false;
+       }},
+      {"--checkpoint", "DIR", "save the run's whole state to DIR/checkpoint.otc", nullptr,
+       text(&TrainOptions::checkpoint)},
+      {"--checkpoint-every", "N", "checkpoint after every N steps (and at the end)", "only at the end",
+       integer("--checkpoint-every", &TrainOptions::checkpointEvery)},
+      {"--resume", "DIR", "continue the run checkpointed in DIR, bit for bit", nullptr,
+       text(&TrainOptions::resume)},
+      {"--save", "FILE", "write the trained model (ONNX) at the end", nullptr, text(&TrainOptions::save)},
+      {"--log", "FILE", "one JSON line of metrics per step (otc plot draws it)", nullptr,
+       text(&TrainOptions::log)},
+      {"--threads", "N", "CPU threads", "OMP_NUM_THREADS, else all cores",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         if (count("--threads", v, o.threads, e) && o.threads <= 4096)
+           return true;
+         e = "--threads expects an integer from 1 to 4096, got " + shown(v);
+         return false;
+       }},
+  };
+}
+
+std::string usage(const char *prog, const std::vector<Flag> &table, int64_t accumSteps) {
+  std::string text = "usage: " + std::string(prog).substr(0, 200) +
+                     " (--data DIR | --tokens FILE ...) (--steps S | --epochs E) [flags]\n\n";
+  for (const Flag &f : table) {
+    std::string left = "  " + std::string(f.name) + (f.value ? " " + std::string(f.value) : "");
+    left.resize(std::max<size_t>(left.size() + 2, 34), ' ');
+    std::string def = f.byDefault ? f.byDefault : "";
+    if (std::string(f.name) == "--accum-steps")
+      def = std::to_string(accumSteps);
+    text += left + f.help + (def.empty() ? "" : " (default: " + def + ")") + "\n";
+  }
+  text += "  --help                          this text\n";
+  return text;
+}
+
 } // namespace
 
 ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer kind,
@@ -71,71 +215,60 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
   o = TrainOptions();
   o.accumSteps = defaultAccumSteps >= 1 ? defaultAccumSteps : 1;
   bool weightDecayGiven = false;
+  std::vector<Flag> table = flags(kind, weightDecayGiven);
   const char *prog = argc > 0 && argv[0] ? argv[0] : "train";
   for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      char buf[sizeof kUsage + 256];
-      std::snprintf(buf, sizeof buf, kUsage, std::string(prog).substr(0, 200).c_str());
-      error = buf;
-      error += "          (--accum-steps defaults to " +
-               std::to_string(defaultAccumSteps >= 1 ? defaultAccumSteps : 1) + ")\n";
+    std::string name = argv[i];
+    if (name == "--help" || name == "-h") {
+      error = usage(prog, table, o.accumSteps);
       return ParseResult::Help;
     }
-    if (flag.rfind("--", 0) != 0) {
+    if (name.rfind("--", 0) != 0) {
       error = "unexpected argument " + shown(argv[i]);
       return ParseResult::Error;
     }
-    if (i + 1 >= argc) {
+    const Flag *flag = nullptr;
+    for (const Flag &f : table)
+      if (name == f.name)
+        flag = &f;
+    if (!flag) {
+      error = "unknown flag " + shown(argv[i]);
+      return ParseResult::Error;
+    }
+    if (flag->value && i + 1 >= argc) {
       error = shown(argv[i]) + " needs a value";
       return ParseResult::Error;
     }
-    const char *v = argv[++i];
-    bool ok = true;
-    if (flag == "--data") o.data = v;
-    else if (flag == "--save") o.save = v;
-    else if (flag == "--log") o.log = v;
-    else if (flag == "--steps") ok = count(flag, v, o.steps, error);
-    else if (flag == "--epochs") ok = count(flag, v, o.epochs, error);
-    else if (flag == "--accum-steps") ok = count(flag, v, o.accumSteps, error);
-    else if (flag == "--seed") {
-      char *end = nullptr;
-      errno = 0;
-      unsigned long long s = std::strtoull(v, &end, 10);
-      ok = *v && *v != '-' && !*end && errno != ERANGE;
-      if (ok)
-        o.seed = s;
-      else
-        error = "--seed expects an integer from 0 to 2^64-1, got " + shown(v);
-    } else if (flag == "--threads") {
-      ok = count(flag, v, o.threads, error) && o.threads <= 4096;
-      if (!ok)
-        error = "--threads expects an integer from 1 to 4096, got " + shown(v);
-    }
-    else if (flag == "--lr") ok = number(flag, v, o.lr, error);
-    else if (flag == "--weight-decay") ok = weightDecayGiven = number(flag, v, o.weightDecay, error);
-    else if (flag == "--momentum") ok = number(flag, v, o.momentum, error);
-    else if (flag == "--beta1") ok = number(flag, v, o.beta1, error);
-    else if (flag == "--beta2") ok = number(flag, v, o.beta2, error);
-    else if (flag == "--eps") ok = number(flag, v, o.eps, error);
-    else {
-      error = "unknown flag " + shown(argv[i - 1]);
-      ok = false;
-    }
-    if (!ok)
+    if (!flag->set(o, flag->value ? argv[++i] : "", error))
       return ParseResult::Error;
   }
   bool ranges = inRange("--lr", o.lr, false, error) &&
                 (!weightDecayGiven || inRange("--weight-decay", o.weightDecay, false, error)) &&
                 inRange("--momentum", o.momentum, false, error) &&
                 inRange("--beta1", o.beta1, true, error) &&
-                inRange("--beta2", o.beta2, true, error) && inRange("--eps", o.eps, false, error);
-  if (ranges && o.data.empty())
-    error = "--data is required";
-  else if (ranges && (o.steps > 0) == (o.epochs > 0))
+                inRange("--beta2", o.beta2, true, error) && inRange("--eps", o.eps, false, error) &&
+                inRange("--min-lr", o.minLr, false, error);
+  bool stream = !o.tokens.empty();
+  if (!ranges)
+    ;
+  else if (o.data.empty() == !stream)
+    error = "give exactly one of --data and --tokens";
+  else if (stream && (o.tokenInput.empty() || o.tokenLabels.empty()))
+    error = "--tokens needs --token-input and --token-labels";
+  else if (!stream && (!o.tokenInput.empty() || !o.tokenLabels.empty()))
+    error = "--token-input and --token-labels go with --tokens";
+  else if (stream && o.epochs > 0)
+    error = "a token stream has no epochs: give --steps";
+  else if (stream && o.shuffle)
+    error = "--shuffle is for --data; token windows are already random";
+  else if ((o.steps > 0) == (o.epochs > 0))
     error = "give exactly one of --steps and --epochs";
-  else if (ranges && o.steps > 0 && o.steps > OTC_MAX_MICRO_BATCHES / o.accumSteps)
+  else if (o.steps > 0 && o.steps > OTC_MAX_MICRO_BATCHES / o.accumSteps)
     error = "--steps times --accum-steps exceeds 2^40 micro-batches";
+  else if (o.checkpointEvery > 0 && o.checkpoint.empty())
+    error = "--checkpoint-every needs --checkpoint DIR";
+  else if (o.minLr > o.lr)
+    error = "--min-lr " + number(o.minLr) + " exceeds --lr " + number(o.lr);
   if (!error.empty())
     return ParseResult::Error;
   if (!weightDecayGiven) // PyTorch's defaults: AdamW decays, the others do not

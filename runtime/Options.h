@@ -6,16 +6,36 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace otc {
 
+enum class LrSchedule { Constant, Linear, Cosine };
+
+/// How a window's micro-batch losses combine: weighted by their counted
+/// labels (the mean over every counted token of the window), or the plain
+/// mean of the micro-batches' means.
+enum class LossAverage { Tokens, MicroBatch };
+
 struct TrainOptions {
   std::string data, save, log;
+  // The token stream: one flat file of token ids, windows of T + 1 tokens.
+  std::string tokens, tokenInput, tokenLabels;
+  std::string evalData;
+  std::string checkpoint, resume;
   int64_t steps = 0, epochs = 0, accumSteps = 1;
+  int64_t evalEvery = 0, checkpointEvery = 0;
   int64_t threads = 0; // 0: OMP_NUM_THREADS, else all cores
-  uint64_t seed = 0;   // dropout's generator
+  uint64_t seed = 0;   // dropout's generator, the shuffle and the token windows
+  bool shuffle = false;
   double lr = 1e-3, weightDecay = -1, momentum = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  LrSchedule schedule = LrSchedule::Constant;
+  int64_t warmupSteps = 0;
+  double minLr = 0;
+  double clipGradNorm = 0; // 0: no clipping
+  std::vector<std::string> noDecay; // regexes of parameter names
+  LossAverage lossAverage = LossAverage::Tokens;
 };
 
 enum class ParseResult { Ok, Help, Error };

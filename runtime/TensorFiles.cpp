@@ -4,7 +4,9 @@
 #include "SafeFile.h"
 #include "otc/runtime/kernel_support.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -54,35 +56,51 @@ const char *npyDtypeFor(int dtype) {
 }
 
 template <typename T>
-static std::vector<char> widened(const std::vector<char> &data, const std::string &path) {
-  size_t n = data.size() / sizeof(T);
-  std::vector<char> out(n * sizeof(int64_t));
-  for (size_t k = 0; k < n; ++k) {
+static void widen(const char *src, int64_t n, int64_t *dst, const std::string &path,
+                  int64_t first) {
+  for (int64_t k = 0; k < n; ++k) {
     T x;
-    std::memcpy(&x, data.data() + k * sizeof(T), sizeof x);
+    std::memcpy(&x, src + k * sizeof(T), sizeof x);
     if constexpr (std::is_same_v<T, uint64_t>)
       if (x > uint64_t(INT64_MAX))
-        throw Fatal{"'" + path + "' holds " + std::to_string(x) + " at element " + std::to_string(k) +
-                    ", beyond the int64 range otc computes in"};
-    int64_t y = int64_t(x);
-    std::memcpy(out.data() + k * sizeof y, &y, sizeof y);
+        throw Fatal{"'" + path + "' holds " + std::to_string(x) + " at element " +
+                    std::to_string(first + k) + ", beyond the int64 range otc computes in"};
+    dst[k] = int64_t(x);
   }
-  return out;
+}
+
+size_t integerBytes(const std::string &dtype) {
+  if (dtype == "|i1" || dtype == "|u1")
+    return 1;
+  if (dtype == "<i2" || dtype == "<u2")
+    return 2;
+  if (dtype == "<i4" || dtype == "<u4")
+    return 4;
+  return dtype == "<i8" || dtype == "<u8" ? 8 : 0;
+}
+
+void widenInto(const std::string &dtype, const char *src, int64_t n, int64_t *dst,
+               const std::string &path, int64_t first) {
+  void (*w)(const char *, int64_t, int64_t *, const std::string &, int64_t) =
+      dtype == "|i1" ? widen<int8_t>
+      : dtype == "<i2" ? widen<int16_t>
+      : dtype == "<i4" ? widen<int32_t>
+      : dtype == "<i8" ? widen<int64_t>
+      : dtype == "|u1" ? widen<uint8_t>
+      : dtype == "<u2" ? widen<uint16_t>
+      : dtype == "<u4" ? widen<uint32_t>
+                       : widen<uint64_t>;
+  w(src, n, dst, path, first);
 }
 
 void widenIntegers(NpyArray &a, const std::string &path) {
-  std::vector<char> (*widen)(const std::vector<char> &, const std::string &) =
-      a.dtype == "|i1" ? widened<int8_t>
-      : a.dtype == "<i2" ? widened<int16_t>
-      : a.dtype == "<i4" ? widened<int32_t>
-      : a.dtype == "|u1" ? widened<uint8_t>
-      : a.dtype == "<u2" ? widened<uint16_t>
-      : a.dtype == "<u4" ? widened<uint32_t>
-      : a.dtype == "<u8" ? widened<uint64_t>
-                         : nullptr;
-  if (!widen)
+  size_t width = integerBytes(a.dtype);
+  if (!width || a.dtype == "<i8")
     return;
-  a.data = widen(a.data, path);
+  int64_t n = int64_t(a.data.size() / width);
+  std::vector<char> out(n * sizeof(int64_t));
+  widenInto(a.dtype, a.data.data(), n, reinterpret_cast<int64_t *>(out.data()), path, 0);
+  a.data = std::move(out);
   a.dtype = "<i8";
 }
 
@@ -154,30 +172,45 @@ void writeNpyFile(const std::string &path, int dtype, const std::vector<int64_t>
 
 void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string &path,
                  bool requireFinite) {
-  int64_t samples = a.shape.empty() ? 1 : a.shape[0];
-  if (requireFinite && a.dtype == "<f4") {
-    const float *x = reinterpret_cast<const float *>(a.data.data());
-    size_t n = a.data.size() / sizeof(float), perSample = samples ? n / samples : 1;
-    for (size_t k = 0; k < n; ++k)
-      if (!std::isfinite(x[k]))
-        throw Fatal{"'" + path + "' holds " + (std::isnan(x[k]) ? "nan" : "inf") +
-                    " in sample " + std::to_string(k / perSample) + "; training needs finite data"};
+  checkValues(d, a.dtype, a.data.data(), a.data.size(), a.shape.empty() ? 1 : a.shape[0], path,
+              requireFinite);
+}
+
+void checkValues(const otc_tensor_desc &d, const std::string &dtype, const char *data,
+                 size_t bytes, int64_t samples, const std::string &path, bool requireFinite,
+                 int64_t firstSample) {
+  if (requireFinite && dtype == "<f4") {
+    size_t n = bytes / sizeof(float), perSample = samples ? n / samples : 1;
+    for (size_t k = 0; k < n; ++k) {
+      float x;
+      std::memcpy(&x, data + k * sizeof x, sizeof x);
+      if (!std::isfinite(x))
+        throw Fatal{"'" + path + "' holds " + (std::isnan(x) ? "nan" : "inf") + " in sample " +
+                    std::to_string(firstSample + int64_t(k / perSample)) +
+                    "; training needs finite data"};
+    }
   }
-  if (d.num_classes <= 0 || a.dtype != "<i8")
+  size_t width = integerBytes(dtype);
+  if (d.num_classes <= 0 || !width)
     return;
-  // Every element: gather indices may be [N, T] (token sequences).
-  const int64_t *labels = reinterpret_cast<const int64_t *>(a.data.data());
-  int64_t n = int64_t(a.data.size() / sizeof(int64_t));
+  // Every element: gather indices may be [N, T] (token sequences). Narrower
+  // integers are widened a chunk at a time.
+  int64_t n = int64_t(bytes / width);
   int64_t perSample = samples ? n / samples : 1;
   int64_t low = d.negative_indices ? -d.num_classes : 0;
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t y = labels[k];
-    if ((y < low || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
-      throw Fatal{"'" + path + "' holds " + (d.negative_indices ? "index " : "label ") +
-                  std::to_string(y) + " at sample " + std::to_string(k / perSample) +
-                  ", outside " +
-                  (d.negative_indices ? "" : "the " + std::to_string(d.num_classes) + " classes ") +
-                  "[" + std::to_string(low) + ", " + std::to_string(d.num_classes) + ")"};
+  std::vector<int64_t> chunk(std::min<int64_t>(n, 1 << 16));
+  for (int64_t at = 0; at < n; at += int64_t(chunk.size())) {
+    int64_t m = std::min<int64_t>(n - at, int64_t(chunk.size()));
+    widenInto(dtype, data + at * width, m, chunk.data(), path, at);
+    for (int64_t k = 0; k < m; ++k) {
+      int64_t y = chunk[k];
+      if ((y < low || y >= d.num_classes) && !(d.has_ignore_index && y == d.ignore_index))
+        throw Fatal{"'" + path + "' holds " + (d.negative_indices ? "index " : "label ") +
+                    std::to_string(y) + " at sample " +
+                    std::to_string(firstSample + (at + k) / perSample) + ", outside " +
+                    (d.negative_indices ? "" : "the " + std::to_string(d.num_classes) + " classes ") +
+                    "[" + std::to_string(low) + ", " + std::to_string(d.num_classes) + ")"};
+    }
   }
 }
 

@@ -45,6 +45,15 @@ const char *npyDtypeFor(int dtype);
 /// int64's range; any other dtype is left as it is.
 void widenIntegers(NpyArray &a, const std::string &path);
 
+/// Bytes per element of the npy integer dtype `dtype`, or 0 for another.
+size_t integerBytes(const std::string &dtype);
+
+/// `n` integers of the npy integer dtype `dtype` at `src` as int64 at `dst`;
+/// throws Fatal naming `path` and element `first + k` for a uint64 value
+/// above int64's range.
+void widenInto(const std::string &dtype, const char *src, int64_t n, int64_t *dst,
+               const std::string &path, int64_t first);
+
 /// Bytes per element of `dtype` in device memory.
 size_t storageBytes(int dtype);
 
@@ -63,6 +72,11 @@ void writeNpyFile(const std::string &path, int dtype, const std::vector<int64_t>
 /// through them), or, with `requireFinite`, a non-finite float.
 void checkValues(const otc_tensor_desc &d, const NpyArray &a, const std::string &path,
                  bool requireFinite);
+/// The same over `bytes` bytes of `samples` samples of dtype `dtype` (a
+/// mapped file, or part of one from sample `firstSample`).
+void checkValues(const otc_tensor_desc &d, const std::string &dtype, const char *data,
+                 size_t bytes, int64_t samples, const std::string &path, bool requireFinite,
+                 int64_t firstSample = 0);
 
 } // namespace otc
 

@@ -1,6 +1,9 @@
 // The training executable's main: loads the data, loops over micro-batches,
 // steps the optimizer, reports progress and saves the trained model.
 #include "Backend.h"
+#include "Checkpoint.h"
+#include "Data.h"
+#include "Schedule.h"
 #include "LossScaler.h"
 #include "ModelFile.h"
 #include "Npy.h"
@@ -11,12 +14,15 @@
 #include "otc/runtime/abi.h"
 
 #include <chrono>
+#include <regex>
+#include <sstream>
 #include <map>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cerrno>
+#include <fstream>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,65 +31,22 @@ namespace {
 
 [[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
 
-/// One array per graph input, all with the same number of samples.
-struct Dataset {
-  std::vector<NpyArray> arrays;
-  std::vector<size_t> sampleBytes;
-  int64_t samples = -1;
-};
-
-Dataset loadDataset(const std::string &dir, const otc_program &prog) {
-  Dataset ds;
-  TensorFileNames files("inputs", "read");
-  for (int i = 0; i < prog.num_inputs; ++i) {
-    const otc_tensor_desc &d = prog.inputs[i];
-    std::string path = dir + "/" + files.claim(d.name);
-    NpyArray a;
-    std::string error;
-    if (!readNpy(path, a, error))
-      die(error + " (the data for input '" + d.name + "')");
-    if (d.dtype == OTC_I64)
-      widenIntegers(a, path);
-    const char *want = npyDtypeFor(d.dtype);
-    if (a.dtype != want)
-      die("'" + path + "' has dtype " + a.dtype + ", but input '" + d.name +
-          "' needs " + want +
-          (d.dtype == OTC_F32 ? " (float32)" : d.dtype == OTC_BOOL ? " (bool)" : " (int64, or a narrower integer type)"));
-    bool ok = (int)a.shape.size() == d.rank;
-    for (int k = 1; ok && k < d.rank; ++k)
-      ok = a.shape[k] == d.shape[k];
-    if (!ok) {
-      die("'" + path + "' has shape " + shapeText(a.shape.data(), a.shape.size()) +
-          ", but input '" + d.name + "' needs samples of shape " +
-          shapeText(d.shape + 1, d.rank - 1) + " along axis 0");
-    }
-    if (ds.samples >= 0 && a.shape[0] != ds.samples)
-      die("'" + path + "' has " + std::to_string(a.shape[0]) + " samples, but '" +
-          fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(ds.samples));
-    // With a loss scaler a non-finite sample is a skipped step, as in
-    // PyTorch AMP; without one it could only stop the run later.
-    checkValues(d, a, path, /*requireFinite=*/prog.loss_scale_mode == OTC_LOSS_SCALE_NONE);
-    ds.samples = a.shape[0];
-    ds.sampleBytes.push_back(ds.samples ? a.data.size() / ds.samples : 0);
-    ds.arrays.push_back(std::move(a));
-  }
-  return ds;
-}
-
-OptimizerStep stepScalars(otc_optimizer kind, const TrainOptions &o, int64_t t) {
+/// The update's scalars for optimizer step `t` at learning rate `lr`.
+OptimizerStep stepScalars(otc_optimizer kind, const TrainOptions &o, int64_t t, double lr,
+                          double weightDecay) {
   OptimizerStep s{};
   s.kind = kind;
-  s.lr = float(o.lr);
-  s.weightDecay = float(o.weightDecay);
+  s.lr = float(lr);
+  s.weightDecay = float(weightDecay);
   s.momentum = float(o.momentum);
   s.beta1 = float(o.beta1);
   s.oneMinusBeta1 = float(1.0 - o.beta1);
   s.beta2 = float(o.beta2);
   s.oneMinusBeta2 = float(1.0 - o.beta2);
   s.eps = float(o.eps);
-  s.stepSize = float(o.lr / (1.0 - std::pow(o.beta1, double(t))));
+  s.stepSize = float(lr / (1.0 - std::pow(o.beta1, double(t))));
   s.biasCorr2Sqrt = float(std::sqrt(1.0 - std::pow(o.beta2, double(t))));
-  s.decayFactor = float(1.0 - o.lr * o.weightDecay);
+  s.decayFactor = float(1.0 - lr * weightDecay);
   s.firstStep = t == 1;
   s.gradScale = 1.0f;
   return s;
@@ -94,6 +57,8 @@ struct Param {
   int64_t count;
   float *value, *grad = nullptr, *m = nullptr, *v = nullptr;
   void *low = nullptr; // the 16-bit copy the step reads, or null
+  bool decays = true;  // not matched by --no-decay
+  float *saved = nullptr; // an assigned parameter's value before the window
 };
 
 /// `values` rounded to nearest even in the 16-bit type `dtype`, as bytes:
@@ -170,8 +135,9 @@ struct Trainer {
   const otc_program &prog = *otc_get_program();
   otc_optimizer kind = static_cast<otc_optimizer>(prog.optimizer);
   TrainOptions opt;
-  Dataset ds;
+  std::unique_ptr<DataSource> data;
   int64_t N = 0, K = 0, M = 0, total = 0, steps = 0;
+  bool tokenWeighted = false; // micro-batches weighted by their counted labels
   std::unique_ptr<Backend> backend;
   std::vector<Param> params;
   std::vector<float *> paramPtrs, gradPtrs;
@@ -183,28 +149,34 @@ struct Trainer {
   static constexpr unsigned char kPaint = 0xA5;
   std::unique_ptr<std::FILE, int (*)(std::FILE *)> logFile{nullptr, std::fclose};
   int64_t updates = 0, skipped = 0; // Adam's step count advances on updates only
+  int64_t startStep = 0;
   double firstLoss = 0, lastLoss = 0;
+  LossScaler scaler{prog.loss_scale_mode, prog.init_scale, prog.scale_window,
+                    prog.scale_hysteresis, prog.min_scale};
 
-  /// Reads the data and sizes the run: micro-batches per epoch and in all.
+  /// Opens the data and sizes the run: micro-batches per epoch and in all.
   void loadData() {
     // Refuse an unwritable --save before hours of training, not after.
     std::string error;
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
-    ds = loadDataset(opt.data, prog);
+    data = opt.tokens.empty() ? openArrays(opt.data, prog, opt.shuffle, opt.seed)
+                              : openTokens(opt, prog);
     N = prog.micro_batch, K = opt.accumSteps;
-    M = ds.samples / N;
-    if (M == 0)
-      die("the data holds " + std::to_string(ds.samples) +
+    M = data->microBatchesPerEpoch();
+    if (opt.tokens.empty() && M == 0)
+      die("the data holds " + std::to_string(data->samples()) +
           " samples, fewer than one micro-batch of " + std::to_string(N));
     total = opt.steps * K; // the option parser bounds this product
     if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > OTC_MAX_MICRO_BATCHES))
       die("--epochs " + std::to_string(opt.epochs) + " of " + std::to_string(M) +
           " micro-batches exceeds 2^40 micro-batches");
-    if (ds.samples % N)
-      std::fprintf(stderr, "train: note: skipping the last %lld samples, fewer than a micro-batch\n",
-                   (long long)(ds.samples % N));
+    if (opt.tokens.empty() && data->samples() % N)
+      std::fprintf(stderr, "train: note: %s the last %lld samples%s, fewer than a micro-batch\n",
+                   opt.shuffle ? "every epoch leaves out" : "skipping",
+                   (long long)(data->samples() % N), opt.shuffle ? " of its order" : "");
     steps = (total + K - 1) / K;
+    tokenWeighted = prog.token_labels >= 0 && opt.lossAverage == LossAverage::Tokens;
   }
 
   /// Parameters from the embedded model, their 16-bit copies, gradient
@@ -217,16 +189,16 @@ struct Trainer {
     std::string error;
     if (!readInitializers(counts, values, error))
       die(error);
+    std::vector<std::regex> noDecay;
+    for (const std::string &r : opt.noDecay)
+      noDecay.emplace_back(r);
     gradPtrs.resize(prog.num_grads);
     for (int i = 0; i < prog.num_params; ++i) {
       Param p{&prog.params[i], elements(prog.params[i]), nullptr};
       p.value = (float *)backend->alloc(p.count * sizeof(float));
-      backend->toDevice(p.value, values[p.desc->name].data(), p.count * sizeof(float));
-      if (p.desc->low_dtype == OTC_F16 || p.desc->low_dtype == OTC_BF16) {
-        std::vector<uint16_t> bits = lowCopy(values[p.desc->name], p.desc->low_dtype);
-        p.low = backend->alloc(bits.size() * sizeof(uint16_t));
-        backend->toDevice(p.low, bits.data(), bits.size() * sizeof(uint16_t));
-      }
+      if (p.desc->low_dtype == OTC_F16 || p.desc->low_dtype == OTC_BF16)
+        p.low = backend->alloc(p.count * sizeof(uint16_t));
+      setValue(p, values[p.desc->name]);
       if (prog.grad_index[i] >= 0) {
         p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
         // State as the optimizer needs it: none for SGD, m for momentum, m
@@ -235,7 +207,13 @@ struct Trainer {
           p.m = (float *)backend->alloc(p.count * sizeof(float));
         if (kind == OTC_ADAM || kind == OTC_ADAMW)
           p.v = (float *)backend->alloc(p.count * sizeof(float));
+        for (const std::regex &r : noDecay)
+          p.decays = p.decays && !std::regex_search(p.desc->name, r);
       }
+      // A skipped step restores what the step assigned (only a loss scaler
+      // skips steps; without one the run stops instead).
+      if (p.desc->assigned && scaler.enabled())
+        p.saved = (float *)backend->alloc(p.count * sizeof(float));
       paramPtrs.push_back(p.value);
       lowPtrs.push_back(p.low);
       params.push_back(p);
@@ -243,12 +221,29 @@ struct Trainer {
     for (const Param &p : params)
       if (p.grad)
         gradSpans.push_back({p.grad, p.count});
+    if (!opt.noDecay.empty()) {
+      int64_t kept = 0;
+      for (const Param &p : params)
+        kept += p.grad && !p.decays;
+      std::fprintf(stderr, "train: no weight decay for %lld of %zu trained parameters\n",
+                   (long long)kept, gradSpans.size());
+    }
+  }
+
+  /// Sets a parameter's value and its 16-bit copy from host values.
+  void setValue(Param &p, const std::vector<float> &v) {
+    backend->toDevice(p.value, v.data(), p.count * sizeof(float));
+    if (p.low) {
+      std::vector<uint16_t> bits = lowCopy(v, p.desc->low_dtype);
+      backend->toDevice(p.low, bits.data(), bits.size() * sizeof(uint16_t));
+    }
   }
 
   /// The step's arguments: staged inputs, the painted arena, the loss.
   void prepareStep() {
-    for (size_t i = 0; i < ds.arrays.size(); ++i)
-      inputPtrs.push_back(backend->alloc(ds.sampleBytes[i] * N));
+    for (int i = 0; i < prog.num_inputs; ++i)
+      inputPtrs.push_back(backend->alloc(size_t(elements(prog.inputs[i])) *
+                                         storageBytes(prog.inputs[i].dtype)));
     args.arena = (char *)backend->alloc(prog.arena_bytes);
     backend->fill(args.arena, kPaint, prog.arena_bytes);
     args.inputs = inputPtrs.data();
@@ -259,42 +254,167 @@ struct Trainer {
     args.blas = backend->blas();
   }
 
-  /// Runs window `s`'s k micro-batches; returns the summed loss.
-  float runWindow(int64_t s, int64_t k, const LossScaler &scaler) {
+  /// Everything a run must agree on to continue from a checkpoint.
+  std::map<std::string, std::string> config() const {
+    std::map<std::string, std::string> c;
+    auto num = [](double v) {
+      char t[32];
+      std::snprintf(t, sizeof t, "%.17g", v);
+      return std::string(t);
+    };
+    uint64_t h = fingerprint(otc_model_begin, size_t(otc_model_end - otc_model_begin));
+    for (int i = 0; i < prog.num_params; ++i)
+      h = fingerprint(prog.params[i].name, std::strlen(prog.params[i].name), h);
+    char model[24];
+    std::snprintf(model, sizeof model, "%016llx", (unsigned long long)h);
+    c["model"] = model;
+    c["optimizer"] = std::to_string(prog.optimizer);
+    c["micro-batch"] = std::to_string(N);
+    c["precision"] = precisionName(prog.precision);
+    c["accum-steps"] = std::to_string(K);
+    c["micro-batches"] = std::to_string(total);
+    c["samples"] = std::to_string(data->samples());
+    c["data"] = opt.tokens.empty() ? "arrays" : "tokens";
+    c["shuffle"] = opt.shuffle ? "yes" : "no";
+    c["seed"] = std::to_string(opt.seed);
+    c["lr"] = num(opt.lr);
+    c["lr-schedule"] = std::to_string(int(opt.schedule));
+    c["warmup-steps"] = std::to_string(opt.warmupSteps);
+    c["min-lr"] = num(opt.minLr);
+    c["clip-grad-norm"] = num(opt.clipGradNorm);
+    c["weight-decay"] = num(opt.weightDecay);
+    std::string nd;
+    for (const std::string &r : opt.noDecay)
+      nd += r + "\x1f";
+    c["no-decay"] = std::to_string(fingerprint(nd.data(), nd.size()));
+    c["momentum"] = num(opt.momentum);
+    c["beta1"] = num(opt.beta1);
+    c["beta2"] = num(opt.beta2);
+    c["eps"] = num(opt.eps);
+    c["loss-average"] = opt.lossAverage == LossAverage::Tokens ? "tokens" : "micro-batch";
+    return c;
+  }
+
+  void checkpoint(int64_t nextStep) {
+    Checkpoint c;
+    c.config = config();
+    c.nextStep = nextStep, c.updates = updates, c.skipped = skipped, c.firstLoss = firstLoss;
+    LossScaler::State st = scaler.state();
+    c.scale = st.current, c.goodSteps = st.goodSteps, c.hysteresisLeft = st.hysteresisLeft;
+    auto read = [&](const float *src, int64_t n) {
+      std::vector<float> values(static_cast<size_t>(n));
+      backend->toHost(values.data(), src, values.size() * sizeof(float));
+      return values;
+    };
+    for (const Param &p : params) {
+      c.tensors["value/" + std::string(p.desc->name)] = read(p.value, p.count);
+      if (p.m)
+        c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.count);
+      if (p.v)
+        c.tensors["v/" + std::string(p.desc->name)] = read(p.v, p.count);
+    }
+    saveCheckpoint(opt.checkpoint, c);
+  }
+
+  /// --resume: the state of the checkpointed run, refused when it is not
+  /// this run's.
+  void resume() {
+    Checkpoint c = loadCheckpoint(opt.resume);
+    std::map<std::string, std::string> want = config();
+    for (const auto &[key, value] : want) {
+      auto it = c.config.find(key);
+      std::string had = it == c.config.end() ? "(none)" : it->second;
+      if (had == value)
+        continue;
+      std::string what = key == "model"
+                             ? "a different model or compile"
+                             : key == "micro-batches" ? "a run of another length (--steps/--epochs)"
+                             : key == "samples" ? "data of another size"
+                                                : "--" + key + " " + had + " (this run has " + value + ")";
+      die("--resume: '" + checkpointFile(opt.resume) + "' is from " + what);
+    }
+    for (Param &p : params) {
+      auto take = [&](const char *kind, float *dst, bool value) {
+        auto it = c.tensors.find(std::string(kind) + "/" + p.desc->name);
+        if (it == c.tensors.end() || int64_t(it->second.size()) != p.count)
+          die("--resume: '" + checkpointFile(opt.resume) + "' lacks " + kind + " of '" +
+              p.desc->name + "' in its size");
+        if (value)
+          setValue(p, it->second);
+        else
+          backend->toDevice(dst, it->second.data(), it->second.size() * sizeof(float));
+      };
+      take("value", p.value, true);
+      if (p.m)
+        take("m", p.m, false);
+      if (p.v)
+        take("v", p.v, false);
+    }
+    startStep = c.nextStep, updates = c.updates, skipped = c.skipped, firstLoss = c.firstLoss;
+    scaler.restore({c.scale, c.goodSteps, c.hysteresisLeft});
+    if (startStep > steps)
+      die("--resume: the checkpoint is at step " + std::to_string(startStep) + " of " +
+          std::to_string(steps));
+    std::fprintf(stderr, "train: resumed from '%s' at step %lld\n",
+                 checkpointFile(opt.resume).c_str(), (long long)startStep);
+  }
+
+  /// The micro-batches of window `s`.
+  void fillWindow(int64_t s, std::vector<HostBatch> &out) {
+    int64_t k = std::min(K, total - s * K);
+    out.resize(size_t(k));
+    for (int64_t j = 0; j < k; ++j)
+      data->fill(s * K + j, out[size_t(j)]);
+  }
+
+  /// Runs window `s`'s micro-batches, each weighted by its share of the
+  /// window's counted labels (or 1/k); returns the window's loss. `empty`:
+  /// no micro-batch has a counted label, so nothing ran.
+  double runWindow(int64_t s, const std::vector<HostBatch> &window, bool &empty) {
+    int64_t k = int64_t(window.size()), counted = 0;
+    for (const HostBatch &b : window)
+      counted += b.counted;
+    empty = tokenWeighted && counted == 0;
+    if (empty)
+      return NAN;
+    bool first = true;
     for (int64_t j = 0; j < k; ++j) {
-      int64_t first = ((s * K + j) % M) * N;
-      for (size_t i = 0; i < ds.arrays.size(); ++i)
-        backend->toDevice(inputPtrs[i], ds.arrays[i].data.data() + first * ds.sampleBytes[i],
-                          ds.sampleBytes[i] * N);
-      args.seed = float(double(scaler.scale()) / double(k));
-      args.first = j == 0;
+      const HostBatch &b = window[size_t(j)];
+      // Such a micro-batch has no term in the window's mean.
+      if (tokenWeighted && b.counted == 0)
+        continue;
+      for (size_t i = 0; i < b.inputs.size(); ++i)
+        backend->toDevice(inputPtrs[i], b.inputs[i].data(), b.inputs[i].size());
+      double share = tokenWeighted ? double(b.counted) / double(counted) : 1.0 / double(k);
+      args.seed = float(double(scaler.scale()) * share);
+      args.first = first;
       args.rng_seed = opt.seed;
       args.rng_offset = uint64_t(s * K + j); // the micro-batch's index in the run
       prog.step(&args);
+      first = false;
     }
-    // The step summed the window's loss on the device: one read per step.
-    float lossSum;
-    backend->toHost(&lossSum, args.loss, sizeof(float));
-    return lossSum;
+    // The step summed seed x loss on the device: one read per step.
+    float scaled;
+    backend->toHost(&scaled, args.loss, sizeof(float));
+    return double(scaled) / double(scaler.scale());
   }
 
-  /// Whether window `s` overflowed. Without loss scaling, training stops at
-  /// the first non-finite value and nothing is saved. With it, such a step
-  /// is skipped whole, as GradScaler skips optimizer.step(): weights and
-  /// moments untouched.
-  bool overflowed(int64_t s, float lossSum, const LossScaler &scaler) {
+  /// Whether window `s` overflowed, from the gradients' sum of squares.
+  /// Without loss scaling, training stops at the first non-finite value and
+  /// nothing is saved. With it, such a step is skipped whole, as GradScaler
+  /// skips optimizer.step(): weights, moments and assigned buffers
+  /// untouched.
+  bool overflowed(int64_t s, double loss, double sumSquares) {
     std::string where = "step " + std::to_string(s + 1);
     // As GradScaler, only the gradients decide: a non-finite loss with finite
     // gradients (a term no parameter reaches) still steps.
-    // One check of all gradient buffers (one kernel and one read on CUDA);
-    // the culprit is looked up only when there is one.
-    bool badGrad = backend->anyNonFinite(gradSpans);
-    const Param *bad = badGrad && !scaler.enabled() ? firstNonFinite(*backend, params, true) : nullptr;
-    bool overflow = scaler.enabled() ? badGrad : !std::isfinite(lossSum) || badGrad;
+    bool badGrad = !std::isfinite(sumSquares);
+    bool overflow = scaler.enabled() ? badGrad : !std::isfinite(loss) || badGrad;
     if (overflow && !scaler.enabled()) {
-      if (!std::isfinite(lossSum))
-        die(where + ": the loss is " + (std::isnan(lossSum) ? "nan" : lossSum < 0 ? "-inf" : "inf") +
+      if (!std::isfinite(loss))
+        die(where + ": the loss is " + (std::isnan(loss) ? "nan" : loss < 0 ? "-inf" : "inf") +
             "; stopping without saving (is --lr too large?)");
+      const Param *bad = firstNonFinite(*backend, params, true);
       die(where + ": the gradient of '" + (bad ? bad->desc->name : std::string("?")) +
           "' is not finite; stopping without saving");
     }
@@ -302,57 +422,95 @@ struct Trainer {
   }
 
   /// The --log line and, every twentieth of the run, the progress line.
-  void report(int64_t s, double loss, double rate, float scaleUsed, bool overflow,
-              const LossScaler &scaler) {
+  void report(int64_t s, double loss, double lr, double norm, double rate, float scaleUsed,
+              bool overflow) {
     if (std::FILE *log = logFile.get()) { // JSON has no inf or nan: a skipped step's loss is null
-      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"samples_per_second\": %.6g",
-                   (long long)(s + 1), jsonNumber(loss).c_str(), opt.lr, rate);
+      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"samples_per_second\": %.6g",
+                   (long long)(s + 1), jsonNumber(loss).c_str(), lr, jsonNumber(norm).c_str(), rate);
       if (scaler.enabled())
         std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s", double(scaleUsed),
                      overflow ? "true" : "false");
       std::fputs("}\n", log);
+      std::fflush(log);
     }
     int64_t every = std::max<int64_t>(1, steps / 20);
     if ((s + 1) % every == 0 || s + 1 == steps) {
-      std::fprintf(stderr, "step %lld/%lld  loss %.6f  %.0f samples/s", (long long)(s + 1),
-                   (long long)steps, loss, rate);
+      std::fprintf(stderr, "step %lld/%lld  loss %.6f  lr %.3g  norm %.3g  %.0f samples/s",
+                   (long long)(s + 1), (long long)steps, loss, lr, norm, rate);
       if (scaler.enabled())
         std::fprintf(stderr, "  scale %g  skipped %lld", double(scaler.scale()), (long long)skipped);
       std::fputc('\n', stderr);
     }
   }
 
-  void train() {
-    if (!opt.log.empty() && !(logFile.reset(openLog(opt.log)), logFile))
-      die("cannot write the log '" + opt.log + "': " + std::strerror(errno));
-    std::fprintf(stderr, "train: %lld samples, micro-batch %lld, %lld micro-batches per step, %lld steps on %s, %s, recompute %s\n",
-                 (long long)ds.samples, (long long)N, (long long)K, (long long)steps, backend->name(),
-                 precisionName(prog.precision), recomputeName(prog.recompute));
-    LossScaler scaler(prog.loss_scale_mode, prog.init_scale,
-                      prog.scale_window, prog.scale_hysteresis, prog.min_scale);
-    auto start = std::chrono::steady_clock::now();
-    for (int64_t s = 0; s < steps; ++s) {
-      auto stepStart = std::chrono::steady_clock::now();
-      int64_t k = std::min(K, total - s * K); // a partial last window counts 1/k
-      float lossSum = runWindow(s, k, scaler);
-      bool overflow = overflowed(s, lossSum, scaler);
-      float scaleUsed = scaler.scale();
-      if (overflow) {
-        ++skipped;
-      } else {
-        OptimizerStep scalars = stepScalars(kind, opt, ++updates);
-        scalars.gradScale = scaler.invScale();
-        for (Param &p : params)
-          if (p.grad)
-            backend->update(scalars, p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.count);
+  /// The log, opened for this run; a resumed run keeps the lines of the
+  /// steps before its checkpoint and drops those after.
+  void openLogFile() {
+    if (opt.log.empty())
+      return;
+    std::vector<std::string> kept;
+    if (startStep > 0) {
+      std::ifstream in(opt.log);
+      for (std::string line; std::getline(in, line);) {
+        long long step = 0;
+        if (std::sscanf(line.c_str(), "{\"step\": %lld", &step) == 1 && step <= startStep)
+          kept.push_back(line);
       }
-      scaler.update(overflow);
-      double loss = double(lossSum) / double(k);
-      if (s == 0)
+    }
+    if (!(logFile.reset(openLog(opt.log)), logFile))
+      die("cannot write the log '" + opt.log + "': " + std::strerror(errno));
+    for (const std::string &line : kept)
+      std::fprintf(logFile.get(), "%s\n", line.c_str());
+  }
+
+  void train() {
+    openLogFile();
+    std::fprintf(stderr, "train: %s, micro-batch %lld, %lld micro-batches per step, %lld steps on %s, %s, recompute %s%s\n",
+                 data->describe().c_str(), (long long)N, (long long)K, (long long)steps,
+                 backend->name(), precisionName(prog.precision), recomputeName(prog.recompute),
+                 tokenWeighted ? ", loss averaged over the window's counted labels" : "");
+    // The next windows are read on a thread of their own meanwhile.
+    Prefetcher ahead([this](int64_t s, std::vector<HostBatch> &w) { fillWindow(s, w); },
+                     startStep, steps);
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t s = startStep; s < steps; ++s) {
+      auto stepStart = std::chrono::steady_clock::now();
+      const std::vector<HostBatch> &window = ahead.get(s);
+      int64_t k = int64_t(window.size());
+      for (Param &p : params)
+        if (p.saved)
+          backend->copy(p.saved, p.value, size_t(p.count) * sizeof(float));
+      bool empty = false;
+      double loss = runWindow(s, window, empty);
+      double lr = learningRate(opt, updates, steps), norm = NAN;
+      float scaleUsed = scaler.scale();
+      bool overflow = false;
+      if (empty) {
+        std::fprintf(stderr, "train: note: step %lld has no counted labels; no step taken\n",
+                     (long long)(s + 1));
+      } else {
+        double sumSquares = backend->sumOfSquares(gradSpans);
+        overflow = overflowed(s, loss, sumSquares);
+        // clip_grad_norm_'s norm, of the unscaled gradients.
+        norm = std::sqrt(sumSquares) / double(scaleUsed);
+        if (overflow) {
+          ++skipped;
+          for (Param &p : params)
+            if (p.saved)
+              backend->copy(p.value, p.saved, size_t(p.count) * sizeof(float));
+        } else {
+          step(lr, norm);
+        }
+        scaler.update(overflow);
+      }
+      if (s == startStep && startStep == 0)
         firstLoss = loss;
       lastLoss = loss;
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
-      report(s, loss, secs > 0 ? double(k * N) / secs : 0, scaleUsed, overflow, scaler);
+      report(s, loss, lr, norm, secs > 0 ? double(k * N) / secs : 0, scaleUsed, overflow);
+      if (!opt.checkpoint.empty() &&
+          ((opt.checkpointEvery > 0 && (s + 1) % opt.checkpointEvery == 0) || s + 1 == steps))
+        checkpoint(s + 1);
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f", secs, firstLoss, lastLoss);
@@ -361,6 +519,25 @@ struct Trainer {
                    (long long)steps, double(scaler.scale()));
     std::fputc('\n', stderr);
     logFile.reset();
+  }
+
+  /// One optimizer update of every trained parameter at rate `lr`, the
+  /// gradients unscaled and clipped to --clip-grad-norm as clip_grad_norm_
+  /// does (in float32: coef = max_norm * 1/(norm + 1e-6), applied when < 1).
+  void step(double lr, double norm) {
+    OptimizerStep scalars = stepScalars(kind, opt, ++updates, lr, opt.weightDecay);
+    OptimizerStep plain = stepScalars(kind, opt, updates, lr, 0.0);
+    float gradScale = scaler.invScale();
+    if (opt.clipGradNorm > 0) {
+      float coef = float(opt.clipGradNorm) * (1.0f / (float(norm) + 1e-6f));
+      if (coef < 1.0f)
+        gradScale *= coef;
+    }
+    scalars.gradScale = plain.gradScale = gradScale;
+    for (Param &p : params)
+      if (p.grad)
+        backend->update(p.decays ? scalars : plain, p.value, p.grad, p.m, p.v, p.low,
+                        p.desc->low_dtype, p.count);
   }
 
   /// Saves the trained model (never a non-finite one), then measures the
@@ -422,6 +599,8 @@ int run(int argc, char **argv) {
   t.backend->setUpdateKernel(t.prog.update);
   t.loadParams();
   t.prepareStep();
+  if (!t.opt.resume.empty())
+    t.resume();
   t.train();
   t.finish();
   return 0;

@@ -65,6 +65,10 @@ typedef struct otc_tensor_desc {
    * that the optimizer update writes beside the float32 value and the step
    * reads (otc_step_args.low_params); 0 for none. */
   int low_dtype;
+  /* Parameters: nonzero when the step writes it itself (otc.assign:
+   * BatchNorm's running statistics). The runtime restores such a parameter
+   * when a window's step is skipped. */
+  int assigned;
 } otc_tensor_desc;
 
 /* Pointers are device pointers on the CUDA target. */
@@ -73,8 +77,9 @@ typedef struct otc_step_args {
   void *const *inputs;
   float *const *params;
   float *const *grads;
-  float *loss;   /* one float: the window's loss, summed over its micro-
-                  batches on the device (set on the first, added after) */
+  float *loss;   /* one float: the window's objective times the loss scale,
+                  the sum over its micro-batches of seed x the micro-
+                  batch's loss (set on the first, added after) */
   float seed;    /* gradient of the objective with respect to the loss */
   int first;     /* nonzero on the first micro-batch of a window */
   void *blas;    /* cublasHandle_t on CUDA, unused on CPU */
@@ -116,6 +121,11 @@ typedef struct otc_program {
   /* What the compile chose, for the run's report. */
   otc_precision precision;
   otc_recompute_policy recompute;
+  /* The input whose labels not equal to their ignore_index are the loss's
+   * divisor (the loss is a mean cross-entropy over them), or -1. The
+   * runtime then weights each micro-batch by its share of the window's
+   * counted labels. */
+  int token_labels;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),
