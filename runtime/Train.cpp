@@ -425,7 +425,7 @@ struct Trainer {
   void report(int64_t s, double loss, double lr, double norm, double rate, float scaleUsed,
               bool overflow) {
     if (std::FILE *log = logFile.get()) { // JSON has no inf or nan: a skipped step's loss is null
-      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"samples_per_second\": %.6g",
+      std::fprintf(log, "{\"step\": %lld, \"loss\": %s, \"lr\": %.17g, \"grad_norm\": %s, \"samples_per_second\": %.6g",
                    (long long)(s + 1), jsonNumber(loss).c_str(), lr, jsonNumber(norm).c_str(), rate);
       if (scaler.enabled())
         std::fprintf(log, ", \"loss_scale\": %.9g, \"skipped\": %s", double(scaleUsed),
