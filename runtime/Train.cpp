@@ -268,7 +268,8 @@ struct Trainer {
     char model[24];
     std::snprintf(model, sizeof model, "%016llx", (unsigned long long)h);
     c["model"] = model;
-    c["optimizer"] = std::to_string(prog.optimizer);
+    static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw"};
+    c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 4 ? optimizers[prog.optimizer] : "?";
     c["micro-batch"] = std::to_string(N);
     c["precision"] = precisionName(prog.precision);
     c["accum-steps"] = std::to_string(K);
@@ -326,8 +327,9 @@ struct Trainer {
       std::string had = it == c.config.end() ? "(none)" : it->second;
       if (had == value)
         continue;
-      std::string what = key == "model"
-                             ? "a different model or compile"
+      bool compiled = key == "optimizer" || key == "micro-batch" || key == "precision";
+      std::string what = key == "model" ? "a different model"
+                             : compiled ? "a compile with --" + key + " " + had + " (this one has " + value + ")"
                              : key == "micro-batches" ? "a run of another length (--steps/--epochs)"
                              : key == "samples" ? "data of another size"
                                                 : "--" + key + " " + had + " (this run has " + value + ")";
