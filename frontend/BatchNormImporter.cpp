@@ -22,6 +22,8 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
   auto given = [&](int k) { return node.output_size() > k && !node.output(k).empty(); };
   // Before opset 14 training mode is told by the extra outputs.
   bool training = imp.opset() >= 14 ? imp.intAttr("training_mode", 0) != 0 : given(1);
+  bool statsOut = training; // outputs 1 and 2, the updated running statistics
+  training = training && !imp.evaluating();
   if (given(3) || given(4))
     return imp.fail("the saved mean and variance outputs are not supported");
   if (imp.opset() < 9 && imp.intAttr("spatial", 1) != 1)
@@ -79,8 +81,14 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
   imp.define(0, AddOp::create(b, loc, type, scaled, channel(in[2])).getResult());
   imp.markBuffer(in[3]);
   imp.markBuffer(in[4]);
-  if (!training)
+  if (!training) {
+    // Evaluating a training-mode node: its statistics outputs stay as they are.
+    if (statsOut && given(1))
+      imp.define(1, in[3]);
+    if (statsOut && given(2))
+      imp.define(2, in[4]);
     return success();
+  }
 
   // The running statistics, defined as outputs 1 and 2 and written back.
   auto statType = cast<RankedTensorType>(in[3].getType());

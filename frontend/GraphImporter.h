@@ -21,7 +21,10 @@ public:
   /// Reads options.freeze, fixedRows and forwardOnly.
   GraphImporter(mlir::MLIRContext &ctx, std::string &error, const ImportOptions &options)
       : ctx(ctx), b(&ctx), error(error), freeze(options.freeze), fixedRows(options.fixedRows),
-        forwardOnly(options.forwardOnly) {}
+        forwardOnly(options.forwardOnly), evaluation(options.evaluation) {}
+
+  /// Importing the evaluation loss (ImportOptions::evaluation).
+  bool evaluating() const { return evaluation; }
 
   /// Imports a checked, batch-specialised model whose graph has exactly one
   /// output, the scalar loss; or, forward-only, any outputs.
@@ -112,6 +115,7 @@ private:
   std::vector<std::string> freeze;
   std::vector<std::pair<std::string, std::vector<int64_t>>> fixedRows;
   bool forwardOnly;
+  bool evaluation;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   const onnx::NodeProto *current = nullptr;

@@ -36,11 +36,11 @@ int64_t countKept(const otc_tensor_desc &d, const int64_t *labels, int64_t n) {
 
 class Arrays final : public DataSource {
 public:
-  Arrays(const std::string &dir, const otc_program &prog, bool shuffle, uint64_t seed)
-      : prog(prog), shuffle(shuffle), seed(seed) {
+  Arrays(const std::string &dir, const InputSet &set, bool shuffle, uint64_t seed)
+      : set(set), shuffle(shuffle), seed(seed) {
     TensorFileNames files("inputs", "read");
-    for (int i = 0; i < prog.num_inputs; ++i) {
-      const otc_tensor_desc &d = prog.inputs[i];
+    for (size_t i = 0; i < set.inputs.size(); ++i) {
+      const otc_tensor_desc &d = *set.inputs[i];
       std::string path = dir + "/" + files.claim(d.name);
       MappedNpy a;
       std::string error;
@@ -62,19 +62,17 @@ public:
             shapeText(d.shape + 1, d.rank - 1) + " along axis 0");
       if (count >= 0 && shape[0] != count)
         die("'" + path + "' has " + std::to_string(shape[0]) + " samples, but '" +
-            fileNameFor(prog.inputs[0].name) + "' has " + std::to_string(count));
+            fileNameFor(set.inputs[0]->name) + "' has " + std::to_string(count));
       count = shape[0];
-      // With a loss scaler a non-finite sample is a skipped step, as in
-      // PyTorch AMP; without one it could only stop the run later. The
-      // scan's pages leave this process's memory after it.
-      checkValues(d, dtype, a.data, a.bytes, count, path,
-                  /*requireFinite=*/prog.loss_scale_mode == OTC_LOSS_SCALE_NONE);
+      // The scan's pages leave this process's memory after it.
+      checkValues(d, dtype, a.data, a.bytes, count, path, set.requireFinite);
       a.file.release(0, a.file.size());
       rowBytes.push_back(count ? a.bytes / size_t(count) : 0);
       paths.push_back(path);
       arrays.push_back(std::move(a));
     }
-    perEpoch = count / prog.micro_batch;
+    pad = set.padWithIgnored && set.tokenLabels >= 0;
+    perEpoch = pad ? (count + set.microBatch - 1) / set.microBatch : count / set.microBatch;
   }
 
   int64_t samples() const override { return count; }
@@ -84,13 +82,13 @@ public:
   }
 
   void fill(int64_t index, HostBatch &out) override {
-    int64_t N = prog.micro_batch, epoch = index / perEpoch, at = index % perEpoch * N;
+    int64_t N = set.microBatch, epoch = index / perEpoch, at = index % perEpoch * N;
     if (shuffle && epoch != orderEpoch)
       shuffleFor(epoch);
     out.inputs.resize(arrays.size());
     out.counted = 0;
     for (size_t i = 0; i < arrays.size(); ++i) {
-      const otc_tensor_desc &d = prog.inputs[i];
+      const otc_tensor_desc &d = *set.inputs[i];
       const MappedNpy &a = arrays[i];
       size_t width = d.dtype == OTC_I64 ? integerBytes(a.array.dtype) : 0;
       size_t row = rowBytes[i], perRow = width ? row / width : 0;
@@ -98,6 +96,8 @@ public:
       dst.resize(width ? size_t(N) * perRow * sizeof(int64_t) : size_t(N) * row);
       for (int64_t r = 0; r < N; ++r) {
         int64_t sample = shuffle ? order[at + r] : at + r;
+        bool padding = sample >= count; // pad: sample 0 with its labels ignored
+        sample = padding ? 0 : sample;
         const char *src = a.data + size_t(sample) * row;
         if (width)
           widenInto(a.array.dtype, src, int64_t(perRow),
@@ -105,8 +105,10 @@ public:
                     sample * int64_t(perRow));
         else
           std::memcpy(dst.data() + r * row, src, row);
+        if (padding && int(i) == set.tokenLabels)
+          std::fill_n(reinterpret_cast<int64_t *>(dst.data()) + r * perRow, perRow, d.ignore_index);
       }
-      if (int(i) == prog.token_labels)
+      if (int(i) == set.tokenLabels)
         out.counted = countKept(d, reinterpret_cast<const int64_t *>(dst.data()),
                                 int64_t(dst.size() / sizeof(int64_t)));
     }
@@ -124,13 +126,14 @@ private:
     orderEpoch = epoch;
   }
 
-  const otc_program &prog;
+  InputSet set;
   bool shuffle;
   uint64_t seed;
   std::vector<MappedNpy> arrays;
   std::vector<size_t> rowBytes;
   std::vector<std::string> paths;
   int64_t count = -1, perEpoch = 0;
+  bool pad = false;
   std::vector<int64_t> order;
   int64_t orderEpoch = -1;
 };
@@ -263,9 +266,21 @@ private:
 
 } // namespace
 
-std::unique_ptr<DataSource> openArrays(const std::string &dir, const otc_program &prog,
+InputSet trainingInputs(const otc_program &prog) {
+  InputSet set;
+  for (int i = 0; i < prog.num_inputs; ++i)
+    set.inputs.push_back(&prog.inputs[i]);
+  set.microBatch = prog.micro_batch;
+  // With a loss scaler a non-finite sample is a skipped step, as in PyTorch
+  // AMP; without one it could only stop the run later.
+  set.requireFinite = prog.loss_scale_mode == OTC_LOSS_SCALE_NONE;
+  set.tokenLabels = prog.token_labels;
+  return set;
+}
+
+std::unique_ptr<DataSource> openArrays(const std::string &dir, const InputSet &set,
                                        bool shuffle, uint64_t seed) {
-  return std::make_unique<Arrays>(dir, prog, shuffle, seed);
+  return std::make_unique<Arrays>(dir, set, shuffle, seed);
 }
 
 std::unique_ptr<DataSource> openTokens(const TrainOptions &o, const otc_program &prog) {

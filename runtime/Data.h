@@ -40,9 +40,23 @@ public:
   virtual std::string describe() const = 0;
 };
 
+/// The inputs a set of arrays feeds, in order, and how they are checked.
+struct InputSet {
+  std::vector<const otc_tensor_desc *> inputs;
+  int64_t microBatch = 1;
+  bool requireFinite = true; // without a loss scaler nothing non-finite may train
+  int tokenLabels = -1;      // the input whose counted labels HostBatch counts
+  /// With tokenLabels: a last partial micro-batch is filled up with copies
+  /// of sample 0 whose labels are all ignored, so every sample counts once
+  /// and the padding not at all (exact, where dropping would bias).
+  bool padWithIgnored = false;
+};
+
+/// The training step's inputs.
+InputSet trainingInputs(const otc_program &prog);
+
 /// --data DIR: one .npy per input, checked at start as the step needs.
-/// `what` names the set in messages ("training", "evaluation").
-std::unique_ptr<DataSource> openArrays(const std::string &dir, const otc_program &prog,
+std::unique_ptr<DataSource> openArrays(const std::string &dir, const InputSet &set,
                                        bool shuffle, uint64_t seed);
 
 /// --tokens FILE feeding the inputs `input` and `labels`.

@@ -173,6 +173,10 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
          e = "--loss-average expects tokens or micro-batch, got " + shown(v);
          return false;
        }},
+      {"--eval-data", "DIR", "held-out data: DIR/NAME.npy per input; its mean loss is logged", nullptr,
+       text(&TrainOptions::evalData)},
+      {"--eval-every", "N", "evaluate after every N steps (and at the end)", "only at the end",
+       integer("--eval-every", &TrainOptions::evalEvery)},
       {"--checkpoint", "DIR", "save the run's whole state to DIR/checkpoint.otc", nullptr,
        text(&TrainOptions::checkpoint)},
       {"--checkpoint-every", "N", "checkpoint after every N steps (and at the end)", "only at the end",
@@ -265,6 +269,8 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     error = "give exactly one of --steps and --epochs";
   else if (o.steps > 0 && o.steps > OTC_MAX_MICRO_BATCHES / o.accumSteps)
     error = "--steps times --accum-steps exceeds 2^40 micro-batches";
+  else if (o.evalEvery > 0 && o.evalData.empty())
+    error = "--eval-every needs --eval-data DIR";
   else if (o.checkpointEvery > 0 && o.checkpoint.empty())
     error = "--checkpoint-every needs --checkpoint DIR";
   else if (o.minLr > o.lr)

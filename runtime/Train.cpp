@@ -13,6 +13,7 @@
 #include "SafeFile.h"
 #include "otc/runtime/abi.h"
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 #include <sstream>
@@ -25,6 +26,10 @@
 #include <fstream>
 #include <fcntl.h>
 #include <unistd.h>
+
+/// The evaluation function otc compile links into training executables
+/// (absent from older ones).
+extern "C" const otc_function *otc_get_eval(void) __attribute__((weak));
 
 namespace otc {
 namespace {
@@ -153,6 +158,97 @@ struct Trainer {
   double firstLoss = 0, lastLoss = 0;
   LossScaler scaler{prog.loss_scale_mode, prog.init_scale, prog.scale_window,
                     prog.scale_hysteresis, prog.min_scale};
+  // --eval-data: the evaluation function, its data and its arguments.
+  const otc_function *evalFn = nullptr;
+  std::unique_ptr<DataSource> evalData;
+  std::vector<void *> evalArgs, evalInputs;
+  std::vector<int> evalInputArg; // per evaluation input: its argument
+  otc_function_args evalCall{};
+  float *evalLoss = nullptr;
+  int evalTokenLabels = -1;
+  double lastEval = NAN;
+
+  /// Opens --eval-data and binds the evaluation function's arguments: data
+  /// inputs to buffers of their own, parameters to the training ones.
+  void prepareEval() {
+    if (opt.evalData.empty())
+      return;
+    evalFn = otc_get_eval ? otc_get_eval() : nullptr;
+    if (!evalFn)
+      die("--eval-data: this executable has no evaluation function; build it again with otc compile");
+    if (evalFn->num_results != 1 || evalFn->results[0].rank != 0 || evalFn->results[0].dtype != OTC_F32)
+      die("--eval-data: the evaluation function does not return one float32 loss");
+    InputSet set;
+    set.microBatch = evalFn->micro_batch;
+    evalArgs.resize(size_t(evalFn->num_args));
+    for (int i = 0; i < evalFn->num_args; ++i) {
+      const otc_tensor_desc &d = evalFn->args[i];
+      if (evalFn->arg_roles[i] == OTC_ARG_INPUT) {
+        if (prog.token_labels >= 0 && std::strcmp(d.name, prog.inputs[prog.token_labels].name) == 0)
+          evalTokenLabels = int(set.inputs.size());
+        set.inputs.push_back(&d);
+        evalInputArg.push_back(i);
+        evalArgs[i] = backend->alloc(size_t(elements(d)) * storageBytes(d.dtype));
+        continue;
+      }
+      auto p = std::find_if(params.begin(), params.end(),
+                            [&](const Param &q) { return std::strcmp(q.desc->name, d.name) == 0; });
+      if (p == params.end() || d.dtype != OTC_F32 || elements(d) != p->count)
+        die("--eval-data: the evaluation function's argument '" + std::string(d.name) +
+            "' is not a parameter of the step");
+      evalArgs[i] = p->value;
+    }
+    set.tokenLabels = tokenWeighted ? evalTokenLabels : -1;
+    set.padWithIgnored = true;
+    evalData = openArrays(opt.evalData, set, false, 0);
+    if (evalData->samples() % set.microBatch && set.tokenLabels < 0)
+      std::fprintf(stderr, "train: note: evaluation skips the last %lld samples, fewer than a micro-batch\n",
+                   (long long)(evalData->samples() % set.microBatch));
+    if (evalData->microBatchesPerEpoch() == 0)
+      die("--eval-data holds " + std::to_string(evalData->samples()) +
+          " samples, fewer than one micro-batch of " + std::to_string(set.microBatch));
+    evalLoss = (float *)backend->alloc(sizeof(float));
+    evalCall.arena = (char *)backend->alloc(size_t(evalFn->arena_bytes));
+    evalCall.args = evalArgs.data();
+    evalCall.results = reinterpret_cast<void *const *>(&evalLoss);
+    evalCall.blas = backend->blas();
+  }
+
+  /// The mean loss over every micro-batch of --eval-data (weighted by
+  /// counted labels, as the training windows), in inference mode.
+  double evaluate() {
+    double sum = 0, weights = 0;
+    int64_t batches = evalData->microBatchesPerEpoch();
+    Prefetcher ahead([this](int64_t j, std::vector<HostBatch> &w) {
+      w.resize(1);
+      evalData->fill(j, w[0]);
+    }, 0, batches);
+    for (int64_t j = 0; j < batches; ++j) {
+      const HostBatch &b = ahead.get(j)[0];
+      double weight = evalTokenLabels >= 0 && tokenWeighted ? double(b.counted) : 1.0;
+      if (weight == 0)
+        continue;
+      for (size_t i = 0; i < b.inputs.size(); ++i)
+        backend->toDevice(evalArgs[size_t(evalInputArg[i])], b.inputs[i].data(), b.inputs[i].size());
+      evalFn->run(&evalCall);
+      float loss;
+      backend->toHost(&loss, evalLoss, sizeof loss);
+      sum += weight * double(loss);
+      weights += weight;
+    }
+    return weights > 0 ? sum / weights : NAN;
+  }
+
+  void logEval(int64_t s) {
+    lastEval = evaluate();
+    if (std::FILE *log = logFile.get()) {
+      std::fprintf(log, "{\"step\": %lld, \"eval_loss\": %s}\n", (long long)(s + 1),
+                   jsonNumber(lastEval).c_str());
+      std::fflush(log);
+    }
+    std::fprintf(stderr, "step %lld/%lld  eval loss %.6f\n", (long long)(s + 1), (long long)steps,
+                 lastEval);
+  }
 
   /// Opens the data and sizes the run: micro-batches per epoch and in all.
   void loadData() {
@@ -160,7 +256,7 @@ struct Trainer {
     std::string error;
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
-    data = opt.tokens.empty() ? openArrays(opt.data, prog, opt.shuffle, opt.seed)
+    data = opt.tokens.empty() ? openArrays(opt.data, trainingInputs(prog), opt.shuffle, opt.seed)
                               : openTokens(opt, prog);
     N = prog.micro_batch, K = opt.accumSteps;
     M = data->microBatchesPerEpoch();
@@ -510,6 +606,8 @@ struct Trainer {
       lastLoss = loss;
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
       report(s, loss, lr, norm, secs > 0 ? double(k * N) / secs : 0, scaleUsed, overflow);
+      if (evalFn && ((opt.evalEvery > 0 && (s + 1) % opt.evalEvery == 0) || s + 1 == steps))
+        logEval(s);
       if (!opt.checkpoint.empty() &&
           ((opt.checkpointEvery > 0 && (s + 1) % opt.checkpointEvery == 0) || s + 1 == steps))
         checkpoint(s + 1);
@@ -519,6 +617,8 @@ struct Trainer {
     if (scaler.enabled())
       std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
                    (long long)steps, double(scaler.scale()));
+    if (evalFn)
+      std::fprintf(stderr, ", eval loss %.6f", lastEval);
     std::fputc('\n', stderr);
     logFile.reset();
   }
@@ -601,6 +701,7 @@ int run(int argc, char **argv) {
   t.backend->setUpdateKernel(t.prog.update);
   t.loadParams();
   t.prepareStep();
+  t.prepareEval();
   if (!t.opt.resume.empty())
     t.resume();
   t.train();

@@ -56,6 +56,38 @@ void warnEqualParams(ModuleOp module, func::FuncOp step) {
   }
 }
 
+/// The training executable's evaluation function: the same import with
+/// ImportOptions::evaluation, the forward pipeline, and a plain function.
+bool compileEval(MLIRContext &ctx, const CompileOptions &o, std::string &diagnostic,
+                 std::string &source, std::string &error) {
+  ImportOptions eval = o.import;
+  eval.evaluation = true;
+  OwningOpRef<ModuleOp> module = importOnnxModel(ctx, o.model, eval, error, nullptr);
+  if (!module)
+    return false;
+  PassManager pm(&ctx);
+  buildForwardPipeline(pm, o.precision);
+  if (failed(pm.run(*module))) {
+    error = "the evaluation function's pipeline failed: " + firstLine(diagnostic);
+    return false;
+  }
+  CodegenOptions c = o.codegen;
+  c.training = false;
+  CodegenOutput out;
+  if (!emitCode(module->lookupSymbol<func::FuncOp>("train_step"), c, out, error)) {
+    error = "the evaluation function: " + error;
+    return false;
+  }
+  const std::string getter = "const otc_function *otc_get_function(void)";
+  size_t at = out.source.rfind(getter);
+  if (at == std::string::npos) {
+    error = "the evaluation function's source has no getter";
+    return false;
+  }
+  source = out.source.replace(at, getter.size(), "const otc_function *otc_get_eval(void)");
+  return true;
+}
+
 } // namespace
 
 bool compile(MLIRContext &ctx, const CompileOptions &o, Stage stage, CompileResult &r,
@@ -94,7 +126,11 @@ bool compile(MLIRContext &ctx, const CompileOptions &o, Stage stage, CompileResu
   CodegenOptions c = o.codegen;
   c.training = !o.kernel && !forward;
   c.planOnly = stage == Stage::Plan;
-  return emitCode(r.func, c, r.out, error);
+  if (!emitCode(r.func, c, r.out, error))
+    return false;
+  if (c.training && stage == Stage::Source)
+    return compileEval(ctx, o, diagnostic, r.evalSource, error);
+  return true;
 }
 
 } // namespace otc

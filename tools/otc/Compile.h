@@ -37,6 +37,10 @@ struct CompileResult {
   mlir::func::FuncOp func; // after the passes: the step, forward or kernel
   std::string embedded;    // the model bytes a training executable carries
   CodegenOutput out;       // Stage::Plan: the plan's numbers; Source: all
+  /// Stage::Source of a training step: the evaluation function's source
+  /// (the loss in inference mode, as a plain function `otc_get_eval`),
+  /// linked into the same executable for --eval-data.
+  std::string evalSource;
 };
 
 /// Runs the compile up to `stage`. False with one line in `error` naming

@@ -104,7 +104,7 @@ void removeScratch(const std::string &dir, bool keepSources) {
     unlink((dir + "/" + f).c_str());
   if (keepSources)
     return;
-  for (const char *f : {"model.S", "step.cpp", "step.cu", "build.log"})
+  for (const char *f : {"model.S", "step.cpp", "step.cu", "eval.cpp", "eval.cu", "build.log"})
     unlink((dir + "/" + f).c_str());
   rmdir(dir.c_str());
 }
@@ -125,7 +125,8 @@ std::string commandText(const Args &argv) {
 
 } // namespace
 
-bool buildExecutable(const std::string &source, const std::string &model,
+bool buildExecutable(const std::string &source, const std::string &evalSource,
+                     const std::string &model,
                      Target target, ExecutableKind kind, const std::string &output,
                      std::string &error) {
   bool cuda = target == Target::Cuda;
@@ -144,6 +145,8 @@ bool buildExecutable(const std::string &source, const std::string &model,
     return false;
   }
   std::string stepFile = dir + (cuda ? "/step.cu" : "/step.cpp");
+  // A training executable's evaluation function, a second translation unit.
+  std::string evalFile = evalSource.empty() ? "" : dir + (cuda ? "/eval.cu" : "/eval.cpp");
   std::string exe = dir + "/train";
   // The model travels inside the executable, read back by the runtime. It
   // is copied into the scratch folder, whose name needs no escaping.
@@ -167,15 +170,19 @@ bool buildExecutable(const std::string &source, const std::string &model,
   if (cuda) {
     link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++20"};
     append(link, envWords("OTC_NVCC_FLAGS", "-O2 -arch=sm_90"));
-    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
-                  "-lcublas", "-lonnx_proto", "-lprotobuf"});
+    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile});
+    if (!evalFile.empty())
+      link.push_back(evalFile);
+    append(link, {dir + "/model.o", lib, "-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
     link = {cxx, "-std=c++20"};
     // Tuned for the machine that compiles, as torch.compile does on CPUs.
     append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native"));
     append(link, runtimeFlags);
-    append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
-                  lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
+    append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile});
+    if (!evalFile.empty())
+      link.push_back(evalFile);
+    append(link, {dir + "/model.o", lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
   }
   append(link, ldflags);
   append(link, {"-o", exe});
@@ -183,7 +190,8 @@ bool buildExecutable(const std::string &source, const std::string &model,
   std::string log, bytes;
   bool compileFailed = false;
   std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), link[0].c_str());
-  bool ok = writeFile(stepFile, source) && writeFile(dir + "/model.S", blob) &&
+  bool ok = writeFile(stepFile, source) && (evalFile.empty() || writeFile(evalFile, evalSource)) &&
+            writeFile(dir + "/model.S", blob) &&
             writeFile(dir + "/model.onnx", model);
   if (!ok)
     error = "cannot write the generated source to " + dir;

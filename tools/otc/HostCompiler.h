@@ -15,7 +15,8 @@ enum class ExecutableKind { Train, Forward, Function };
 
 /// Compiles `source` with the runtime and `model` (the ONNX bytes to embed)
 /// into the executable `output`, which is replaced only when all succeeded.
-bool buildExecutable(const std::string &source, const std::string &model,
+bool buildExecutable(const std::string &source, const std::string &evalSource,
+                     const std::string &model,
                      Target target, ExecutableKind kind, const std::string &output,
                      std::string &error);
 

@@ -335,7 +335,7 @@ int finish(const Args &args, otc::CompileResult &r) {
   auto kind = args.kernel ? otc::ExecutableKind::Function
               : forward   ? otc::ExecutableKind::Forward
                           : otc::ExecutableKind::Train;
-  if (!otc::buildExecutable(out.source, r.embedded, args.codegen.target, kind, args.output,
+  if (!otc::buildExecutable(out.source, r.evalSource, r.embedded, args.codegen.target, kind, args.output,
                             error))
     fail(error);
   if (args.kernel) {

@@ -29,6 +29,10 @@ struct ImportOptions {
   /// Import `func.func @forward` returning every graph output (each marked
   /// `otc.output`), with no loss, for evaluation (--forward-only).
   bool forwardOnly = false;
+  /// The loss in inference mode, for evaluation during training: Dropout
+  /// is the identity and BatchNorm normalises with its running statistics
+  /// (model.eval() in PyTorch); nothing is assigned.
+  bool evaluation = false;
 };
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding
