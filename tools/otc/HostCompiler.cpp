@@ -104,9 +104,30 @@ void removeScratch(const std::string &dir, bool keepSources) {
     unlink((dir + "/" + f).c_str());
   if (keepSources)
     return;
-  for (const char *f : {"model.S", "step.cpp", "step.cu", "eval.cpp", "eval.cu", "build.log"})
+  for (const char *f : {"model.S", "step.cpp", "step.cu", "build.log"})
     unlink((dir + "/" + f).c_str());
   rmdir(dir.c_str());
+}
+
+/// The step's source with the evaluation function's appended in a namespace
+/// of its own: one translation unit (nvcc's cost is mostly per unit). The
+/// evaluation source's #include lines move to the top level, where include
+/// guards make the step's copies no-ops; its getter, extern "C", keeps its
+/// name.
+std::string withEvaluation(const std::string &step, const std::string &eval) {
+  if (eval.empty())
+    return step;
+  std::string includes, body;
+  size_t at = 0;
+  while (at < eval.size()) {
+    size_t end = eval.find('\n', at);
+    end = end == std::string::npos ? eval.size() : end + 1;
+    std::string line = eval.substr(at, end - at);
+    (line.rfind("#include", 0) == 0 ? includes : body) += line;
+    at = end;
+  }
+  return step + "\n// The evaluation function (--eval-data).\n" + includes +
+         "namespace otc_eval {\n" + body + "} // namespace otc_eval\n";
 }
 
 std::string envOr(const char *name, const std::string &fallback) {
@@ -145,8 +166,6 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
     return false;
   }
   std::string stepFile = dir + (cuda ? "/step.cu" : "/step.cpp");
-  // A training executable's evaluation function, a second translation unit.
-  std::string evalFile = evalSource.empty() ? "" : dir + (cuda ? "/eval.cu" : "/eval.cpp");
   std::string exe = dir + "/train";
   // The model travels inside the executable, read back by the runtime. It
   // is copied into the scratch folder, whose name needs no escaping.
@@ -170,19 +189,15 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
   if (cuda) {
     link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++20"};
     append(link, envWords("OTC_NVCC_FLAGS", "-O2 -arch=sm_90"));
-    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile});
-    if (!evalFile.empty())
-      link.push_back(evalFile);
-    append(link, {dir + "/model.o", lib, "-lcublas", "-lonnx_proto", "-lprotobuf"});
+    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
+                  "-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
     link = {cxx, "-std=c++20"};
     // Tuned for the machine that compiles, as torch.compile does on CPUs.
     append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native"));
     append(link, runtimeFlags);
-    append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile});
-    if (!evalFile.empty())
-      link.push_back(evalFile);
-    append(link, {dir + "/model.o", lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
+    append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
+                  lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
   }
   append(link, ldflags);
   append(link, {"-o", exe});
@@ -190,7 +205,7 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
   std::string log, bytes;
   bool compileFailed = false;
   std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), link[0].c_str());
-  bool ok = writeFile(stepFile, source) && (evalFile.empty() || writeFile(evalFile, evalSource)) &&
+  bool ok = writeFile(stepFile, withEvaluation(source, evalSource)) &&
             writeFile(dir + "/model.S", blob) &&
             writeFile(dir + "/model.onnx", model);
   if (!ok)

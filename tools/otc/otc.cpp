@@ -7,6 +7,7 @@
 //   otc kernel function.mlir -o run [--target cuda|cpu] [--emit program|source]
 #include "AutoFit.h"
 #include "HostCompiler.h"
+#include "Plot.h"
 #include "../../runtime/SafeFile.h"
 #include "otc/Codegen/Codegen.h"
 #include "otc/Frontend/Import.h"
@@ -18,6 +19,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -33,21 +35,38 @@ using namespace mlir;
 namespace {
 
 const char kUsage[] =
-    "usage: otc compile MODEL.onnx -o OUTPUT [--target cuda|cpu]\n"
-    "           [--optimizer sgd|momentum|adam|adamw] [--micro-batch N]\n"
-    "           [--loss cross-entropy:OUT|mse:OUT] [--emit mlir|program|source]\n"
-    "           [--freeze NAME|PATTERN* ...] [--fixed-rows NAME=ROW[,ROW...] ...]\n"
-    "           [--tie KEEP=COPY ...]\n"
-    "           [--forward-only]\n"
-    "           [--loss-scale none|static:S|dynamic] [--init-scale S] [--scale-window N]\n"
-    "           [--scale-hysteresis N] [--min-scale S] [--precision fp32|fp16|bf16]\n"
-    "           [--keep-fp32 OPTYPE|NODE ...] [--memory-report TIMELINE.svg]\n"
-    "           [--recompute none|selective|blocks|sqrt|budget]\n"
-    "           [--checkpoint-boundary REGEX] [--memory-budget BYTES[K|M|G]]\n"
-    "           [--global-batch B] [--micro-batch auto]\n"
-    "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]\n"
+    "usage: otc compile MODEL.onnx -o OUTPUT [flags]   a training executable\n"
+    "       otc compile MODEL.onnx --forward-only -o OUTPUT [flags]\n"
+    "       otc import MODEL.onnx [--micro-batch N] [--loss SPEC]   print the imported IR\n"
     "       otc kernel FUNCTION.mlir -o OUTPUT [--target cuda|cpu] [--emit program|source]\n"
-    "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n";
+    "           (one func of otc ops; OUTPUT DIR reads DIR/argN.npy, writes DIR/resultN.npy)\n"
+    "       otc plot METRICS.jsonl -o RUN.svg [--title TEXT]   a run's --log as a picture\n"
+    "       otc --version\n"
+    "\n"
+    "compile flags:\n"
+    "  -o OUTPUT                       the executable to write\n"
+    "  --target cuda|cpu               CUDA C++ with cuBLAS, or C++ with OpenBLAS (default: cuda)\n"
+    "  --optimizer sgd|momentum|adam|adamw   the update the executable runs (default: sgd)\n"
+    "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
+    "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
+    "  --forward-only                  an executable that runs the graph and writes its outputs\n"
+    "  --emit mlir|program|source      print the IR after the passes, the kernel program or the source\n"
+    "  --freeze NAME|PATTERN*          do not train these parameters (repeatable; default: none)\n"
+    "  --fixed-rows NAME=ROW,...       rows of an embedding that get no gradient (padding_idx)\n"
+    "  --tie KEEP=COPY                 train COPY as the same tensor as KEEP (repeatable)\n"
+    "  --precision fp32|fp16|bf16      compute precision; weights stay float32 (default: fp32)\n"
+    "  --keep-fp32 OPTYPE|NODE         ops kept in float32 under fp16/bf16 (repeatable)\n"
+    "  --loss-scale none|static:S|dynamic   loss scaling (default: dynamic for fp16, else none)\n"
+    "  --init-scale S                  the dynamic scale's start (default: 65536)\n"
+    "  --scale-window N                good steps before the scale doubles (default: 2000)\n"
+    "  --scale-hysteresis N            overflows tolerated before it halves (default: 1)\n"
+    "  --min-scale S                   the scale's floor (default: 0)\n"
+    "  --recompute none|selective|blocks|sqrt|budget   activation checkpointing (default: none)\n"
+    "  --checkpoint-boundary REGEX     node names that start a block for --recompute blocks\n"
+    "  --memory-budget BYTES[K|M|G]    choose micro-batch and recompute to fit (default: off)\n"
+    "  --global-batch B                with --memory-budget: samples per optimizer step\n"
+    "  --memory-report TIMELINE.svg    write the memory timeline and print the plan\n"
+    "  --help                          this text\n";
 
 [[noreturn]] void fail(const std::string &message, int code = 1) {
   llvm::errs() << "otc: error: " << message
@@ -148,6 +167,13 @@ Args parseArgs(int argc, char **argv) {
   a.command = argv[1];
   if (a.command == "--help" || a.command == "-h") {
     llvm::outs() << kUsage;
+    std::exit(0);
+  }
+  if (a.command == "--version") {
+    llvm::outs() << "otc " OTC_VERSION " (ONNX Training Compiler)\n"
+                 << "built with MLIR/LLVM " LLVM_VERSION_STRING "\n"
+                 << "targets: cpu (OpenBLAS)" << (OTC_CUDA_ENABLED ? ", cuda (cuBLAS, sm_90)" : "")
+                 << "\n";
     std::exit(0);
   }
   if (a.command != "compile" && a.command != "import" && a.command != "kernel")
@@ -377,6 +403,8 @@ void fitToBudget(MLIRContext &ctx, Args &args) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && std::string(argv[1]) == "plot")
+    return otc::plotCommand(argc, argv);
   Args args = parseArgs(argc, argv);
   static const std::map<std::string, otc_optimizer> optimizers = {
       {"sgd", OTC_SGD}, {"momentum", OTC_MOMENTUM},

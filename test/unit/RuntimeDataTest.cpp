@@ -1,0 +1,273 @@
+// The training runtime's data sources, schedule and checkpoint file, against
+// hand-derived expectations: token windows are contiguous runs of the file
+// with labels shifted by one, seeded and reproducible; shuffled epochs are
+// permutations; padding is ignored labels; learning rates at known points.
+#include "../../runtime/Backend.h"
+#include "../../runtime/Checkpoint.h"
+#include "../../runtime/Data.h"
+#include "../../runtime/Schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace otc;
+
+namespace {
+
+/// A scratch folder, removed with its files.
+struct Scratch {
+  std::string dir;
+  Scratch() {
+    char name[] = "/tmp/otc-runtime-test-XXXXXX";
+    dir = mkdtemp(name);
+  }
+  ~Scratch() { std::system(("rm -rf '" + dir + "'").c_str()); }
+  std::string write(const std::string &name, const std::string &bytes) const {
+    std::string path = dir + "/" + name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+};
+
+std::string bytesOf(const void *p, size_t n) { return std::string(static_cast<const char *>(p), n); }
+
+/// A program with two [N, T] int64 inputs (tokens, targets), targets
+/// labels of `vocab` classes with ignore_index -100.
+struct TwoInputs {
+  otc_tensor_desc in[2];
+  otc_program prog{};
+  TwoInputs(int64_t n, int64_t t, int64_t vocab) {
+    for (int i = 0; i < 2; ++i) {
+      in[i] = otc_tensor_desc{};
+      in[i].name = i ? "targets" : "tokens";
+      in[i].dtype = OTC_I64;
+      in[i].rank = 2;
+      in[i].shape[0] = n, in[i].shape[1] = t;
+      in[i].num_classes = vocab;
+    }
+    in[1].has_ignore_index = 1, in[1].ignore_index = -100;
+    prog.micro_batch = n;
+    prog.num_inputs = 2;
+    prog.inputs = in;
+    prog.token_labels = 1;
+  }
+};
+
+TrainOptions tokenOptions(const std::string &file, uint64_t seed) {
+  TrainOptions o;
+  o.tokens = file, o.tokenInput = "tokens", o.tokenLabels = "targets", o.seed = seed;
+  return o;
+}
+
+const int64_t *row(const HostBatch &b, int input, int64_t r, int64_t t) {
+  return reinterpret_cast<const int64_t *>(b.inputs[size_t(input)].data()) + r * t;
+}
+
+TEST(TokenStream, WindowsAreShiftedRunsOfTheFile) {
+  Scratch s;
+  std::vector<uint16_t> tokens(1000);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = uint16_t(i); // a token names its position
+  std::string file = s.write("t.bin", bytesOf(tokens.data(), tokens.size() * 2));
+  TwoInputs p(4, 8, 1000);
+  auto src = openTokens(tokenOptions(file, 3), p.prog);
+  EXPECT_EQ(src->samples(), 1000);
+  std::set<int64_t> starts;
+  for (int64_t index = 0; index < 50; ++index) {
+    HostBatch b;
+    src->fill(index, b);
+    EXPECT_EQ(b.counted, 4 * 8);
+    for (int64_t r = 0; r < 4; ++r) {
+      const int64_t *x = row(b, 0, r, 8), *y = row(b, 1, r, 8);
+      int64_t start = x[0];
+      ASSERT_LE(start + 9, 1000);
+      for (int64_t j = 0; j < 8; ++j) {
+        EXPECT_EQ(x[j], start + j) << "micro-batch " << index << " row " << r;
+        EXPECT_EQ(y[j], start + j + 1) << "micro-batch " << index << " row " << r;
+      }
+      starts.insert(start);
+    }
+  }
+  // 200 draws from 992 starts: nearly all distinct (a constant start fails).
+  EXPECT_GT(starts.size(), 150u);
+  // The same seed gives the same windows; another seed others.
+  HostBatch a, again, other;
+  openTokens(tokenOptions(file, 3), p.prog)->fill(7, a);
+  src->fill(7, again);
+  openTokens(tokenOptions(file, 4), p.prog)->fill(7, other);
+  EXPECT_EQ(a.inputs, again.inputs);
+  EXPECT_NE(a.inputs, other.inputs);
+}
+
+TEST(TokenStream, ReadsLlmcAndNpyFiles) {
+  Scratch s;
+  std::vector<int32_t> header(256, 0);
+  header[0] = 20240520, header[1] = 1, header[2] = 20;
+  std::vector<uint16_t> body(20);
+  for (int i = 0; i < 20; ++i)
+    body[size_t(i)] = uint16_t(i);
+  std::string llmc = s.write("t.bin", bytesOf(header.data(), 1024) + bytesOf(body.data(), 40));
+  TwoInputs p(1, 4, 20);
+  HostBatch b;
+  openTokens(tokenOptions(llmc, 0), p.prog)->fill(0, b);
+  const int64_t *x = row(b, 0, 0, 4), *y = row(b, 1, 0, 4);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(x[j], x[0] + j);
+    EXPECT_EQ(y[j], x[j] + 1);
+  }
+  // An int32 .npy.
+  std::string head = "{'descr': '<i4', 'fortran_order': False, 'shape': (20,), }";
+  head.resize(117, ' ');
+  head += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8) + char(head.size()) + char(0) + head;
+  std::vector<int32_t> ids(20);
+  for (int i = 0; i < 20; ++i)
+    ids[size_t(i)] = 19 - i;
+  std::string path = s.write("t.npy", npy + bytesOf(ids.data(), 80));
+  openTokens(tokenOptions(path, 0), p.prog)->fill(0, b);
+  x = row(b, 0, 0, 4), y = row(b, 1, 0, 4);
+  for (int j = 0; j < 4; ++j)
+    EXPECT_EQ(y[j], x[j] - 1);
+}
+
+TEST(TokenStream, RefusesBadTokensAndShortFiles) {
+  Scratch s;
+  std::vector<uint16_t> tokens(100, 1);
+  tokens[50] = 60000;
+  std::string file = s.write("t.bin", bytesOf(tokens.data(), 200));
+  TwoInputs p(8, 60, 50); // windows of 61 of 100 tokens: every one holds position 50
+  auto src = openTokens(tokenOptions(file, 1), p.prog);
+  HostBatch b;
+  try {
+    src->fill(0, b);
+    FAIL() << "token 60000 was accepted";
+  } catch (const Fatal &f) {
+    EXPECT_NE(f.message.find("holds token 60000 at position 50"), std::string::npos) << f.message;
+  }
+  TwoInputs wide(1, 100, 50);
+  try {
+    openTokens(tokenOptions(file, 1), wide.prog);
+    FAIL() << "a file shorter than a window was accepted";
+  } catch (const Fatal &f) {
+    EXPECT_NE(f.message.find("fewer than one window of 101"), std::string::npos) << f.message;
+  }
+}
+
+/// An .npy file of int64 values.
+std::string npyInt64(const std::vector<int64_t> &v, const std::vector<int64_t> &shape) {
+  std::string dims;
+  for (int64_t d : shape)
+    dims += std::to_string(d) + ",";
+  std::string head = "{'descr': '<i8', 'fortran_order': False, 'shape': (" + dims + "), }";
+  head.resize(117, ' ');
+  head += '\n';
+  return std::string("\x93NUMPY\x01\x00", 8) + char(head.size()) + char(0) + head +
+         bytesOf(v.data(), v.size() * 8);
+}
+
+TEST(Arrays, ShuffledEpochsArePermutations) {
+  Scratch s;
+  std::vector<int64_t> ids(12), labels(12);
+  for (int i = 0; i < 12; ++i)
+    ids[size_t(i)] = i, labels[size_t(i)] = i % 3;
+  s.write("tokens.npy", npyInt64(ids, {12, 1}));
+  s.write("targets.npy", npyInt64(labels, {12, 1}));
+  TwoInputs p(3, 1, 12);
+  InputSet set = trainingInputs(p.prog);
+  auto a = openArrays(s.dir, set, true, 9), b = openArrays(s.dir, set, true, 9);
+  ASSERT_EQ(a->microBatchesPerEpoch(), 4);
+  std::vector<std::vector<int64_t>> orders;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    std::vector<int64_t> order;
+    for (int j = 0; j < 4; ++j) {
+      HostBatch x, y;
+      a->fill(epoch * 4 + j, x);
+      b->fill(epoch * 4 + j, y);
+      EXPECT_EQ(x.inputs, y.inputs); // the same seed, the same order
+      for (int r = 0; r < 3; ++r) {
+        int64_t id = row(x, 0, r, 1)[0];
+        EXPECT_EQ(row(x, 1, r, 1)[0], id % 3); // rows stay whole across inputs
+        order.push_back(id);
+      }
+    }
+    std::set<int64_t> seen(order.begin(), order.end());
+    EXPECT_EQ(seen.size(), 12u) << "epoch " << epoch << " is not a permutation";
+    orders.push_back(order);
+  }
+  EXPECT_NE(orders[0], orders[1]);
+  EXPECT_NE(orders[1], orders[2]);
+}
+
+TEST(Arrays, PartialLastBatchIsPaddedWithIgnoredLabels) {
+  Scratch s;
+  std::vector<int64_t> ids = {5, 6, 7, 8, 9}, labels = {1, 2, 3, 4, 0};
+  s.write("tokens.npy", npyInt64(ids, {5, 1}));
+  s.write("targets.npy", npyInt64(labels, {5, 1}));
+  TwoInputs p(4, 1, 10);
+  InputSet set = trainingInputs(p.prog);
+  set.padWithIgnored = true;
+  auto a = openArrays(s.dir, set, false, 0);
+  ASSERT_EQ(a->microBatchesPerEpoch(), 2);
+  HostBatch last;
+  a->fill(1, last);
+  EXPECT_EQ(last.counted, 1);
+  EXPECT_EQ(row(last, 0, 0, 1)[0], 9);
+  EXPECT_EQ(row(last, 1, 0, 1)[0], 0);
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(row(last, 1, r, 1)[0], -100);
+}
+
+TEST(Schedule, HandDerivedRates) {
+  TrainOptions o;
+  o.lr = 1.0, o.minLr = 0.1, o.warmupSteps = 10;
+  o.schedule = LrSchedule::Cosine;
+  EXPECT_DOUBLE_EQ(learningRate(o, 0, 110), 0.0);  // warmup starts at 0, as HF's
+  EXPECT_DOUBLE_EQ(learningRate(o, 5, 110), 0.5);
+  EXPECT_DOUBLE_EQ(learningRate(o, 10, 110), 1.0); // the peak
+  EXPECT_NEAR(learningRate(o, 60, 110), 0.55, 1e-15); // half way: (1 + 0.1) / 2
+  EXPECT_NEAR(learningRate(o, 110, 110), 0.1, 1e-15);
+  o.schedule = LrSchedule::Linear;
+  EXPECT_NEAR(learningRate(o, 35, 110), 0.1 + 0.9 * 0.75, 1e-15);
+  o.schedule = LrSchedule::Constant;
+  EXPECT_DOUBLE_EQ(learningRate(o, 100, 110), 1.0);
+}
+
+TEST(Checkpoint, RoundTripsAndRefusesDamage) {
+  Scratch s;
+  Checkpoint c;
+  c.config["lr"] = "0.5";
+  c.nextStep = 7, c.updates = 6, c.skipped = 1, c.scale = 32768, c.goodSteps = 3;
+  c.hysteresisLeft = 2, c.firstLoss = 2.25;
+  c.tensors["value/w"] = {1.5f, -2.0f, NAN};
+  c.tensors["m/w"] = {0.25f, 0, 0};
+  saveCheckpoint(s.dir + "/ck", c);
+  Checkpoint r = loadCheckpoint(s.dir + "/ck");
+  EXPECT_EQ(r.config, c.config);
+  EXPECT_EQ(r.nextStep, 7);
+  EXPECT_EQ(r.updates, 6);
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_EQ(r.scale, 32768.0f);
+  EXPECT_EQ(r.goodSteps, 3);
+  EXPECT_EQ(r.hysteresisLeft, 2);
+  EXPECT_EQ(r.firstLoss, 2.25);
+  ASSERT_EQ(r.tensors.size(), 2u);
+  EXPECT_EQ(r.tensors["value/w"][1], -2.0f);
+  EXPECT_TRUE(std::isnan(r.tensors["value/w"][2]));
+  // One byte short, or cut in its header: refused.
+  std::string file = checkpointFile(s.dir + "/ck");
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  long long size = (long long)in.tellg();
+  ASSERT_EQ(truncate(file.c_str(), size - 1), 0);
+  EXPECT_THROW(loadCheckpoint(s.dir + "/ck"), Fatal);
+  ASSERT_EQ(truncate(file.c_str(), 20), 0);
+  EXPECT_THROW(loadCheckpoint(s.dir + "/ck"), Fatal);
+}
+
+} // namespace
