@@ -2,10 +2,14 @@
 
 #include "Backend.h"
 #include "Npy.h"
+#include "SafeFile.h"
 #include "TensorFiles.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 #include <numeric>
 
 namespace otc {
@@ -35,6 +39,8 @@ int64_t countKept(const otc_tensor_desc &d, const int64_t *labels, int64_t n) {
 }
 
 class Arrays final : public DataSource {
+  static constexpr size_t kReleaseAbove = size_t(256) << 20;
+
 public:
   Arrays(const std::string &dir, const InputSet &set, bool shuffle, uint64_t seed)
       : set(set), shuffle(shuffle), seed(seed) {
@@ -105,6 +111,11 @@ public:
                     sample * int64_t(perRow));
         else
           std::memcpy(dst.data() + r * row, src, row);
+        // A large file's rows leave this process's memory once copied (its
+        // pages stay in the page cache), so a data set larger than memory
+        // never becomes resident here.
+        if (a.file.size() >= kReleaseAbove)
+          a.file.release(size_t(src - a.file.data()), row);
         if (padding && int(i) == set.tokenLabels)
           std::fill_n(reinterpret_cast<int64_t *>(dst.data()) + r * perRow, perRow, d.ignore_index);
       }
@@ -208,6 +219,14 @@ public:
             (d.dtype != OTC_I64 ? " and is not integer" : "") +
             "; a token stream feeds [N, T] integer inputs");
     }
+    // Windows are read with pread, not through the map: mapped pages
+    // count as the process's own memory (whole large folios of the page
+    // cache on recent kernels), read ones stay in the page cache only.
+    offset = size_t(data - file.data());
+    file = MappedFile();
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      die("cannot read data file '" + path + "': " + std::strerror(errno));
     T = prog.inputs[feeds[0]].shape[1];
     if (prog.inputs[feeds[1]].shape[1] != T)
       die("--token-input '" + o.tokenInput + "' has " + std::to_string(T) +
@@ -218,6 +237,10 @@ public:
           std::to_string(T + 1));
   }
 
+  ~Tokens() override {
+    if (fd >= 0)
+      close(fd);
+  }
   int64_t samples() const override { return length; }
   int64_t microBatchesPerEpoch() const override { return 0; }
   std::string describe() const override {
@@ -230,11 +253,15 @@ public:
     size_t width = integerBytes(dtype);
     out.inputs.assign(prog.num_inputs, std::vector<char>(size_t(N * T) * sizeof(int64_t)));
     std::vector<int64_t> window(size_t(T + 1));
+    std::vector<char> raw(size_t(T + 1) * width);
     for (int64_t r = 0; r < N; ++r) {
       // Window starts are uniform over the file, drawn from (seed, sample).
       uint64_t sample = uint64_t(index) * uint64_t(N) + uint64_t(r);
       int64_t start = int64_t(below(mix(mix(seed) ^ sample), uint64_t(length - T)));
-      widenInto(dtype, data + size_t(start) * width, T + 1, window.data(), path, start);
+      if (!readAllAt(fd, raw.data(), raw.size(), (long long)(offset + size_t(start) * width)))
+        die("cannot read tokens " + std::to_string(start) + " to " + std::to_string(start + T) +
+            " of '" + path + "': " + std::strerror(errno));
+      widenInto(dtype, raw.data(), T + 1, window.data(), path, start);
       for (int f = 0; f < 2; ++f) {
         const otc_tensor_desc &d = prog.inputs[feeds[f]];
         int64_t *dst = reinterpret_cast<int64_t *>(out.inputs[feeds[f]].data()) + r * T;
@@ -260,6 +287,8 @@ private:
   std::string path, dtype;
   MappedFile file;
   const char *data = nullptr;
+  size_t offset = 0; // of the first token in the file
+  int fd = -1;
   int64_t length = 0, T = 0;
   int feeds[2] = {-1, -1};
 };
