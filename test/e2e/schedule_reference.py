@@ -6,6 +6,12 @@ skipped steps and token-weighted accumulation, on the zoo's GPT and LeNet.
   make CASE DIR     DIR/data: 64 samples for the zoo case. gpt: targets hold
                     -100 at random, so micro-batches count unequal tokens.
                     lenet with "inf": micro-batch 7 holds an infinity.
+  expected CASE DIR WEIGHTS.npz LOGS.npz FLAGS...
+                    The float32 reference's weights (tol/NAME: their derived
+                    tolerances, as check_weights.py reads them), and its
+                    per-step lrs and gradient norms with theirs, for the GPU
+                    bundle (test/gpu), which has no float64 reference.
+  logs LOG LOGS.npz Compares a run's logged lr and grad_norm with LOGS.npz.
   check CASE DIR LOG SAVED FLAGS...
                     Runs the reference with the training executable's flags
                     (--steps --accum-steps --lr --lr-schedule --warmup-steps
@@ -38,14 +44,15 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
-import torch
-import torch.nn.functional as F
-from onnx import numpy_helper
 
 ZOO = Path(__file__).resolve().parent.parent / "zoo"
-sys.path.insert(0, str(ZOO))
-import make_zoo  # noqa: E402
+if sys.argv[1:2] != ["logs"]:  # the GPU bundle's log check needs numpy alone
+    import onnx
+    import torch
+    import torch.nn.functional as F
+    from onnx import numpy_helper
+    sys.path.insert(0, str(ZOO))
+    import make_zoo  # noqa: E402
 
 SAMPLES = 64
 
@@ -216,8 +223,41 @@ def check(case, out, log, saved, argv):
     return 0 if ok else 1
 
 
+def expected(case, out, path, logpath, argv):
+    f = flags(argv)
+    data = {p.stem: np.load(p) for p in sorted((Path(out) / "data").glob("*.npy"))}
+    order = [i.name for i in onnx.load(str(ZOO / "fixtures" / case / "model.onnx")).graph.input]
+    data = {k: data[k] for k in order if k in data}
+    w32, lr32, n32, sk32, _ = reference(case, data, f, torch.float32)
+    w64, _, n64, _, _ = reference(case, data, f, torch.float64)
+    exported = {i.name for i in onnx.load(str(ZOO / "fixtures" / case / "model.onnx")).graph.initializer}
+    z = {}
+    for name, ref in w32.items():
+        if name in exported and np.issubdtype(ref.dtype, np.floating):
+            z[name] = ref.astype(np.float32)
+            z[f"tol/{name}"] = np.float64(4 * np.abs(ref - w64[name]).max() + 1e-5 * np.abs(w64[name]).max())
+    np.savez(path, **z)
+    np.savez(logpath, lr=np.array(lr32), grad_norm=np.array(n32),
+             grad_norm_tol=4 * np.abs(np.array(n32) - np.array(n64)) + 1e-6 * np.array(n64))
+
+
+def logs(log, path):
+    z = np.load(path)
+    rows = [json.loads(line) for line in open(log) if '"loss"' in line]
+    lr = np.array([r["lr"] for r in rows])
+    norm = np.array([r["grad_norm"] for r in rows], dtype=np.float64)
+    ok = len(rows) == len(z["lr"]) and np.allclose(lr, z["lr"], rtol=1e-12, atol=0) and \
+        bool(np.all(np.abs(norm - z["grad_norm"]) <= z["grad_norm_tol"]))
+    print("logged lr and grad_norm match" if ok else "logged lr or grad_norm differ")
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "make":
+    if sys.argv[1] == "expected":
+        expected(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:])
+    elif sys.argv[1] == "logs":
+        sys.exit(logs(sys.argv[2], sys.argv[3]))
+    elif sys.argv[1] == "make":
         make(sys.argv[2], sys.argv[3], len(sys.argv) > 4 and sys.argv[4] == "inf")
     else:
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6:]))

@@ -24,6 +24,21 @@ for dir in "$root"/test/zoo/fixtures/*/; do
   cp -r "$dir/data" "$dir/train_flags" "$out/zoo/$case/"
   if [ -e "$dir/expected.npz" ]; then cp "$dir/expected.npz" "$out/zoo/$case/"; fi
 done
+# The step boundary (test/e2e/schedule_clip.test): the zoo's GPT with
+# token-weighted windows, warmup + cosine, clipping and --no-decay, against
+# the float32 PyTorch reference made here; and SIGKILL + resume on the
+# dropout MLP in fp16 with a shuffle (test/e2e/resume.test).
+flags="--steps 30 --accum-steps 2 --lr 0.01 --lr-schedule cosine --warmup-steps 5 --min-lr 0.001 --clip-grad-norm 3 --weight-decay 0.1 --no-decay bias$ --no-decay ln"
+mkdir -p "$out/run"
+python3 "$root/test/e2e/schedule_reference.py" make gpt "$out/run/gpt"
+python3 "$root/test/e2e/schedule_reference.py" expected gpt "$out/run/gpt" "$out/run/gpt/expected.npz" \
+  "$out/run/gpt/logs.npz" $flags
+echo "$flags" > "$out/run/gpt/train_flags"
+"$otc" compile "$root/test/zoo/fixtures/gpt/model.onnx" -o "$out/run/gpt/train" --target cuda --optimizer adamw --micro-batch 2
+"$otc" compile "$root/test/zoo/fixtures/dropout_mlp/model.onnx" -o "$out/run/mlp16" --target cuda \
+  --optimizer adam --micro-batch 16 --precision fp16 --scale-window 7
+cp -r "$root/test/zoo/fixtures/dropout_mlp/data" "$out/run/mlp_data"
+cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" "$out/run/"
 # f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).
 for k in chain rows gemm; do

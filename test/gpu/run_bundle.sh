@@ -47,6 +47,19 @@ if ! "$dir/train_grad_overflow" --data "$tmp/x" --steps 2 --accum-steps 2 --save
 else
   fail=$((fail + 1)); echo "FAIL non-finite gradient stops the run"; cat "$tmp/grad.err"
 fi
+# Schedules, clipping, token-weighted windows and --no-decay against PyTorch;
+# resume after SIGKILL bitwise (the CUDA sum of squares is deterministic).
+r=$dir/run
+"$r/gpt/train" --data "$r/gpt/data" $(cat "$r/gpt/train_flags") --log "$tmp/gpt.jsonl" \
+  --save "$tmp/gpt_run.onnx" || echo "train failed: gpt run"
+check "schedule and clipping match PyTorch" "$tmp/gpt_run.onnx" "$r/gpt/expected.npz"
+if "$py" "$r/schedule_reference.py" logs "$tmp/gpt.jsonl" "$r/gpt/logs.npz"; then
+  pass=$((pass + 1)); echo "PASS logged lr and grad_norm"
+else fail=$((fail + 1)); echo "FAIL logged lr and grad_norm"; fi
+if "$py" "$r/resume_check.py" "$tmp/resume" 4 7 "$r/mlp16" --data "$r/mlp_data" --steps 300 \
+     --accum-steps 2 --lr 0.01 --shuffle --seed 5 | tee "$tmp/resume.txt" | grep -q "bitwise identical"; then
+  pass=$((pass + 1)); echo "PASS resume after SIGKILL is bitwise identical"
+else fail=$((fail + 1)); echo "FAIL resume after SIGKILL"; cat "$tmp/resume.txt"; fi
 # f16 and bf16 storage on the GPU, against float64 within the rounding bound.
 for k in chain rows gemm; do
   for t in f16 bf16; do
