@@ -236,19 +236,28 @@ bool parseNpy(const std::string &bytes, NpyArray &out, std::string &error) {
   return true;
 }
 
-bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
+/// Opens the regular file `path` for reading; -1 with one line in `error`.
+/// Non-blocking, so a FIFO is refused instead of waited on.
+static int openDataFile(const std::string &path, struct stat &st, std::string &error) {
   std::string name = "'" + path + "'";
-  // Non-blocking, so a FIFO is refused below instead of waited on.
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     error = fd < 0 && errno != ENOENT ? "cannot read data file " + name + ": " + std::strerror(errno)
             : fd < 0                  ? "cannot open data file " + name
                                       : "data file " + name + " is not a regular file";
     if (fd >= 0)
       close(fd);
-    return false;
+    return -1;
   }
+  return fd;
+}
+
+bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
+  std::string name = "'" + path + "'";
+  struct stat st;
+  int fd = openDataFile(path, st, error);
+  if (fd < 0)
+    return false;
   // The header is read first, so a lying header never sizes an allocation.
   std::string head(size_t(std::min<off_t>(st.st_size, 12 + OTC_MAX_NPY_HEADER)), '\0');
   size_t offset = 0;
@@ -282,23 +291,16 @@ MappedFile::~MappedFile() {
 }
 
 bool MappedFile::map(const std::string &path, std::string &error) {
-  std::string name = "'" + path + "'";
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = fd < 0 && errno != ENOENT ? "cannot read data file " + name + ": " + std::strerror(errno)
-            : fd < 0                  ? "cannot open data file " + name
-                                      : "data file " + name + " is not a regular file";
-    if (fd >= 0)
-      close(fd);
+  int fd = openDataFile(path, st, error);
+  if (fd < 0)
     return false;
-  }
   length = size_t(st.st_size);
   void *p = length ? mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0) : nullptr;
   close(fd);
   if (p == MAP_FAILED) {
     length = 0;
-    error = "cannot map data file " + name + ": " + std::strerror(errno);
+    error = "cannot map data file '" + path + "': " + std::strerror(errno);
     return false;
   }
   base = static_cast<char *>(p);
