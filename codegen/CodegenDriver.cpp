@@ -52,6 +52,7 @@ const char *optimizerName(otc_optimizer o) {
   case OTC_MOMENTUM: return "OTC_MOMENTUM";
   case OTC_ADAM: return "OTC_ADAM";
   case OTC_ADAMW: return "OTC_ADAMW";
+  case OTC_ADAFACTOR: return "OTC_ADAFACTOR";
   }
   return "OTC_SGD";
 }
@@ -200,7 +201,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
     os << (i ? ", " : "") << program.gradIndex[i];
   if (program.gradIndex.empty())
     os << "0";
-  std::string update = cuda ? std::string("0")
+  // Adafactor is not elementwise: the runtime's own per-tensor update.
+  std::string update = cuda || optimizer == OTC_ADAFACTOR ? std::string("0")
                             : "otc_kernels::optimizer_update<" +
                                   std::string(optimizerName(optimizer)) + ">";
   os << "};\n\nstatic const otc_program kProgram = {\n"
@@ -246,13 +248,13 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
   }
   out.program = printProgram(program);
   if (options.training) {
-    out.memory = memoryReport(program, optimizerSlots(options.optimizer));
+    out.memory = memoryReport(program, options.optimizer);
     out.program += "\n" + out.memory;
-    MemoryTimeline timeline = memoryTimeline(program, optimizerSlots(options.optimizer));
+    MemoryTimeline timeline = memoryTimeline(program, options.optimizer);
     out.peak = timeline.table(program);
     out.program += out.peak;
     out.timeline = timeline.svg(options.title.empty() ? "memory per step" : options.title);
-    PersistentBytes p = persistentBytes(program, optimizerSlots(options.optimizer));
+    PersistentBytes p = persistentBytes(program, options.optimizer);
     out.plannedBytes = p.total() + program.arenaBytes;
     out.keptBytes = timeline.keptBytes;
     out.traffic = timeline.traffic;

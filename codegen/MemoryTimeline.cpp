@@ -41,9 +41,9 @@ std::string humanBytes(double b) {
   return text;
 }
 
-MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots) {
+MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer) {
   MemoryTimeline t;
-  PersistentBytes p = persistentBytes(program, optimizerSlots);
+  PersistentBytes p = persistentBytes(program, optimizer);
   t.persistent[MemoryTimeline::Parameters] = p.params;
   t.persistent[MemoryTimeline::LowCopies] = p.lowCopies;
   t.persistent[MemoryTimeline::Gradients] = p.grads;

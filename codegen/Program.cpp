@@ -215,7 +215,7 @@ std::string printProgram(const Program &p) {
 
 namespace otc {
 
-PersistentBytes persistentBytes(const Program &program, int optimizerSlots) {
+PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer) {
   auto bytesOf = [](const TensorDesc &d, ElemType type) {
     int64_t n = byteSize(type);
     for (int64_t s : d.shape)
@@ -228,10 +228,11 @@ PersistentBytes persistentBytes(const Program &program, int optimizerSlots) {
     p.params += bytesOf(d, d.type);
     if (d.lowType != ElemType::F32)
       p.lowCopies += bytesOf(d, d.lowType);
-    if (program.gradIndex[i] >= 0)
+    if (program.gradIndex[i] >= 0) {
       p.grads += bytesOf(d, d.type);
+      p.optimizerState += 4 * optimizerStateElements(optimizer, d.shape.data(), int(d.shape.size()));
+    }
   }
-  p.optimizerState = p.grads * optimizerSlots;
   for (const TensorDesc &d : program.inputs)
     p.inputs += bytesOf(d, d.type);
   for (const Buffer &b : program.buffers)
@@ -241,8 +242,8 @@ PersistentBytes persistentBytes(const Program &program, int optimizerSlots) {
   return p;
 }
 
-std::string memoryReport(const Program &program, int optimizerSlots) {
-  PersistentBytes p = persistentBytes(program, optimizerSlots);
+std::string memoryReport(const Program &program, otc_optimizer optimizer) {
+  PersistentBytes p = persistentBytes(program, optimizer);
   // Copies the optimizer update writes persist beside the parameters; cast
   // kernels' copies (of transposed or sliced parameters) live in the arena,
   // at most lowCopyBytes at once. The rest of the arena's planned size is

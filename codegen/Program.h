@@ -4,6 +4,7 @@
 #ifndef OTC_CODEGEN_PROGRAM_H
 #define OTC_CODEGEN_PROGRAM_H
 
+#include "otc/kernels/adafactor.h"
 #include "otc/runtime/abi.h"
 
 #include <array>
@@ -195,8 +196,9 @@ struct Program {
 std::string printProgram(const Program &program);
 
 /// Bytes that live through the whole step, outside the arena. Parameters,
-/// gradients and optimizer state are float32; `optimizerSlots` is the number
-/// of state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).
+/// gradients and optimizer state are float32; the state of each trained
+/// parameter is optimizerStateElements (kernels/adafactor.h), which the
+/// runtime allocates.
 struct PersistentBytes {
   int64_t params = 0, lowCopies = 0, grads = 0, optimizerState = 0, inputs = 0, constants = 0;
   int64_t workspace = 0; // cuBLAS's, on CUDA
@@ -204,12 +206,11 @@ struct PersistentBytes {
     return params + lowCopies + grads + optimizerState + inputs + constants + workspace;
   }
 };
-PersistentBytes persistentBytes(const Program &program, int optimizerSlots);
+PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer);
 
 /// Bytes per category of the step's memory, which sum to the total: the
-/// memory report `otc compile` prints. `optimizerSlots` is the number of
-/// float32 state tensors per trained parameter (0 SGD, 1 momentum, 2 Adam).
-std::string memoryReport(const Program &program, int optimizerSlots);
+/// memory report `otc compile` prints.
+std::string memoryReport(const Program &program, otc_optimizer optimizer);
 
 /// The memory of a training step over its kernel program's steps
 /// (MemoryTimeline.cpp): bytes that live throughout, and arena bytes live at
@@ -235,7 +236,7 @@ struct MemoryTimeline {
   std::string svg(const std::string &title) const;
 };
 
-MemoryTimeline memoryTimeline(const Program &program, int optimizerSlots);
+MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer);
 
 /// The library template `k` names (otc_kernels::NAME).
 const char *kernelTemplate(LibraryCall::Kernel k);

@@ -3,6 +3,7 @@
 #ifndef OTC_RUNTIME_BACKEND_H
 #define OTC_RUNTIME_BACKEND_H
 
+#include "otc/kernels/adafactor.h"
 #include "otc/kernels/optimizer.h"
 
 #include <cstddef>
@@ -44,6 +45,10 @@ public:
     int64_t count;
   };
   virtual double sumOfSquares(const std::vector<Span> &spans) = 0;
+  /// One Adafactor step of a parameter (kernels/adafactor.h): `row` and
+  /// `col` its factored second moment (or `row` the full one, `col` null).
+  virtual void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param,
+                         const float *grad, float *row, float *col, void *low, int lowDtype) = 0;
   /// Copies `bytes` bytes between two allocations of this backend.
   virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   /// Bytes requested through alloc() so far.

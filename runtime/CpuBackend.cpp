@@ -45,6 +45,7 @@ public:
       return otc_kernels::optimizer_update<OTC_MOMENTUM>(&s, param, grad, m, v, low, lowDtype, n);
     case OTC_ADAM: return otc_kernels::optimizer_update<OTC_ADAM>(&s, param, grad, m, v, low, lowDtype, n);
     case OTC_ADAMW: return otc_kernels::optimizer_update<OTC_ADAMW>(&s, param, grad, m, v, low, lowDtype, n);
+    case OTC_ADAFACTOR: return; // Backend::adafactor
     }
   }
   bool anyNonFinite(const float *p, int64_t n) override {
@@ -75,6 +76,10 @@ public:
     return total;
   }
   void copy(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param, const float *grad,
+                 float *row, float *col, void *low, int lowDtype) override {
+    otc_kernels::adafactor_update(s, sh, param, grad, row, col, low, lowDtype);
+  }
 
 private:
   std::vector<void *> blocks;

@@ -1,3 +1,4 @@
+#include "AdafactorKernels.cuh"
 #include "Backend.h"
 #include "otc/runtime/cuda_check.h"
 
@@ -159,6 +160,16 @@ public:
     OTC_CUDA_CHECK(cudaMemcpy(&host, sumTotal, sizeof(double), cudaMemcpyDeviceToHost));
     return host;
   }
+  void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param, const float *grad,
+                 float *row, float *col, void *low, int lowDtype) override {
+    // Scratch: two sums, the partial sums, and a row mean per leading index.
+    size_t need = (2 + adafactor::kPartials) * sizeof(double) + size_t(sh.lead) * sizeof(float);
+    if (need > scratchBytes) {
+      scratch = static_cast<double *>(alloc(need));
+      scratchBytes = need;
+    }
+    adafactor::step(s, sh, param, grad, row, col, low, lowDtype, scratch);
+  }
   void copy(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
@@ -181,6 +192,8 @@ private:
   // per-block partial sums and total on the device.
   static constexpr unsigned kGridX = 128, kGridY = 64;
   double *partials = nullptr, *sumTotal = nullptr;
+  double *scratch = nullptr; // Adafactor's
+  size_t scratchBytes = 0;
   Span *spansTable = nullptr; // on the device
   size_t tableSize = 0;
   std::vector<Span> hostTable;

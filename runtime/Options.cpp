@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <regex>
+#include <set>
 #include <string>
 
 namespace otc {
@@ -161,6 +162,12 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
       {"--beta1", "X", "Adam's first-moment decay", "0.9", real("--beta1", &TrainOptions::beta1)},
       {"--beta2", "X", "Adam's second-moment decay", "0.999", real("--beta2", &TrainOptions::beta2)},
       {"--eps", "X", "Adam's denominator term", "1e-08", real("--eps", &TrainOptions::eps)},
+      {"--scale-parameter", nullptr, "Adafactor: step size times max(1e-3, RMS(param))", "off",
+       [](TrainOptions &o, const char *, std::string &) { return o.scaleParameter = true; }},
+      {"--relative-step", nullptr, "Adafactor: step size min(1e-2, 1/sqrt(t)) instead of --lr",
+       "off", [](TrainOptions &o, const char *, std::string &) { return o.relativeStep = true; }},
+      {"--warmup-init", nullptr, "Adafactor with --relative-step: min(1e-6 t, 1/sqrt(t))", "off",
+       [](TrainOptions &o, const char *, std::string &) { return o.warmupInit = true; }},
       {"--loss-average", "tokens|micro-batch",
        "a window's loss: the mean over its counted labels, or the mean of micro-batch means",
        "tokens",
@@ -219,6 +226,7 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
   o = TrainOptions();
   o.accumSteps = defaultAccumSteps >= 1 ? defaultAccumSteps : 1;
   bool weightDecayGiven = false;
+  std::set<std::string> given;
   std::vector<Flag> table = flags(kind, weightDecayGiven);
   const char *prog = argc > 0 && argv[0] ? argv[0] : "train";
   for (int i = 1; i < argc; ++i) {
@@ -245,6 +253,7 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     }
     if (!flag->set(o, flag->value ? argv[++i] : "", error))
       return ParseResult::Error;
+    given.insert(flag->name);
   }
   bool ranges = inRange("--lr", o.lr, false, error) &&
                 (!weightDecayGiven || inRange("--weight-decay", o.weightDecay, false, error)) &&
@@ -273,6 +282,16 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     error = "--eval-every needs --eval-data DIR";
   else if (o.checkpointEvery > 0 && o.checkpoint.empty())
     error = "--checkpoint-every needs --checkpoint DIR";
+  else if (kind != OTC_ADAFACTOR && (o.scaleParameter || o.relativeStep || o.warmupInit))
+    error = "--scale-parameter, --relative-step and --warmup-init are Adafactor's (otc compile --optimizer adafactor)";
+  else if (kind == OTC_ADAFACTOR && (given.count("--beta1") || given.count("--beta2") ||
+                                     given.count("--eps") || given.count("--momentum")))
+    error = "Adafactor takes none of --beta1, --beta2, --eps and --momentum (its decay is 1 - t^-0.8, no first moment)";
+  else if (o.relativeStep && (given.count("--lr") || given.count("--lr-schedule") ||
+                              given.count("--warmup-steps") || given.count("--min-lr")))
+    error = "--relative-step sets the step size itself: give no --lr or schedule (as Hugging Face refuses lr with relative_step)";
+  else if (o.warmupInit && !o.relativeStep)
+    error = "--warmup-init goes with --relative-step";
   else if (o.minLr > o.lr)
     error = "--min-lr " + number(o.minLr) + " exceeds --lr " + number(o.lr);
   if (!error.empty())

@@ -36,6 +36,9 @@ struct TrainOptions {
   double clipGradNorm = 0; // 0: no clipping
   std::vector<std::string> noDecay; // regexes of parameter names
   LossAverage lossAverage = LossAverage::Tokens;
+  // Adafactor's switches (Hugging Face's scale_parameter, relative_step,
+  // warmup_init; all off: the fine-tuning setting).
+  bool scaleParameter = false, relativeStep = false, warmupInit = false;
 };
 
 enum class ParseResult { Ok, Help, Error };

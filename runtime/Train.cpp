@@ -62,6 +62,7 @@ struct Param {
   int64_t count;
   float *value, *grad = nullptr, *m = nullptr, *v = nullptr;
   void *low = nullptr; // the 16-bit copy the step reads, or null
+  int64_t mCount = 0, vCount = 0; // elements of m and v
   bool decays = true;  // not matched by --no-decay
   float *saved = nullptr; // an assigned parameter's value before the window
 };
@@ -297,12 +298,22 @@ struct Trainer {
       setValue(p, values[p.desc->name]);
       if (prog.grad_index[i] >= 0) {
         p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
-        // State as the optimizer needs it: none for SGD, m for momentum, m
-        // and v for Adam (the memory report counts the same).
-        if (kind != OTC_SGD)
-          p.m = (float *)backend->alloc(p.count * sizeof(float));
-        if (kind == OTC_ADAM || kind == OTC_ADAMW)
-          p.v = (float *)backend->alloc(p.count * sizeof(float));
+        // State as the optimizer needs it (optimizerStateElements, which
+        // the memory report counts): none for SGD, m for momentum, m and v
+        // for Adam; Adafactor's row factor (or full moment) in m and its
+        // column factor in v.
+        if (kind == OTC_ADAFACTOR) {
+          AdafactorShape sh = AdafactorShape::of(p.desc->shape, p.desc->rank);
+          p.mCount = sh.factored ? sh.lead * sh.rows : sh.n;
+          p.vCount = sh.factored ? sh.lead * sh.cols : 0;
+        } else {
+          p.mCount = kind != OTC_SGD ? p.count : 0;
+          p.vCount = kind == OTC_ADAM || kind == OTC_ADAMW ? p.count : 0;
+        }
+        if (p.mCount)
+          p.m = (float *)backend->alloc(size_t(p.mCount) * sizeof(float));
+        if (p.vCount)
+          p.v = (float *)backend->alloc(size_t(p.vCount) * sizeof(float));
         for (const std::regex &r : noDecay)
           p.decays = p.decays && !std::regex_search(p.desc->name, r);
       }
@@ -364,8 +375,10 @@ struct Trainer {
     char model[24];
     std::snprintf(model, sizeof model, "%016llx", (unsigned long long)h);
     c["model"] = model;
-    static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw"};
-    c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 4 ? optimizers[prog.optimizer] : "?";
+    static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "adafactor"};
+    c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 5 ? optimizers[prog.optimizer] : "?";
+    c["adafactor"] = std::to_string(opt.scaleParameter) + std::to_string(opt.relativeStep) +
+                     std::to_string(opt.warmupInit);
     c["micro-batch"] = std::to_string(N);
     c["precision"] = precisionName(prog.precision);
     c["accum-steps"] = std::to_string(K);
@@ -406,9 +419,9 @@ struct Trainer {
     for (const Param &p : params) {
       c.tensors["value/" + std::string(p.desc->name)] = read(p.value, p.count);
       if (p.m)
-        c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.count);
+        c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.mCount);
       if (p.v)
-        c.tensors["v/" + std::string(p.desc->name)] = read(p.v, p.count);
+        c.tensors["v/" + std::string(p.desc->name)] = read(p.v, p.vCount);
     }
     saveCheckpoint(opt.checkpoint, c);
   }
@@ -432,9 +445,9 @@ struct Trainer {
       die("--resume: '" + checkpointFile(opt.resume) + "' is from " + what);
     }
     for (Param &p : params) {
-      auto take = [&](const char *kind, float *dst, bool value) {
+      auto take = [&](const char *kind, float *dst, bool value, int64_t count) {
         auto it = c.tensors.find(std::string(kind) + "/" + p.desc->name);
-        if (it == c.tensors.end() || int64_t(it->second.size()) != p.count)
+        if (it == c.tensors.end() || int64_t(it->second.size()) != count)
           die("--resume: '" + checkpointFile(opt.resume) + "' lacks " + kind + " of '" +
               p.desc->name + "' in its size");
         if (value)
@@ -442,11 +455,11 @@ struct Trainer {
         else
           backend->toDevice(dst, it->second.data(), it->second.size() * sizeof(float));
       };
-      take("value", p.value, true);
+      take("value", p.value, true, p.count);
       if (p.m)
-        take("m", p.m, false);
+        take("m", p.m, false, p.mCount);
       if (p.v)
-        take("v", p.v, false);
+        take("v", p.v, false, p.vCount);
     }
     startStep = c.nextStep, updates = c.updates, skipped = c.skipped, firstLoss = c.firstLoss;
     scaler.restore({c.scale, c.goodSteps, c.hysteresisLeft});
@@ -636,10 +649,38 @@ struct Trainer {
         gradScale *= coef;
     }
     scalars.gradScale = plain.gradScale = gradScale;
+    if (kind == OTC_ADAFACTOR)
+      return adafactor(lr, gradScale);
     for (Param &p : params)
       if (p.grad)
         backend->update(p.decays ? scalars : plain, p.value, p.grad, p.m, p.v, p.low,
                         p.desc->low_dtype, p.count);
+  }
+
+  /// Hugging Face's Adafactor step `updates` (its lr, scale_parameter,
+  /// relative_step and warmup_init; decay_rate -0.8, clip_threshold 1,
+  /// eps (1e-30, 1e-3), no first moment), the scalars in double.
+  void adafactor(double lr, float gradScale) {
+    double t = double(updates);
+    AdafactorStep s{};
+    s.relStep = float(lr);
+    if (opt.relativeStep) {
+      double minStep = opt.warmupInit ? 1e-6 * t : 1e-2;
+      s.relStep = float(std::min(minStep, 1.0 / std::sqrt(t)));
+    }
+    s.scaleParameter = opt.scaleParameter;
+    s.eps1 = 1e-30f, s.eps2 = 1e-3f;
+    double beta2t = 1.0 - std::pow(t, -0.8);
+    s.beta2t = float(beta2t), s.oneMinusBeta2t = float(1.0 - beta2t);
+    s.clipThreshold = 1.0f;
+    s.gradScale = gradScale;
+    for (Param &p : params) {
+      if (!p.grad)
+        continue;
+      s.weightDecay = p.decays ? float(opt.weightDecay) : 0.0f;
+      backend->adafactor(s, AdafactorShape::of(p.desc->shape, p.desc->rank), p.value, p.grad, p.m,
+                         p.v, p.low, p.desc->low_dtype);
+    }
   }
 
   /// Saves the trained model (never a non-finite one), then measures the

@@ -38,6 +38,11 @@ echo "$flags" > "$out/run/gpt/train_flags"
 "$otc" compile "$root/test/zoo/fixtures/dropout_mlp/model.onnx" -o "$out/run/mlp16" --target cuda \
   --optimizer adam --micro-batch 16 --precision fp16 --scale-window 7
 cp -r "$root/test/zoo/fixtures/dropout_mlp/data" "$out/run/mlp_data"
+# Adafactor (test/e2e/adafactor.test) against transformers' on LeNet.
+"$otc" compile "$root/test/zoo/fixtures/lenet/model.onnx" -o "$out/run/lenet_adafactor" --target cuda \
+  --optimizer adafactor --micro-batch 2
+cp -r "$root/test/zoo/fixtures/lenet/data" "$out/run/lenet_data"
+cp "$root"/test/e2e/fixtures/adafactor/lenet_*.npz "$out/run/"
 cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" "$out/run/"
 # f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).

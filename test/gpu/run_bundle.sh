@@ -60,6 +60,12 @@ if "$py" "$r/resume_check.py" "$tmp/resume" 4 7 "$r/mlp16" --data "$r/mlp_data" 
      --accum-steps 2 --lr 0.01 --shuffle --seed 5 | tee "$tmp/resume.txt" | grep -q "bitwise identical"; then
   pass=$((pass + 1)); echo "PASS resume after SIGKILL is bitwise identical"
 else fail=$((fail + 1)); echo "FAIL resume after SIGKILL"; cat "$tmp/resume.txt"; fi
+"$r/lenet_adafactor" --data "$r/lenet_data" --steps 10 --lr 0.01 --save "$tmp/af_fixed.onnx" ||
+  echo "train failed: adafactor"
+check "Adafactor matches transformers" "$tmp/af_fixed.onnx" "$r/lenet_fixed.npz"
+"$r/lenet_adafactor" --data "$r/lenet_data" --steps 10 --scale-parameter --relative-step \
+  --save "$tmp/af_rel.onnx" || echo "train failed: adafactor relative"
+check "Adafactor (relative step) matches transformers" "$tmp/af_rel.onnx" "$r/lenet_relative.npz"
 # f16 and bf16 storage on the GPU, against float64 within the rounding bound.
 for k in chain rows gemm; do
   for t in f16 bf16; do

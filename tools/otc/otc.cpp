@@ -46,7 +46,7 @@ const char kUsage[] =
     "compile flags:\n"
     "  -o OUTPUT                       the executable to write\n"
     "  --target cuda|cpu               CUDA C++ with cuBLAS, or C++ with OpenBLAS (default: cuda)\n"
-    "  --optimizer sgd|momentum|adam|adamw   the update the executable runs (default: sgd)\n"
+    "  --optimizer sgd|momentum|adam|adamw|adafactor   the update the executable runs (default: sgd)\n"
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
@@ -408,7 +408,7 @@ int main(int argc, char **argv) {
   Args args = parseArgs(argc, argv);
   static const std::map<std::string, otc_optimizer> optimizers = {
       {"sgd", OTC_SGD}, {"momentum", OTC_MOMENTUM},
-      {"adam", OTC_ADAM}, {"adamw", OTC_ADAMW}};
+      {"adam", OTC_ADAM}, {"adamw", OTC_ADAMW}, {"adafactor", OTC_ADAFACTOR}};
   auto optimizer = optimizers.find(args.optimizer);
   if (optimizer == optimizers.end())
     fail("unknown --optimizer '" + args.optimizer + "'", 2);

@@ -35,10 +35,6 @@ struct CodegenOutput {
   int64_t plannedBytes = 0, keptBytes = 0, traffic = 0, steps = 0;
 };
 
-/// Float32 state tensors the optimizer keeps per trained parameter.
-inline int optimizerSlots(otc_optimizer o) {
-  return o == OTC_SGD ? 0 : o == OTC_MOMENTUM ? 1 : 2;
-}
 
 /// Bytes with a binary unit, "12.5 MiB".
 std::string humanBytes(double bytes);

@@ -64,6 +64,7 @@ OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float 
   case OTC_MOMENTUM: return updateElementOf<OTC_MOMENTUM>(s, p, g, m, v);
   case OTC_ADAM: return updateElementOf<OTC_ADAM>(s, p, g, m, v);
   case OTC_ADAMW: return updateElementOf<OTC_ADAMW>(s, p, g, m, v);
+  case OTC_ADAFACTOR: return; // not elementwise: kernels/adafactor.h
   }
 }
 

@@ -46,7 +46,8 @@ typedef enum otc_optimizer {
   OTC_SGD = 0,
   OTC_MOMENTUM = 1,
   OTC_ADAM = 2,
-  OTC_ADAMW = 3
+  OTC_ADAMW = 3,
+  OTC_ADAFACTOR = 4 /* per tensor, in the runtime (kernels/adafactor.h) */
 } otc_optimizer;
 
 typedef struct otc_tensor_desc {
