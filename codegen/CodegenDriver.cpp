@@ -53,6 +53,7 @@ const char *optimizerName(otc_optimizer o) {
   case OTC_ADAM: return "OTC_ADAM";
   case OTC_ADAMW: return "OTC_ADAMW";
   case OTC_ADAFACTOR: return "OTC_ADAFACTOR";
+  case OTC_ADAMW8BIT: return "OTC_ADAMW8BIT";
   }
   return "OTC_SGD";
 }
@@ -202,7 +203,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
   if (program.gradIndex.empty())
     os << "0";
   // Adafactor is not elementwise: the runtime's own per-tensor update.
-  std::string update = cuda || optimizer == OTC_ADAFACTOR ? std::string("0")
+  std::string update = cuda || optimizer == OTC_ADAFACTOR || optimizer == OTC_ADAMW8BIT
+                           ? std::string("0")
                             : "otc_kernels::optimizer_update<" +
                                   std::string(optimizerName(optimizer)) + ">";
   os << "};\n\nstatic const otc_program kProgram = {\n"
@@ -224,7 +226,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .default_accum_steps = " << accumSteps << ",\n"
      << "  .precision = " << abiName(program.precision) << ",\n"
      << "  .recompute = " << abiName(program.recompute) << ",\n"
-     << "  .token_labels = " << program.tokenLabels << ",\n};\n\n"
+     << "  .token_labels = " << program.tokenLabels << ",\n"
+     << "  .min_8bit_size = " << program.min8bitSize << ",\n};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }
@@ -234,6 +237,7 @@ std::string emitSource(const Program &program, Target target, bool training, int
 bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOutput &out,
               std::string &error) {
   Program program;
+  program.min8bitSize = options.min8bitSize;
   if (auto n = func->getAttrOfType<mlir::IntegerAttr>(attr::kMicroBatch))
     program.microBatch = n.getInt();
   if (options.training && options.target == Target::Cuda)

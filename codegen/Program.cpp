@@ -230,7 +230,8 @@ PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer)
       p.lowCopies += bytesOf(d, d.lowType);
     if (program.gradIndex[i] >= 0) {
       p.grads += bytesOf(d, d.type);
-      p.optimizerState += 4 * optimizerStateElements(optimizer, d.shape.data(), int(d.shape.size()));
+      p.optimizerState += optimizerStateBytes(optimizer, d.shape.data(), int(d.shape.size()),
+                                              program.min8bitSize);
     }
   }
   for (const TensorDesc &d : program.inputs)
@@ -256,7 +257,8 @@ std::string memoryReport(const Program &program, otc_optimizer optimizer) {
       {"parameters (float32)", p.params},
       {"low-precision weight copies", p.lowCopies + arenaCopies},
       {"gradient buffers (float32)", p.grads},
-      {"optimizer state (float32)", p.optimizerState},
+      {optimizer == OTC_ADAMW8BIT ? "optimizer state (8-bit)" : "optimizer state (float32)",
+       p.optimizerState},
       {"activations and temporaries", program.arenaBytes - arenaCopies},
       {"data inputs (one micro-batch)", p.inputs},
       {"constants", p.constants},

@@ -174,6 +174,8 @@ struct Program {
   int numGrads = 0;
   /// The input whose counted labels divide the loss (otc_program.token_labels).
   int tokenLabels = -1;
+  /// 8-bit AdamW keeps float32 moments for smaller tensors (min_8bit_size).
+  int64_t min8bitSize = 4096;
   /// For a plain function (not a training step): its arguments and results.
   std::vector<TensorDesc> arguments, results;
   /// The training step's loss-scaling policy (otc-loss-scaling), for the
@@ -197,7 +199,7 @@ std::string printProgram(const Program &program);
 
 /// Bytes that live through the whole step, outside the arena. Parameters,
 /// gradients and optimizer state are float32; the state of each trained
-/// parameter is optimizerStateElements (kernels/adafactor.h), which the
+/// parameter is optimizerStateBytes (kernels/adafactor.h), which the
 /// runtime allocates.
 struct PersistentBytes {
   int64_t params = 0, lowCopies = 0, grads = 0, optimizerState = 0, inputs = 0, constants = 0;

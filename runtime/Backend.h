@@ -4,6 +4,7 @@
 #define OTC_RUNTIME_BACKEND_H
 
 #include "otc/kernels/adafactor.h"
+#include "otc/kernels/adamw8bit.h"
 #include "otc/kernels/optimizer.h"
 
 #include <cstddef>
@@ -49,6 +50,11 @@ public:
   /// `col` its factored second moment (or `row` the full one, `col` null).
   virtual void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param,
                          const float *grad, float *row, float *col, void *low, int lowDtype) = 0;
+  /// One 8-bit AdamW step (kernels/adamw8bit.h): `q1`, `q2` the moments'
+  /// codes, `absmax1`, `absmax2` their per-block scales.
+  virtual void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1,
+                         uint8_t *q2, float *absmax1, float *absmax2, void *low, int lowDtype,
+                         int64_t n) = 0;
   /// Copies `bytes` bytes between two allocations of this backend.
   virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   /// Bytes requested through alloc() so far.

@@ -46,6 +46,8 @@ public:
     case OTC_ADAM: return otc_kernels::optimizer_update<OTC_ADAM>(&s, param, grad, m, v, low, lowDtype, n);
     case OTC_ADAMW: return otc_kernels::optimizer_update<OTC_ADAMW>(&s, param, grad, m, v, low, lowDtype, n);
     case OTC_ADAFACTOR: return; // Backend::adafactor
+    case OTC_ADAMW8BIT: // small tensors: float32 AdamW (Backend::adamw8bit for the others)
+      return otc_kernels::optimizer_update<OTC_ADAMW>(&s, param, grad, m, v, low, lowDtype, n);
     }
   }
   bool anyNonFinite(const float *p, int64_t n) override {
@@ -76,6 +78,10 @@ public:
     return total;
   }
   void copy(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1, uint8_t *q2,
+                 float *absmax1, float *absmax2, void *low, int lowDtype, int64_t n) override {
+    otc_kernels::adamw8bit_update(s, param, grad, q1, q2, absmax1, absmax2, low, lowDtype, n);
+  }
   void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param, const float *grad,
                  float *row, float *col, void *low, int lowDtype) override {
     otc_kernels::adafactor_update(s, sh, param, grad, row, col, low, lowDtype);

@@ -72,6 +72,54 @@ __global__ void sumPartialsKernel(const double *partial, int n, double *out) {
     *out = sum;
 }
 
+/// Block-wise 8-bit AdamW (kernels/adamw8bit.h): CUDA block b takes
+/// quantisation block b, each of its 256 threads 8 elements, with the code
+/// maps in shared memory.
+template <typename Low>
+__global__ void adamw8bitKernel(OptimizerStep s, float *param, const float *grad, uint8_t *q1,
+                                uint8_t *q2, float *absmax1, float *absmax2, Low *low, int64_t n,
+                                const float *codes) {
+  __shared__ float code1[256], code2[256], max1[256], max2[256];
+  code1[threadIdx.x] = codes[threadIdx.x];
+  code2[threadIdx.x] = codes[256 + threadIdx.x];
+  __syncthreads();
+  constexpr int kPer = kQuantBlock / 256;
+  int64_t at = blockIdx.x * kQuantBlock;
+  float a1 = absmax1[blockIdx.x], a2 = absmax2[blockIdx.x];
+  float m[kPer], v[kPer], top1 = 0.0f, top2 = 0.0f;
+  for (int k = 0; k < kPer; ++k) {
+    int64_t i = at + k * 256 + threadIdx.x;
+    if (i >= n)
+      continue;
+    m[k] = code1[q1[i]] * a1;
+    v[k] = code2[q2[i]] * a2;
+    updateElementOf<OTC_ADAMW>(s, param[i], grad[i], m[k], v[k]);
+    if constexpr (!std::is_same_v<Low, float>)
+      otc_store(&low[i], param[i]);
+    top1 = fmaxf(top1, fabsf(m[k]));
+    top2 = fmaxf(top2, fabsf(v[k]));
+  }
+  max1[threadIdx.x] = top1, max2[threadIdx.x] = top2;
+  __syncthreads();
+  for (int half = 128; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      max1[threadIdx.x] = fmaxf(max1[threadIdx.x], max1[threadIdx.x + half]);
+      max2[threadIdx.x] = fmaxf(max2[threadIdx.x], max2[threadIdx.x + half]);
+    }
+    __syncthreads();
+  }
+  float inv1 = max1[0] > 0.0f ? 1.0f / max1[0] : 0.0f, inv2 = max2[0] > 0.0f ? 1.0f / max2[0] : 0.0f;
+  for (int k = 0; k < kPer; ++k) {
+    int64_t i = at + k * 256 + threadIdx.x;
+    if (i < n) {
+      q1[i] = nearestCode(code1, m[k] * inv1);
+      q2[i] = nearestCode(code2, v[k] * inv2);
+    }
+  }
+  if (threadIdx.x == 0)
+    absmax1[blockIdx.x] = max1[0], absmax2[blockIdx.x] = max2[0];
+}
+
 class CudaBackend final : public Backend {
 public:
   CudaBackend() {
@@ -160,6 +208,22 @@ public:
     OTC_CUDA_CHECK(cudaMemcpy(&host, sumTotal, sizeof(double), cudaMemcpyDeviceToHost));
     return host;
   }
+  void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1, uint8_t *q2,
+                 float *absmax1, float *absmax2, void *low, int lowDtype, int64_t n) override {
+    if (!codes) { // the code maps, once, for the kernel to stage in shared memory
+      codes = static_cast<float *>(alloc(512 * sizeof(float)));
+      toDevice(codes, kDynamicMapSigned, 256 * sizeof(float));
+      toDevice(codes + 256, kDynamicMapUnsigned, 256 * sizeof(float));
+    }
+    unsigned grid = (unsigned)quantBlocks(n);
+    if (low && lowDtype == OTC_F16)
+      adamw8bitKernel<<<grid, 256>>>(s, param, grad, q1, q2, absmax1, absmax2, static_cast<otc_f16 *>(low), n, codes);
+    else if (low && lowDtype == OTC_BF16)
+      adamw8bitKernel<<<grid, 256>>>(s, param, grad, q1, q2, absmax1, absmax2, static_cast<otc_bf16 *>(low), n, codes);
+    else
+      adamw8bitKernel<<<grid, 256>>>(s, param, grad, q1, q2, absmax1, absmax2, (float *)nullptr, n, codes);
+    OTC_CUDA_CHECK(cudaGetLastError());
+  }
   void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param, const float *grad,
                  float *row, float *col, void *low, int lowDtype) override {
     // Scratch: two sums, the partial sums, and a row mean per leading index.
@@ -193,6 +257,7 @@ private:
   static constexpr unsigned kGridX = 128, kGridY = 64;
   double *partials = nullptr, *sumTotal = nullptr;
   double *scratch = nullptr; // Adafactor's
+  float *codes = nullptr;    // 8-bit AdamW's code maps
   size_t scratchBytes = 0;
   Span *spansTable = nullptr; // on the device
   size_t tableSize = 0;

@@ -142,7 +142,8 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
          e = "--clip-grad-norm expects a positive number, got " + shown(v);
          return false;
        }},
-      {"--weight-decay", "X", "weight decay (decoupled for AdamW)", decayDefault[kind == OTC_ADAMW].c_str(),
+      {"--weight-decay", "X", "weight decay (decoupled for AdamW)",
+       decayDefault[kind == OTC_ADAMW || kind == OTC_ADAMW8BIT].c_str(),
        [&weightDecayGiven](TrainOptions &o, const char *v, std::string &e) {
          return weightDecayGiven = number("--weight-decay", v, o.weightDecay, e);
        }},
@@ -297,7 +298,7 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
   if (!error.empty())
     return ParseResult::Error;
   if (!weightDecayGiven) // PyTorch's defaults: AdamW decays, the others do not
-    o.weightDecay = kind == OTC_ADAMW ? 0.01 : 0.0;
+    o.weightDecay = kind == OTC_ADAMW || kind == OTC_ADAMW8BIT ? 0.01 : 0.0;
   if (kind != OTC_MOMENTUM)
     o.momentum = 0;
   return ParseResult::Ok;

@@ -63,6 +63,7 @@ struct Param {
   float *value, *grad = nullptr, *m = nullptr, *v = nullptr;
   void *low = nullptr; // the 16-bit copy the step reads, or null
   int64_t mCount = 0, vCount = 0; // elements of m and v
+  uint8_t *q1 = nullptr, *q2 = nullptr; // adamw8bit: the moments' codes (m, v: their scales)
   bool decays = true;  // not matched by --no-decay
   float *saved = nullptr; // an assigned parameter's value before the window
 };
@@ -306,9 +307,18 @@ struct Trainer {
           AdafactorShape sh = AdafactorShape::of(p.desc->shape, p.desc->rank);
           p.mCount = sh.factored ? sh.lead * sh.rows : sh.n;
           p.vCount = sh.factored ? sh.lead * sh.cols : 0;
+        } else if (kind == OTC_ADAMW8BIT && p.count >= prog.min_8bit_size) {
+          p.q1 = (uint8_t *)backend->alloc(size_t(p.count));
+          p.q2 = (uint8_t *)backend->alloc(size_t(p.count));
+          p.mCount = p.vCount = quantBlocks(p.count);
+          // The codes of 0.0 (zeroed memory is code 0, the map's lowest value).
+          std::vector<uint8_t> zero(size_t(p.count), nearestCode(kDynamicMapSigned, 0.0f));
+          backend->toDevice(p.q1, zero.data(), zero.size());
+          zero.assign(zero.size(), nearestCode(kDynamicMapUnsigned, 0.0f));
+          backend->toDevice(p.q2, zero.data(), zero.size());
         } else {
           p.mCount = kind != OTC_SGD ? p.count : 0;
-          p.vCount = kind == OTC_ADAM || kind == OTC_ADAMW ? p.count : 0;
+          p.vCount = kind == OTC_ADAM || kind == OTC_ADAMW || kind == OTC_ADAMW8BIT ? p.count : 0;
         }
         if (p.mCount)
           p.m = (float *)backend->alloc(size_t(p.mCount) * sizeof(float));
@@ -375,8 +385,10 @@ struct Trainer {
     char model[24];
     std::snprintf(model, sizeof model, "%016llx", (unsigned long long)h);
     c["model"] = model;
-    static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "adafactor"};
-    c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 5 ? optimizers[prog.optimizer] : "?";
+    static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "adafactor",
+                                             "adamw8bit"};
+    c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 6 ? optimizers[prog.optimizer] : "?";
+    c["min-8bit-size"] = std::to_string(prog.min_8bit_size);
     c["adafactor"] = std::to_string(opt.scaleParameter) + std::to_string(opt.relativeStep) +
                      std::to_string(opt.warmupInit);
     c["micro-batch"] = std::to_string(N);
@@ -422,6 +434,15 @@ struct Trainer {
         c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.mCount);
       if (p.v)
         c.tensors["v/" + std::string(p.desc->name)] = read(p.v, p.vCount);
+      // 8-bit codes travel packed four to a float, bit for bit.
+      for (auto [tag, q] : {std::pair<const char *, uint8_t *>{"q1/", p.q1}, {"q2/", p.q2}})
+        if (q) {
+          std::vector<uint8_t> bytes(size_t(p.count));
+          backend->toHost(bytes.data(), q, bytes.size());
+          std::vector<float> packed((bytes.size() + 3) / 4, 0.0f);
+          std::memcpy(packed.data(), bytes.data(), bytes.size());
+          c.tensors[tag + std::string(p.desc->name)] = std::move(packed);
+        }
     }
     saveCheckpoint(opt.checkpoint, c);
   }
@@ -460,6 +481,14 @@ struct Trainer {
         take("m", p.m, false, p.mCount);
       if (p.v)
         take("v", p.v, false, p.vCount);
+      for (auto [tag, q] : {std::pair<const char *, uint8_t *>{"q1", p.q1}, {"q2", p.q2}})
+        if (q) {
+          auto it = c.tensors.find(std::string(tag) + "/" + p.desc->name);
+          if (it == c.tensors.end() || it->second.size() != size_t(p.count + 3) / 4)
+            die("--resume: '" + checkpointFile(opt.resume) + "' lacks " + tag + " of '" +
+                p.desc->name + "' in its size");
+          backend->toDevice(q, it->second.data(), size_t(p.count));
+        }
     }
     startStep = c.nextStep, updates = c.updates, skipped = c.skipped, firstLoss = c.firstLoss;
     scaler.restore({c.scale, c.goodSteps, c.hysteresisLeft});
@@ -651,10 +680,16 @@ struct Trainer {
     scalars.gradScale = plain.gradScale = gradScale;
     if (kind == OTC_ADAFACTOR)
       return adafactor(lr, gradScale);
-    for (Param &p : params)
-      if (p.grad)
-        backend->update(p.decays ? scalars : plain, p.value, p.grad, p.m, p.v, p.low,
-                        p.desc->low_dtype, p.count);
+    for (Param &p : params) {
+      if (!p.grad)
+        continue;
+      const OptimizerStep &s = p.decays ? scalars : plain;
+      if (p.q1)
+        backend->adamw8bit(s, p.value, p.grad, p.q1, p.q2, p.m, p.v, p.low, p.desc->low_dtype,
+                           p.count);
+      else
+        backend->update(s, p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.count);
+    }
   }
 
   /// Hugging Face's Adafactor step `updates` (its lr, scale_parameter,

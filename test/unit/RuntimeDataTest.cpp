@@ -6,10 +6,12 @@
 #include "../../runtime/Checkpoint.h"
 #include "../../runtime/Data.h"
 #include "../../runtime/Schedule.h"
+#include "otc/kernels/adamw8bit.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -268,6 +270,112 @@ TEST(Checkpoint, RoundTripsAndRefusesDamage) {
   EXPECT_THROW(loadCheckpoint(s.dir + "/ck"), Fatal);
   ASSERT_EQ(truncate(file.c_str(), 20), 0);
   EXPECT_THROW(loadCheckpoint(s.dir + "/ck"), Fatal);
+}
+
+TEST(DynamicMap, IsBitsandbytesDynamicTree) {
+  // bitsandbytes' create_dynamic_map: 7 decades 10^-6 .. 10^0, 2^i (signed)
+  // or 2^(i+1) (unsigned) midpoints of linspace(0.1, 1) per decade i, mirrored
+  // when signed, plus 0 and 1. Checked here in double against the table.
+  for (bool sign : {true, false}) {
+    std::vector<double> want;
+    for (int i = 0; i < 7; ++i) {
+      int items = sign ? (1 << i) + 1 : (1 << (i + 1)) + 1;
+      for (int k = 0; k + 1 < items; ++k) {
+        double a = 0.1 + 0.9 * k / (items - 1), b = 0.1 + 0.9 * (k + 1) / (items - 1);
+        want.push_back(std::pow(10.0, i - 6) * (a + b) / 2);
+        if (sign)
+          want.push_back(-want.back());
+      }
+    }
+    want.push_back(0), want.push_back(1);
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(want.size(), 256u);
+    const float *code = sign ? kDynamicMapSigned : kDynamicMapUnsigned;
+    for (int k = 0; k < 256; ++k) {
+      // The table is float32 arithmetic (torch's linspace, the midpoint and
+      // the scaling): up to four roundings of 2^-24 from the exact value.
+      EXPECT_NEAR(code[k], want[size_t(k)], 4 * 0x1p-24 * std::fabs(want[size_t(k)])) << k;
+      if (k)
+        EXPECT_LT(code[k - 1], code[k]);
+    }
+  }
+}
+
+/// A float64 model of block-wise dynamic quantisation: absmax of the block,
+/// and for each value the code nearest to x / absmax by exhaustive search.
+TEST(DynamicMap, BlockQuantisationMatchesFloat64Model) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  for (bool sign : {true, false}) {
+    const float *code = sign ? kDynamicMapSigned : kDynamicMapUnsigned;
+    for (int trial = 0; trial < 20; ++trial) {
+      // Values across seven decades, as Adam's moments spread.
+      std::vector<float> x(kQuantBlock);
+      for (float &v : x) {
+        double mag = std::pow(10.0, -7.0 * std::uniform_real_distribution<double>(0, 1)(rng));
+        v = float(mag * (sign ? (normal(rng) < 0 ? -1 : 1) : 1));
+      }
+      std::vector<uint8_t> q(x.size());
+      float absmax = quantizeBlock(code, x.data(), int64_t(x.size()), q.data());
+      double want = 0;
+      for (float v : x)
+        want = std::max(want, std::fabs(double(v)));
+      ASSERT_EQ(double(absmax), want);
+      for (size_t i = 0; i < x.size(); ++i) {
+        double t = double(x[i]) / want;
+        int best = 0;
+        for (int k = 1; k < 256; ++k)
+          if (std::fabs(t - code[k]) < std::fabs(t - code[best]))
+            best = k;
+        if (q[i] != best) {
+          // Only a value on a midpoint (to float rounding of x / absmax) may differ.
+          double gap = std::fabs(std::fabs(t - code[q[i]]) - std::fabs(t - code[best]));
+          EXPECT_LT(gap, 1e-6 * std::fabs(t) + 1e-12) << "value " << x[i] << " code " << int(q[i])
+                                                      << " vs " << best;
+        }
+        // The round trip: within half the gap to the neighbouring code.
+        double back = double(code[q[i]]) * absmax;
+        double half = 0.5 * (q[i] < 255 ? code[q[i] + 1] - code[q[i]] : code[q[i]] - code[q[i] - 1]);
+        double halfBelow = 0.5 * (q[i] > 0 ? code[q[i]] - code[q[i] - 1] : half);
+        EXPECT_LE(std::fabs(back - x[i]), std::max(half, halfBelow) * want * (1 + 1e-6) + 1e-30);
+      }
+    }
+  }
+  // A block of zeros keeps scale 0 and the code of 0.
+  std::vector<float> zeros(10, 0.0f);
+  std::vector<uint8_t> q(10);
+  EXPECT_EQ(quantizeBlock(kDynamicMapSigned, zeros.data(), 10, q.data()), 0.0f);
+  EXPECT_EQ(kDynamicMapSigned[q[0]], 0.0f);
+}
+
+/// From zero moments, an 8-bit step moves the parameter exactly as float32
+/// AdamW (the new moments drive it before they are rounded), and stores
+/// moments that dequantise to AdamW's within the map's resolution.
+TEST(AdamW8bit, FirstStepIsAdamWAndStoresItsMoments) {
+  const int64_t n = 5000; // three blocks, the last partial
+  std::vector<float> p(n), g(n), p32(n), m32(n, 0), v32(n, 0);
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> normal;
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = p32[i] = normal(rng), g[i] = normal(rng) * std::pow(10.0f, float(i % 5) - 4);
+  OptimizerStep s{};
+  s.kind = OTC_ADAMW8BIT;
+  s.lr = 1e-3f, s.beta1 = 0.9f, s.oneMinusBeta1 = 0.1f, s.beta2 = 0.999f, s.oneMinusBeta2 = 0.001f;
+  s.eps = 1e-8f, s.stepSize = float(1e-3 / 0.1), s.biasCorr2Sqrt = float(std::sqrt(0.001));
+  s.decayFactor = float(1 - 1e-3 * 0.01), s.gradScale = 1, s.firstStep = true;
+  std::vector<uint8_t> q1(n, nearestCode(kDynamicMapSigned, 0)), q2(n, nearestCode(kDynamicMapUnsigned, 0));
+  std::vector<float> a1(quantBlocks(n), 0), a2(quantBlocks(n), 0);
+  otc_kernels::adamw8bit_update(s, p.data(), g.data(), q1.data(), q2.data(), a1.data(), a2.data(),
+                                nullptr, 0, n);
+  for (int64_t i = 0; i < n; ++i)
+    updateElementOf<OTC_ADAMW>(s, p32[i], g[i], m32[i], v32[i]);
+  EXPECT_EQ(p, p32);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t b = i / kQuantBlock;
+    // Half the widest gap between codes (0.9 / 64 in the signed map's top decade).
+    EXPECT_LE(std::fabs(kDynamicMapSigned[q1[i]] * a1[b] - m32[i]), 0.5 * 0.9 / 64 * a1[b] * 1.0001);
+    EXPECT_LE(std::fabs(kDynamicMapUnsigned[q2[i]] * a2[b] - v32[i]), 0.5 * 0.9 / 64 * a2[b] * 1.0001);
+  }
 }
 
 } // namespace

@@ -46,7 +46,8 @@ const char kUsage[] =
     "compile flags:\n"
     "  -o OUTPUT                       the executable to write\n"
     "  --target cuda|cpu               CUDA C++ with cuBLAS, or C++ with OpenBLAS (default: cuda)\n"
-    "  --optimizer sgd|momentum|adam|adamw|adafactor   the update the executable runs (default: sgd)\n"
+    "  --optimizer sgd|momentum|adam|adamw|adafactor|adamw8bit   the update the executable runs (default: sgd)\n"
+    "  --min-8bit-size N               adamw8bit: smaller tensors keep float32 moments (default: 4096)\n"
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
@@ -257,6 +258,8 @@ Args parseArgs(int argc, char **argv) {
       a.memoryBudget = byteCount(arg, v);
     } else if (arg == "--global-batch") {
       a.globalBatch = count(arg, v, OTC_MAX_MICRO_BATCHES, "2^40");
+    } else if (arg == "--min-8bit-size") {
+      a.codegen.min8bitSize = count(arg, v, OTC_MAX_MICRO_BATCHES, "2^40");
     } else {
       fail("unknown flag '" + arg.substr(0, 40) + "'", 2);
     }
@@ -408,7 +411,8 @@ int main(int argc, char **argv) {
   Args args = parseArgs(argc, argv);
   static const std::map<std::string, otc_optimizer> optimizers = {
       {"sgd", OTC_SGD}, {"momentum", OTC_MOMENTUM},
-      {"adam", OTC_ADAM}, {"adamw", OTC_ADAMW}, {"adafactor", OTC_ADAFACTOR}};
+      {"adam", OTC_ADAM}, {"adamw", OTC_ADAMW}, {"adafactor", OTC_ADAFACTOR},
+      {"adamw8bit", OTC_ADAMW8BIT}};
   auto optimizer = optimizers.find(args.optimizer);
   if (optimizer == optimizers.end())
     fail("unknown --optimizer '" + args.optimizer + "'", 2);

@@ -21,6 +21,7 @@ struct CodegenOptions {
   std::string title; // of the memory timeline picture
   bool planOnly = false; // the plan's numbers, no source (auto-fit's trials)
   int64_t defaultAccumSteps = 1; // ./train's --accum-steps default
+  int64_t min8bitSize = 4096;    // --min-8bit-size: adamw8bit's float32 threshold
 };
 
 struct CodegenOutput {

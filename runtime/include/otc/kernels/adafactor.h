@@ -16,27 +16,31 @@
 
 namespace otc {
 
-/// Float32 elements of optimizer state for one trained parameter of
-/// `shape`: none for SGD, m for momentum, m and v for Adam and AdamW,
-/// Adafactor's factors (AdafactorShape). The memory plan and the runtime's
-/// allocation both count with it.
-inline int64_t optimizerStateElements(otc_optimizer o, const int64_t *shape, int rank) {
+/// Bytes of optimizer state for one trained parameter of `shape`: none for
+/// SGD; float32 m for momentum, m and v for Adam and AdamW; Adafactor's
+/// float32 factors (AdafactorShape); 8-bit AdamW's two uint8 codes per
+/// element and two float32 scales per block of 2048 (float32 m and v under
+/// `min8bit` elements). The memory plan and the runtime's allocation both
+/// count with it.
+inline int64_t optimizerStateBytes(otc_optimizer o, const int64_t *shape, int rank,
+                                   int64_t min8bit) {
   int64_t n = 1;
   for (int i = 0; i < rank; ++i)
     n *= shape[i];
   switch (o) {
   case OTC_SGD: return 0;
-  case OTC_MOMENTUM: return n;
+  case OTC_MOMENTUM: return 4 * n;
   case OTC_ADAM:
-  case OTC_ADAMW: return 2 * n;
+  case OTC_ADAMW: return 8 * n;
   case OTC_ADAFACTOR: {
     if (rank < 2)
-      return n;
+      return 4 * n;
     int64_t lead = 1;
     for (int i = 0; i < rank - 2; ++i)
       lead *= shape[i];
-    return lead * (shape[rank - 2] + shape[rank - 1]);
+    return 4 * lead * (shape[rank - 2] + shape[rank - 1]);
   }
+  case OTC_ADAMW8BIT: return n < min8bit ? 8 * n : 2 * n + 8 * ((n + 2047) / 2048);
   }
   return 0;
 }

@@ -65,6 +65,7 @@ OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float 
   case OTC_ADAM: return updateElementOf<OTC_ADAM>(s, p, g, m, v);
   case OTC_ADAMW: return updateElementOf<OTC_ADAMW>(s, p, g, m, v);
   case OTC_ADAFACTOR: return; // not elementwise: kernels/adafactor.h
+  case OTC_ADAMW8BIT: return updateElementOf<OTC_ADAMW>(s, p, g, m, v); // its float32 tensors
   }
 }
 

@@ -47,7 +47,8 @@ typedef enum otc_optimizer {
   OTC_MOMENTUM = 1,
   OTC_ADAM = 2,
   OTC_ADAMW = 3,
-  OTC_ADAFACTOR = 4 /* per tensor, in the runtime (kernels/adafactor.h) */
+  OTC_ADAFACTOR = 4, /* per tensor, in the runtime (kernels/adafactor.h) */
+  OTC_ADAMW8BIT = 5  /* bitsandbytes' block-wise 8-bit AdamW (kernels/adamw8bit.h) */
 } otc_optimizer;
 
 typedef struct otc_tensor_desc {
@@ -127,6 +128,8 @@ typedef struct otc_program {
    * runtime then weights each micro-batch by its share of the window's
    * counted labels. */
   int token_labels;
+  /* OTC_ADAMW8BIT: tensors with fewer elements keep float32 moments. */
+  int64_t min_8bit_size;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),
