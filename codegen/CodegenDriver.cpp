@@ -39,10 +39,10 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
     os << "}, " << d.numClasses << ", " << intLiteral(d.ignoreIndex) << ", "
        << d.hasIgnoreIndex << ", " << d.negativeIndices << ", "
        << (d.lowType == ElemType::F32 ? "0" : dtypeName(d.lowType)) << ", " << d.assigned
-       << "},\n";
+       << ", " << d.init << "},\n";
   }
   if (descs.empty())
-    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0, 0},\n";
+    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0},\n";
   os << "};\n";
 }
 
@@ -207,6 +207,12 @@ std::string emitSource(const Program &program, Target target, bool training, int
                            ? std::string("0")
                             : "otc_kernels::optimizer_update<" +
                                   std::string(optimizerName(optimizer)) + ">";
+  os << "};\n\nstatic const otc_lora kLora[] = {";
+  for (const LoraAdapter &l : program.lora)
+    os << "{" << l.base << ", " << l.a << ", " << l.b << ", " << floatLiteral(l.scale) << ", "
+       << l.transposed << "}, ";
+  if (program.lora.empty())
+    os << "{0, 0, 0, 0.0, 0}";
   os << "};\n\nstatic const otc_program kProgram = {\n"
      << "  .target = " << targetName << ",\n"
      << "  .micro_batch = " << program.microBatch << ",\n"
@@ -227,7 +233,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .precision = " << abiName(program.precision) << ",\n"
      << "  .recompute = " << abiName(program.recompute) << ",\n"
      << "  .token_labels = " << program.tokenLabels << ",\n"
-     << "  .min_8bit_size = " << program.min8bitSize << ",\n};\n\n"
+     << "  .min_8bit_size = " << program.min8bitSize << ",\n"
+     << "  .num_lora = " << program.lora.size() << ",\n  .lora = kLora,\n};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

@@ -88,6 +88,8 @@ bool Lowering::bindArguments() {
                                prog->params.size(), name.str());
       prog->params.push_back({name.str(), type, shapeOf(arg).vec()});
       prog->params.back().assigned = written.contains(arg);
+      if (auto init = func.getArgAttrOfType<StringAttr>(i, attr::kLoraInit))
+        prog->params.back().init = init.getValue() == "zeros" ? OTC_INIT_ZEROS : OTC_INIT_KAIMING_UNIFORM;
       prog->gradIndex.push_back(-1);
     } else if (auto of = func.getArgAttrOfType<IntegerAttr>(i, attr::kGradBuffer)) {
       // Bound to its parameter by the parameter's argument index.
@@ -99,6 +101,31 @@ bool Lowering::bindArguments() {
       buffers[arg] = addBuffer(type, shapeOf(arg).vec(), Buffer::Place::Grad,
                                prog->numGrads++, prog->params[p->second].name);
     } // the seed and the first-micro-batch flag are scalars, read in place
+  }
+  // LoRA adapters: A and B by their base's name (otc-insert-lora).
+  auto indexOf = [&](StringRef name) {
+    for (size_t p = 0; p < prog->params.size(); ++p)
+      if (prog->params[p].name == name)
+        return int(p);
+    return -1;
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto base = func.getArgAttrOfType<StringAttr>(i, attr::kLoraBase);
+    auto name = func.getArgAttrOfType<StringAttr>(i, attr::kParam);
+    if (!training || !base || !name || !name.getValue().ends_with(".lora_A"))
+      continue;
+    LoraAdapter l;
+    l.base = indexOf(base.getValue());
+    l.a = indexOf(name.getValue());
+    l.b = indexOf((base.getValue() + ".lora_B").str());
+    if (auto s = func.getArgAttrOfType<FloatAttr>(i, attr::kLoraScale))
+      l.scale = s.getValueAsDouble();
+    if (auto t = func.getArgAttrOfType<BoolAttr>(i, attr::kLoraTransposed))
+      l.transposed = t.getValue();
+    if (l.base < 0 || l.b < 0)
+      return fail(func, "LoRA adapter '" + name.str() + "' has no base or B parameter");
+    prog->lora.push_back(l);
   }
   return true;
 }

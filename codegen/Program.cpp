@@ -272,6 +272,18 @@ std::string memoryReport(const Program &program, otc_optimizer optimizer) {
     total += r.bytes;
   }
   os << "  total" << std::string(27, ' ') << total << "\n";
+  if (!program.lora.empty()) {
+    // The adapters against the base: what LoRA trains and what it freezes.
+    int64_t adapters = 0, base = 0;
+    for (size_t i = 0; i < program.params.size(); ++i) {
+      int64_t n = 4;
+      for (int64_t d : program.params[i].shape)
+        n *= d;
+      (program.params[i].init != OTC_INIT_MODEL ? adapters : base) += n;
+    }
+    os << "  LoRA: " << program.lora.size() << " adapters, " << adapters
+       << " bytes trained; base " << base << " bytes frozen (no gradients, no optimizer state)\n";
+  }
   return os.str();
 }
 

@@ -162,6 +162,14 @@ struct TensorDesc {
   ElemType lowType = ElemType::F32;
   /// A parameter the step writes itself (otc.assign).
   bool assigned = false;
+  int init = 0; // an otc_init
+};
+
+/// otc_lora: parameter indices of an adapter and its base.
+struct LoraAdapter {
+  int base = -1, a = -1, b = -1;
+  double scale = 1;
+  bool transposed = true;
 };
 
 struct Program {
@@ -176,6 +184,7 @@ struct Program {
   int tokenLabels = -1;
   /// 8-bit AdamW keeps float32 moments for smaller tensors (min_8bit_size).
   int64_t min8bitSize = 4096;
+  std::vector<LoraAdapter> lora;
   /// For a plain function (not a training step): its arguments and results.
   std::vector<TensorDesc> arguments, results;
   /// The training step's loss-scaling policy (otc-loss-scaling), for the

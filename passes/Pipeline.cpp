@@ -7,7 +7,10 @@ using namespace mlir;
 
 void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &scaling,
                                 const MixedPrecisionOptions &precision,
-                                const RecomputeOptions &recompute) {
+                                const RecomputeOptions &recompute,
+                                const InsertLoraOptions &lora) {
+  if (lora.rank > 0)
+    pm.addPass(createInsertLora(lora));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
@@ -21,7 +24,10 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createRecompute(recompute));
 }
 
-void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision) {
+void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision,
+                               const InsertLoraOptions &lora) {
+  if (lora.rank > 0)
+    pm.addPass(createInsertLora(lora));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());

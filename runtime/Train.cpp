@@ -36,6 +36,30 @@ namespace {
 
 [[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
 
+/// A parameter the runtime initialises (otc_init): zeros, or PEFT's
+/// kaiming_uniform_(a=sqrt(5)) of LoRA's A, uniform in +-1/sqrt(fan_in),
+/// drawn from splitmix64 of (seed, FNV-1a of the name, element): element
+/// i is bound (2 u - 1), u = the top 24 bits of mix(h + i) / 2^24, with
+/// h = mix(seed ^ fnv1a(name)).
+std::vector<float> initialValues(const otc_tensor_desc &d, uint64_t seed) {
+  std::vector<float> v(size_t(elements(d)), 0.0f);
+  if (d.init != OTC_INIT_KAIMING_UNIFORM)
+    return v;
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  uint64_t h = mix(seed ^ fingerprint(d.name, std::strlen(d.name)));
+  double bound = 1.0 / std::sqrt(double(d.rank == 2 ? d.shape[1] : 1));
+  for (size_t i = 0; i < v.size(); ++i) {
+    double u = double(mix(h + i) >> 40) / double(1 << 24);
+    v[i] = float(bound * (2 * u - 1));
+  }
+  return v;
+}
+
 /// The update's scalars for optimizer step `t` at learning rate `lr`.
 OptimizerStep stepScalars(otc_optimizer kind, const TrainOptions &o, int64_t t, double lr,
                           double weightDecay) {
@@ -282,11 +306,15 @@ struct Trainer {
   void loadParams() {
     std::map<std::string, int64_t> counts;
     for (int i = 0; i < prog.num_params; ++i)
-      counts[prog.params[i].name] = elements(prog.params[i]);
+      if (prog.params[i].init == OTC_INIT_MODEL)
+        counts[prog.params[i].name] = elements(prog.params[i]);
     std::map<std::string, std::vector<float>> values;
     std::string error;
     if (!readInitializers(counts, values, error))
       die(error);
+    for (int i = 0; i < prog.num_params; ++i)
+      if (prog.params[i].init != OTC_INIT_MODEL)
+        values[prog.params[i].name] = initialValues(prog.params[i], opt.seed);
     std::vector<std::regex> noDecay;
     for (const std::string &r : opt.noDecay)
       noDecay.emplace_back(r);
@@ -730,6 +758,27 @@ struct Trainer {
         std::vector<float> &v = trained[p.desc->name];
         v.resize(p.count);
         backend->toHost(v.data(), p.value, p.count * sizeof(float));
+      }
+      // LoRA: the saved model is the merged one, W + scale B A, which loads
+      // anywhere; the adapters themselves are not in it.
+      for (int k = 0; k < prog.num_lora; ++k) {
+        const otc_lora &l = prog.lora[k];
+        const otc_tensor_desc &a = prog.params[l.a], &b = prog.params[l.b];
+        std::vector<float> &w = trained[prog.params[l.base].name];
+        const std::vector<float> &av = trained[a.name], &bv = trained[b.name];
+        int64_t r = a.shape[0], in = a.shape[1], out = b.shape[0];
+        for (int64_t o = 0; o < out; ++o)
+          for (int64_t j = 0; j < in; ++j) {
+            double d = 0;
+            for (int64_t q = 0; q < r; ++q)
+              d += double(bv[size_t(o * r + q)]) * double(av[size_t(q * in + j)]);
+            float &target = l.transposed ? w[size_t(o * in + j)] : w[size_t(j * out + o)];
+            target = float(double(target) + l.scale * d);
+          }
+      }
+      for (int k = 0; k < prog.num_lora; ++k) {
+        trained.erase(prog.params[prog.lora[k].a].name);
+        trained.erase(prog.params[prog.lora[k].b].name);
       }
       std::string error;
       if (!writeTrainedModel(opt.save, trained, error))

@@ -66,7 +66,7 @@ bool compileEval(MLIRContext &ctx, const CompileOptions &o, std::string &diagnos
   if (!module)
     return false;
   PassManager pm(&ctx);
-  buildForwardPipeline(pm, o.precision);
+  buildForwardPipeline(pm, o.precision, o.lora);
   if (failed(pm.run(*module))) {
     error = "the evaluation function's pipeline failed: " + firstLine(diagnostic);
     return false;
@@ -111,7 +111,7 @@ bool compile(MLIRContext &ctx, const CompileOptions &o, Stage stage, CompileResu
       return true;
     PassManager pm(&ctx);
     forward ? buildForwardPipeline(pm, o.precision)
-            : buildTrainingPipeline(pm, o.scaling, o.precision, o.recompute);
+            : buildTrainingPipeline(pm, o.scaling, o.precision, o.recompute, o.lora);
     if (failed(pm.run(*r.module))) {
       error = std::string(forward ? "the forward" : "the training") +
               " pipeline failed: " + firstLine(diagnostic);

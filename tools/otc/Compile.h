@@ -26,6 +26,7 @@ struct CompileOptions {
   LossScalingOptions scaling;
   MixedPrecisionOptions precision;
   RecomputeOptions recompute;
+  InsertLoraOptions lora; // --lora: rank 0 for none
   CodegenOptions codegen;
 };
 

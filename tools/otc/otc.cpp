@@ -48,6 +48,9 @@ const char kUsage[] =
     "  --target cuda|cpu               CUDA C++ with cuBLAS, or C++ with OpenBLAS (default: cuda)\n"
     "  --optimizer sgd|momentum|adam|adamw|adafactor|adamw8bit   the update the executable runs (default: sgd)\n"
     "  --min-8bit-size N               adamw8bit: smaller tensors keep float32 moments (default: 4096)\n"
+    "  --lora RANK                     insert LoRA adapters of this rank, freeze their weights (default: off)\n"
+    "  --lora-alpha A                  the adapters' scale is A / RANK (default: 1)\n"
+    "  --lora-targets REGEX            weights adapted, by parameter name (default: every matrix product's)\n"
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
@@ -83,6 +86,7 @@ struct Args : otc::CompileOptions {
   bool microBatchAuto = false, microBatchGiven = false, recomputeGiven = false;
   bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
+  bool loraFlags = false;    // --lora-alpha or --lora-targets
 };
 
 double positiveNumber(const std::string &flag, const std::string &v, bool allowZero) {
@@ -258,6 +262,14 @@ Args parseArgs(int argc, char **argv) {
       a.memoryBudget = byteCount(arg, v);
     } else if (arg == "--global-batch") {
       a.globalBatch = count(arg, v, OTC_MAX_MICRO_BATCHES, "2^40");
+    } else if (arg == "--lora") {
+      a.lora.rank = count(arg, v, 1 << 16, "65536");
+    } else if (arg == "--lora-alpha") {
+      a.lora.alpha = positiveNumber(arg, v, false);
+      a.loraFlags = true;
+    } else if (arg == "--lora-targets") {
+      a.lora.targets = v;
+      a.loraFlags = true;
     } else if (arg == "--min-8bit-size") {
       a.codegen.min8bitSize = count(arg, v, OTC_MAX_MICRO_BATCHES, "2^40");
     } else {
@@ -288,6 +300,12 @@ void checkArgs(Args &a) {
          2);
   if (a.scaling.minScale > a.scaling.initScale)
     fail("--min-scale must not exceed the initial scale", 2);
+  if (a.loraFlags && a.lora.rank == 0)
+    fail("--lora-alpha and --lora-targets need --lora RANK", 2);
+  if (a.lora.rank > 0 && (a.command != "compile" || a.import.forwardOnly))
+    fail("--lora applies to otc compile of a training step", 2);
+  if (std::string why; a.lora.rank > 0 && !llvm::Regex(a.lora.targets).isValid(why))
+    fail("--lora-targets: bad regex '" + a.lora.targets.substr(0, 80) + "': " + why, 2);
   if (a.import.forwardOnly && a.scaling.mode != otc::LossScaleMode::None)
     fail("--loss-scale does not apply to a forward-only executable", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty() && a.memoryReport.empty())

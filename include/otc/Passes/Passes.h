@@ -21,6 +21,12 @@ namespace attr {
 inline constexpr const char kInput[] = "otc.input";
 inline constexpr const char kParam[] = "otc.param";
 inline constexpr const char kTrainable[] = "otc.trainable";
+/// On a LoRA parameter (otc-insert-lora): how the runtime initialises it
+/// ("kaiming_uniform", "zeros"), its base weight, scale and orientation.
+inline constexpr const char kLoraInit[] = "otc.lora_init";
+inline constexpr const char kLoraBase[] = "otc.lora_base";
+inline constexpr const char kLoraScale[] = "otc.lora_scale";
+inline constexpr const char kLoraTransposed[] = "otc.lora_transposed";
 /// On a trainable parameter: rows (of dim 0) that its lookups (Gather)
 /// pass no gradient to, as PyTorch's Embedding padding_idx (--fixed-rows).
 inline constexpr const char kFixedRows[] = "otc.fixed_rows";
@@ -59,10 +65,13 @@ inline constexpr const char kRecomputeLayers[] = "otc.recompute_layers";
 /// cleanups.
 void buildTrainingPipeline(mlir::OpPassManager &pm, const LossScalingOptions &scaling = {},
                            const MixedPrecisionOptions &precision = {},
-                           const RecomputeOptions &recompute = {});
+                           const RecomputeOptions &recompute = {},
+                           const InsertLoraOptions &lora = {});
 
-/// The forward graph as imported, cleaned up (--forward-only).
-void buildForwardPipeline(mlir::OpPassManager &pm, const MixedPrecisionOptions &precision = {});
+/// The forward graph as imported, cleaned up (--forward-only; with `lora`,
+/// the training executable's evaluation function of an adapted model).
+void buildForwardPipeline(mlir::OpPassManager &pm, const MixedPrecisionOptions &precision = {},
+                          const InsertLoraOptions &lora = {});
 
 /// Registers the otc passes and the `otc-training-pipeline` with the
 /// command-line pass registry.

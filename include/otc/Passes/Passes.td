@@ -30,6 +30,36 @@ def Autodiff : Pass<"otc-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def InsertLora : Pass<"otc-insert-lora", "mlir::ModuleOp"> {
+  let summary = "Inserts LoRA adapters at matched matrix products and freezes their weights";
+  let description = [{
+    At each `otc.matmul` whose right operand is a trained 2-D parameter W
+    (or `otc.transpose` of one, as PyTorch's Linear exports) whose name
+    matches `targets`, adds two trained parameters A [rank, in] and B
+    [out, rank] and the term ((x·Aᵀ)·Bᵀ)·(alpha/rank) to the product; every
+    other parameter loses `otc.trainable` (PEFT freezes the whole base). A and B carry `otc.lora_init` (the runtime
+    initialises them: A Kaiming-uniform, B zero, as PEFT), and their base,
+    scale and orientation for merging at save. Run before autodiff.
+
+    ```mlir
+    %wt = otc.transpose %w [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+    %y = otc.matmul %x, %wt : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    // with rank 2 becomes, with %a: tensor<2x8xf32> and %b: tensor<16x2xf32>
+    %xa = otc.matmul %x, %at : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+    %xab = otc.matmul %xa, %bt : tensor<4x2xf32>, tensor<2x16xf32> -> tensor<4x16xf32>
+    %s = otc.mul %xab, %scale : tensor<4x16xf32>, tensor<f32> -> tensor<4x16xf32>
+    %y2 = otc.add %y, %s : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0", "Adapter rank (0: no adapters)">,
+    Option<"alpha", "alpha", "double", /*default=*/"1.0", "Scale numerator: alpha / rank">,
+    Option<"targets", "targets", "std::string", /*default=*/"\".*\"",
+           "Regex over parameter names of the adapted weights">,
+  ];
+  let dependentDialects = ["otc::OtcDialect", "mlir::func::FuncDialect"];
+}
+
 def FuseRotary : Pass<"otc-fuse-rotary", "mlir::ModuleOp"> {
   let summary = "Forms otc.rotary from the exported rotary position embedding";
   let description = [{

@@ -71,7 +71,21 @@ typedef struct otc_tensor_desc {
    * BatchNorm's running statistics). The runtime restores such a parameter
    * when a window's step is skipped. */
   int assigned;
+  /* Parameters not in the model, initialised by the runtime (LoRA's A and
+   * B): an otc_init. */
+  int init;
 } otc_tensor_desc;
+
+enum otc_init { OTC_INIT_MODEL = 0, OTC_INIT_ZEROS = 1, OTC_INIT_KAIMING_UNIFORM = 2 };
+
+/* A LoRA adapter (otc-insert-lora): parameters a [r, in] and b [out, r] of
+ * base weight `base`, whose saved value is base + scale (b a), or its
+ * transpose when the base is stored [in, out] (transposed == 0). */
+typedef struct otc_lora {
+  int base, a, b;
+  double scale;
+  int transposed;
+} otc_lora;
 
 /* Pointers are device pointers on the CUDA target. */
 typedef struct otc_step_args {
@@ -130,6 +144,8 @@ typedef struct otc_program {
   int token_labels;
   /* OTC_ADAMW8BIT: tensors with fewer elements keep float32 moments. */
   int64_t min_8bit_size;
+  int num_lora;
+  const otc_lora *lora;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),

@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""LoRA against a hand-written PyTorch LoRA (PEFT's formulation: PEFT does
+not install over torch 1.13) on the zoo's LLaMA block.
+
+  check SAVED.onnx CHECKPOINT_DIR RANK ALPHA STEPS K LR WD TARGETS...
+      Adapts the named Linear layers as PEFT's LoraLayer does: y = x Wᵀ +
+      (x Aᵀ) Bᵀ (alpha / rank), W frozen, A from otc's initialiser (its
+      formula is in runtime/Train.cpp: initialValues; PEFT's
+      kaiming_uniform_(a=sqrt(5)) bound 1/sqrt(in)), B zero; trains only A
+      and B with AdamW, micro-batch 2, K micro-batches per step. Compares
+      otc's trained A and B (from its final checkpoint) and the merged
+      weights it saved (W + B A alpha/rank) with the float32 run, within
+      4 max|w32 - w64| + 1e-5 max|w64| of the same run in float64 (Adam's
+      noise amplification, as the zoo). Checks that every other weight
+      kept its initial value bit for bit.
+  ort SAVED.onnx RANK ALPHA STEPS K LR WD TARGETS...
+      The merged model in onnxruntime: its loss on the zoo's first
+      micro-batch equals the adapted PyTorch model's (float32 reference)
+      within 1e-5 relative.
+"""
+import math
+import re
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+ZOO = Path(__file__).resolve().parent.parent / "zoo"
+sys.path.insert(0, str(ZOO))
+import make_zoo  # noqa: E402
+
+M64 = (1 << 64) - 1
+
+
+def mix(x):
+    x = (x + 0x9E3779B97F4A7C15) & M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def fnv(name):
+    h = 0xCBF29CE484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001B3) & M64
+    return h
+
+
+def otc_kaiming(name, shape, seed=0):
+    h = mix(seed ^ fnv(name))
+    bound = 1.0 / math.sqrt(shape[1])
+    n = shape[0] * shape[1]
+    u = np.array([(mix((h + i) & M64) >> 40) / float(1 << 24) for i in range(n)])
+    return np.float32(bound * (2 * u - 1)).reshape(shape)
+
+
+class LoraLinear(torch.nn.Module):
+    def __init__(self, base, name, rank, alpha, dtype):
+        super().__init__()
+        self.base, self.scale = base, alpha / rank
+        out, inp = base.weight.shape
+        self.A = torch.nn.Parameter(torch.from_numpy(otc_kaiming(name + ".lora_A", (rank, inp))).to(dtype))
+        self.B = torch.nn.Parameter(torch.zeros(out, rank, dtype=dtype))
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.A.t()) @ self.B.t() * self.scale
+
+
+def adapted(rank, alpha, targets, dtype):
+    torch.manual_seed(0)
+    model = make_zoo.CASES["llama"].build()
+    state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
+             for t in onnx.load(str(ZOO / "fixtures" / "llama" / "model.onnx")).graph.initializer}
+    model.load_state_dict({k: state.get(k, v) for k, v in model.state_dict().items()})
+    model = model.to(dtype)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    loras = {}
+    for name, mod in list(model.named_children()):
+        if isinstance(mod, torch.nn.Linear) and re.search(targets, name + ".weight"):
+            loras[name] = LoraLinear(mod, name + ".weight", rank, alpha, dtype)
+            setattr(model, name, loras[name])
+    return model, loras
+
+
+def data():
+    d = ZOO / "fixtures" / "llama" / "data"
+    return [np.load(d / "tokens.npy"), np.load(d / "targets.npy")]
+
+
+def train(rank, alpha, steps, k, lr, wd, targets, dtype):
+    model, loras = adapted(rank, alpha, targets, dtype)
+    params = [p for l in loras.values() for p in (l.A, l.B)]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
+    x, y = data()
+    n, m = 2, len(x) // 2
+    for s in range(steps):
+        opt.zero_grad()
+        for j in range(k):
+            f = ((s * k + j) % m) * n
+            (model(torch.from_numpy(x[f:f + n]), torch.from_numpy(y[f:f + n])) / k).backward()
+        opt.step()
+    out = {}
+    for name, l in loras.items():
+        w = name + ".weight"
+        out[w + ".lora_A"] = l.A.detach().double().numpy()
+        out[w + ".lora_B"] = l.B.detach().double().numpy()
+        out[w] = (l.base.weight + l.B @ l.A * l.scale).detach().double().numpy()
+    return model, out
+
+
+def checkpoint_tensors(path):
+    raw = Path(path).read_bytes()
+    head, _, body = raw.partition(b"end\n")
+    tensors, at = {}, 0
+    for line in head.decode().splitlines():
+        if line.startswith("tensor "):
+            name, count = line[7:].rsplit(" ", 1)
+            n = int(count)
+            tensors[name] = np.frombuffer(body[at:at + 4 * n], dtype=np.float32)
+            at += 4 * n
+    return tensors
+
+
+def check(saved, ckdir, rank, alpha, steps, k, lr, wd, targets):
+    _, w32 = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
+    _, w64 = train(rank, alpha, steps, k, lr, wd, targets, torch.float64)
+    got = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
+    ck = checkpoint_tensors(Path(ckdir) / "checkpoint.otc")
+    for name in w32:
+        if name.endswith((".lora_A", ".lora_B")):
+            got[name] = ck["value/" + name].reshape(w32[name].shape)
+    ok = True
+    for name, ref in w32.items():
+        tol = 4 * np.abs(ref - w64[name]).max() + 1e-5 * np.abs(w64[name]).max()
+        err = np.abs(got[name] - ref).max()
+        print(f"{'ok' if err <= tol else 'FAIL'} {name}: max |diff| {err:.3g} (tol {tol:.3g})")
+        ok &= bool(err <= tol)
+    initial = {t.name: numpy_helper.to_array(t) for t in
+               onnx.load(str(ZOO / "fixtures" / "llama" / "model.onnx")).graph.initializer}
+    frozen = [n for n in initial if n not in w32 and not np.array_equal(initial[n], got[n])]
+    if frozen:
+        print("moved though frozen:", frozen)
+        ok = False
+    print("LoRA matches PyTorch" if ok else "LoRA differs")
+    return 0 if ok else 1
+
+
+def ort(saved, rank, alpha, steps, k, lr, wd, targets):
+    import onnxruntime
+    model, _ = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
+    x, y = data()
+    with torch.no_grad():
+        want = float(model(torch.from_numpy(x[:2]), torch.from_numpy(y[:2])))
+    sess = onnxruntime.InferenceSession(saved, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    got = float(sess.run(None, dict(zip(names, [x[:2], y[:2]])))[0])
+    ok = abs(got - want) <= 1e-5 * abs(want)
+    print(f"onnxruntime loss {got:.6f}, adapted PyTorch {want:.6f}: {'same' if ok else 'differ'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    a = sys.argv
+    if a[1] == "check":
+        sys.exit(check(a[2], a[3], int(a[4]), float(a[5]), int(a[6]), int(a[7]), float(a[8]),
+                       float(a[9]), a[10]))
+    sys.exit(ort(a[2], int(a[3]), float(a[4]), int(a[5]), int(a[6]), float(a[7]), float(a[8]), a[9]))
