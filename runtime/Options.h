@@ -19,6 +19,7 @@ enum class LossAverage { Tokens, MicroBatch };
 
 struct TrainOptions {
   std::string data, save, log;
+  std::string saveAdapter; // LoRA: DIR for adapter_model.safetensors and adapter_config.json
   // The token stream: one flat file of token ids, windows of T + 1 tokens.
   std::string tokens, tokenInput, tokenLabels;
   std::string evalData;

@@ -25,6 +25,7 @@
 #include <cerrno>
 #include <fstream>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /// The evaluation function otc compile links into training executables
@@ -282,6 +283,8 @@ struct Trainer {
     std::string error;
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
+    if (!opt.saveAdapter.empty() && prog.num_lora == 0)
+      die("--save-adapter: this executable has no LoRA adapters (otc compile --lora)");
     data = opt.tokens.empty() ? openArrays(opt.data, trainingInputs(prog), opt.shuffle, opt.seed)
                               : openTokens(opt, prog);
     N = prog.micro_batch, K = opt.accumSteps;
@@ -746,12 +749,80 @@ struct Trainer {
     }
   }
 
+  /// --save-adapter: the adapters as PEFT saves them, adapter_model.safetensors
+  /// (tensors base_model.model.MODULE.lora_{A,B}.weight, float32) and
+  /// adapter_config.json, each through replaceFile.
+  void saveAdapter() {
+    if (mkdir(opt.saveAdapter.c_str(), 0777) != 0 && errno != EEXIST)
+      die("--save-adapter: cannot create '" + opt.saveAdapter + "': " + std::strerror(errno));
+    std::string header = "{", modules;
+    std::vector<std::pair<const Param *, size_t>> order;
+    size_t offset = 0;
+    double alpha = 0;
+    bool fanInFanOut = false;
+    for (int k = 0; k < prog.num_lora; ++k) {
+      const otc_lora &l = prog.lora[k];
+      std::string base = prog.params[l.base].name;
+      std::string module = base.size() > 7 && base.compare(base.size() - 7, 7, ".weight") == 0
+                               ? base.substr(0, base.size() - 7)
+                               : base;
+      modules += std::string(k ? ", " : "") + "\"" + module + "\"";
+      alpha = l.scale * double(prog.params[l.a].shape[0]);
+      fanInFanOut = !l.transposed;
+      for (auto [which, index] : {std::pair<const char *, int>{"A", l.a}, {"B", l.b}}) {
+        const Param &p = params[size_t(index)];
+        size_t bytes = size_t(p.count) * sizeof(float);
+        header += std::string(order.empty() ? "" : ",") + "\"base_model.model." + module + ".lora_" +
+                  which + ".weight\":{\"dtype\":\"F32\",\"shape\":[" +
+                  std::to_string(p.desc->shape[0]) + "," + std::to_string(p.desc->shape[1]) +
+                  "],\"data_offsets\":[" + std::to_string(offset) + "," +
+                  std::to_string(offset + bytes) + "]}";
+        order.push_back({&p, bytes});
+        offset += bytes;
+      }
+    }
+    header += "}";
+    header.resize((header.size() + 7) / 8 * 8, ' '); // safetensors pads its header to 8 bytes
+    std::string error;
+    bool ok = replaceFile(opt.saveAdapter + "/adapter_model.safetensors", 0666, [&](int fd) {
+      uint64_t n = header.size();
+      unsigned char len[8];
+      for (int i = 0; i < 8; ++i)
+        len[i] = (unsigned char)(n >> (8 * i));
+      if (!writeAll(fd, reinterpret_cast<const char *>(len), 8) || !writeAll(fd, header.data(), n))
+        return false;
+      for (auto [p, bytes] : order) {
+        std::vector<float> v(size_t(p->count));
+        backend->toHost(v.data(), p->value, bytes);
+        if (!writeAll(fd, reinterpret_cast<const char *>(v.data()), bytes))
+          return false;
+      }
+      return true;
+    }, error);
+    char config[1024];
+    std::snprintf(config, sizeof config,
+                  "{\n  \"peft_type\": \"LORA\",\n  \"r\": %lld,\n  \"lora_alpha\": %.17g,\n"
+                  "  \"target_modules\": [%s],\n  \"lora_dropout\": 0.0,\n  \"bias\": \"none\",\n"
+                  "  \"fan_in_fan_out\": %s,\n  \"init_lora_weights\": true\n}\n",
+                  (long long)prog.params[prog.lora[0].a].shape[0], alpha, modules.substr(0, 700).c_str(),
+                  fanInFanOut ? "true" : "false");
+    std::string text = config;
+    ok = ok && replaceFile(opt.saveAdapter + "/adapter_config.json", 0666, [&](int fd) {
+      return writeAll(fd, text.data(), text.size());
+    }, error);
+    if (!ok)
+      die("--save-adapter: " + error);
+    std::fprintf(stderr, "train: saved the adapters in %s\n", opt.saveAdapter.c_str());
+  }
+
   /// Saves the trained model (never a non-finite one), then measures the
   /// arena's high-water mark.
   void finish() {
     if (const Param *p = firstNonFinite(*backend, params, /*grads=*/false))
       die("after step " + std::to_string(steps) + " parameter '" + p->desc->name +
           "' is not finite; stopping without saving (is --lr too large?)");
+    if (!opt.saveAdapter.empty())
+      saveAdapter();
     if (!opt.save.empty()) {
       std::map<std::string, std::vector<float>> trained;
       for (Param &p : params) {

@@ -13,6 +13,12 @@ not install over torch 1.13) on the zoo's LLaMA block.
       4 max|w32 - w64| + 1e-5 max|w64| of the same run in float64 (Adam's
       noise amplification, as the zoo). Checks that every other weight
       kept its initial value bit for bit.
+  adapter DIR CHECKPOINT_DIR RANK ALPHA
+      --save-adapter's PEFT files: adapter_model.safetensors (read here by
+      its spec: an 8-byte length, a JSON header, raw little-endian data)
+      holds base_model.model.MODULE.lora_{A,B}.weight equal to the
+      checkpoint's adapters bit for bit; adapter_config.json has r,
+      lora_alpha and the target modules.
   ort SAVED.onnx RANK ALPHA STEPS K LR WD TARGETS...
       The merged model in onnxruntime: its loss on the zoo's first
       micro-batch equals the adapted PyTorch model's (float32 reference)
@@ -151,6 +157,29 @@ def check(saved, ckdir, rank, alpha, steps, k, lr, wd, targets):
     return 0 if ok else 1
 
 
+def adapter(out, ckdir, rank, alpha):
+    import json
+    raw = (Path(out) / "adapter_model.safetensors").read_bytes()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    body = raw[8 + n:]
+    ck = checkpoint_tensors(Path(ckdir) / "checkpoint.otc")
+    ok = True
+    modules = set()
+    for key, d in header.items():
+        m = re.fullmatch(r"base_model\.model\.(.+)\.lora_([AB])\.weight", key)
+        a, b = d["data_offsets"]
+        t = np.frombuffer(body[a:b], dtype=np.float32).reshape(d["shape"])
+        want = ck[f"value/{m.group(1)}.weight.lora_{m.group(2)}"].reshape(d["shape"])
+        ok &= d["dtype"] == "F32" and np.array_equal(t, want)
+        modules.add(m.group(1))
+    config = json.loads((Path(out) / "adapter_config.json").read_text())
+    ok &= config["r"] == rank and config["lora_alpha"] == alpha and set(config["target_modules"]) == modules
+    print(f"adapter: {len(header)} tensors of {sorted(modules)}, r {config['r']}, alpha {config['lora_alpha']}: "
+          f"{'equal to the checkpoint' if ok else 'differs'}")
+    return 0 if ok else 1
+
+
 def ort(saved, rank, alpha, steps, k, lr, wd, targets):
     import onnxruntime
     model, _ = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
@@ -170,4 +199,6 @@ if __name__ == "__main__":
     if a[1] == "check":
         sys.exit(check(a[2], a[3], int(a[4]), float(a[5]), int(a[6]), int(a[7]), float(a[8]),
                        float(a[9]), a[10]))
+    if a[1] == "adapter":
+        sys.exit(adapter(a[2], a[3], int(a[4]), float(a[5])))
     sys.exit(ort(a[2], int(a[3]), float(a[4]), int(a[5]), int(a[6]), float(a[7]), float(a[8]), a[9]))
