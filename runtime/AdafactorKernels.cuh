@@ -10,7 +10,8 @@
 namespace otc {
 namespace adafactor {
 
-/// The block's sum of `x` (256 threads), in thread 0, in a fixed order.
+/// The block's sum of `x` (256 threads), in thread 0, in a fixed order
+/// (also the gradient norm's, in CudaBackend.cu).
 __device__ double sum256(double x) {
   __shared__ double part[256];
   part[threadIdx.x] = x;
@@ -108,6 +109,7 @@ __global__ void updateSquares(AdafactorStep s, AdafactorShape sh, const float *g
     partial[blockIdx.x] = sum;
 }
 
+/// One block: the sum of `n` partial sums, in a fixed order.
 __global__ void sumPartials(const double *partial, int n, double *out) {
   double acc = 0;
   for (int i = threadIdx.x; i < n; i += blockDim.x)

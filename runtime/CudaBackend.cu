@@ -33,20 +33,6 @@ __global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
     *flag = 1;
 }
 
-/// The block's sum of `x` over its threads, in a fixed order (a tree in
-/// shared memory), in thread 0.
-__device__ double blockSum(double x) {
-  __shared__ double part[256];
-  part[threadIdx.x] = x;
-  __syncthreads();
-  for (int half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half)
-      part[threadIdx.x] += part[threadIdx.x + half];
-    __syncthreads();
-  }
-  return part[0];
-}
-
 /// Sums of squares over the `n` tensors of `spans` in one launch: block row
 /// y takes tensors y, y + gridDim.y, ..., and each block writes its partial
 /// sum; sumPartials adds them. No atomics, so the sum is reproducible.
@@ -58,18 +44,9 @@ __global__ void sumSquaresKernel(const Backend::Span *spans, int64_t n, double *
          i += (int64_t)gridDim.x * blockDim.x)
       acc += double(s.data[i]) * double(s.data[i]);
   }
-  double sum = blockSum(acc);
+  double sum = adafactor::sum256(acc);
   if (threadIdx.x == 0)
     partial[blockIdx.y * gridDim.x + blockIdx.x] = sum;
-}
-
-__global__ void sumPartialsKernel(const double *partial, int n, double *out) {
-  double acc = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x)
-    acc += partial[i];
-  double sum = blockSum(acc);
-  if (threadIdx.x == 0)
-    *out = sum;
 }
 
 /// Block-wise 8-bit AdamW (kernels/adamw8bit.h): CUDA block b takes
@@ -202,7 +179,7 @@ public:
     unsigned gy = (unsigned)std::min<size_t>(spans.size(), kGridY);
     sumSquaresKernel<<<dim3(gx, gy), 256>>>(spansTable, (int64_t)spans.size(), partials);
     OTC_CUDA_CHECK(cudaGetLastError());
-    sumPartialsKernel<<<1, 256>>>(partials, int(gx * gy), sumTotal);
+    adafactor::sumPartials<<<1, 256>>>(partials, int(gx * gy), sumTotal);
     OTC_CUDA_CHECK(cudaGetLastError());
     double host = 0;
     OTC_CUDA_CHECK(cudaMemcpy(&host, sumTotal, sizeof(double), cudaMemcpyDeviceToHost));

@@ -9,6 +9,7 @@
 #define OTC_KERNELS_ADAFACTOR_H
 
 #include "otc/runtime/abi.h"
+#include "otc/kernels/optimizer.h"
 #include "otc/runtime/kernel_support.h"
 
 #include <math.h>
@@ -174,12 +175,7 @@ inline void adafactor_update(const otc::AdafactorStep &s, const otc::AdafactorSh
     }
   }
   if (low)
-    for (int64_t i = 0; i < sh.n; ++i) {
-      if (low_dtype == OTC_F16)
-        otc_store(static_cast<otc_f16 *>(low) + i, param[i]);
-      else
-        otc_store(static_cast<otc_bf16 *>(low) + i, param[i]);
-    }
+    store_low_copy(param, low, low_dtype, sh.n);
 }
 
 } // namespace otc_kernels

@@ -78,12 +78,7 @@ inline void adamw8bit_update(const otc::OptimizerStep &s, float *param, const fl
     absmax2[b] = otc::quantizeBlock(kDynamicMapUnsigned, v, len, q2 + at);
   }
   if (low)
-    for (int64_t i = 0; i < n; ++i) {
-      if (low_dtype == OTC_F16)
-        otc_store(static_cast<otc_f16 *>(low) + i, param[i]);
-      else
-        otc_store(static_cast<otc_bf16 *>(low) + i, param[i]);
-    }
+    store_low_copy(param, low, low_dtype, n);
 }
 
 } // namespace otc_kernels

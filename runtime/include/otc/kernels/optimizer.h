@@ -73,6 +73,17 @@ OTC_UPDATE_HD inline void updateElement(const OptimizerStep &s, float &p, float 
 
 namespace otc_kernels {
 
+/// Writes the 16-bit copy (`low_dtype`, OTC_F16 or OTC_BF16) of `n` updated
+/// parameters, rounded to nearest even: the per-tensor updates' last pass.
+inline void store_low_copy(const float *param, void *low, int low_dtype, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (low_dtype == OTC_F16)
+      otc_store(static_cast<otc_f16 *>(low) + i, param[i]);
+    else
+      otc_store(static_cast<otc_bf16 *>(low) + i, param[i]);
+  }
+}
+
 /// The update of `n` elements, with the optimizer and the low-precision
 /// copy's type (float: none) fixed at compile time so that the loop has no
 /// branch on them and vectorises.
