@@ -18,13 +18,6 @@ const char kMagic[] = "otc-checkpoint 1\n";
 
 } // namespace
 
-uint64_t fingerprint(const void *data, size_t n, uint64_t h) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
 std::string checkpointFile(const std::string &dir) { return dir + "/checkpoint.otc"; }
 
 // Layout: the magic line; "key value" lines of the config and the position,

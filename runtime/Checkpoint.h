@@ -35,9 +35,6 @@ void saveCheckpoint(const std::string &dir, const Checkpoint &c);
 /// truncated or foreign file.
 Checkpoint loadCheckpoint(const std::string &dir);
 
-/// 64-bit FNV-1a of `n` bytes, continuing from `h`.
-uint64_t fingerprint(const void *data, size_t n, uint64_t h = 0xcbf29ce484222325ull);
-
 } // namespace otc
 
 #endif

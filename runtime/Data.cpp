@@ -1,6 +1,7 @@
 #include "Data.h"
 
 #include "Backend.h"
+#include "Hash.h"
 #include "Npy.h"
 #include "SafeFile.h"
 #include "TensorFiles.h"
@@ -16,15 +17,6 @@ namespace otc {
 namespace {
 
 [[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
-
-/// splitmix64: a counter-based generator, so a run's random choices depend
-/// on (seed, position) alone and a resumed run makes the same ones.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 /// A uniform integer in [0, n) from 64 random bits (Lemire's reduction).
 uint64_t below(uint64_t bits, uint64_t n) {
@@ -131,9 +123,9 @@ private:
   void shuffleFor(int64_t epoch) {
     order.resize(size_t(count));
     std::iota(order.begin(), order.end(), int64_t(0));
-    uint64_t state = mix(seed ^ mix(uint64_t(epoch) + 0x5851f42d4c957f2dull));
+    uint64_t state = splitmix64(seed ^ splitmix64(uint64_t(epoch) + 0x5851f42d4c957f2dull));
     for (int64_t i = count - 1; i > 0; --i)
-      std::swap(order[i], order[below(mix(state + uint64_t(i)), uint64_t(i) + 1)]);
+      std::swap(order[i], order[below(splitmix64(state + uint64_t(i)), uint64_t(i) + 1)]);
     orderEpoch = epoch;
   }
 
@@ -156,6 +148,8 @@ class Tokens final : public DataSource {
 public:
   Tokens(const TrainOptions &o, const otc_program &prog) : prog(prog), seed(o.seed), path(o.tokens) {
     std::string error;
+    MappedFile file; // for the header and the size; windows are read with pread
+    const char *data = nullptr;
     auto ends = [&](const char *suffix) {
       return path.size() >= std::strlen(suffix) &&
              path.compare(path.size() - std::strlen(suffix), std::string::npos, suffix) == 0;
@@ -223,7 +217,6 @@ public:
     // count as the process's own memory (whole large folios of the page
     // cache on recent kernels), read ones stay in the page cache only.
     offset = size_t(data - file.data());
-    file = MappedFile();
     fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       die("cannot read data file '" + path + "': " + std::strerror(errno));
@@ -257,7 +250,7 @@ public:
     for (int64_t r = 0; r < N; ++r) {
       // Window starts are uniform over the file, drawn from (seed, sample).
       uint64_t sample = uint64_t(index) * uint64_t(N) + uint64_t(r);
-      int64_t start = int64_t(below(mix(mix(seed) ^ sample), uint64_t(length - T)));
+      int64_t start = int64_t(below(splitmix64(splitmix64(seed) ^ sample), uint64_t(length - T)));
       if (!readAllAt(fd, raw.data(), raw.size(), (long long)(offset + size_t(start) * width)))
         die("cannot read tokens " + std::to_string(start) + " to " + std::to_string(start + T) +
             " of '" + path + "': " + std::strerror(errno));
@@ -285,8 +278,6 @@ private:
   const otc_program &prog;
   uint64_t seed;
   std::string path, dtype;
-  MappedFile file;
-  const char *data = nullptr;
   size_t offset = 0; // of the first token in the file
   int fd = -1;
   int64_t length = 0, T = 0;

@@ -3,6 +3,7 @@
 #include "Backend.h"
 #include "Checkpoint.h"
 #include "Data.h"
+#include "Hash.h"
 #include "Schedule.h"
 #include "LossScaler.h"
 #include "ModelFile.h"
@@ -16,7 +17,6 @@
 #include <algorithm>
 #include <chrono>
 #include <regex>
-#include <sstream>
 #include <map>
 #include <cmath>
 #include <cstdio>
@@ -46,16 +46,10 @@ std::vector<float> initialValues(const otc_tensor_desc &d, uint64_t seed) {
   std::vector<float> v(size_t(elements(d)), 0.0f);
   if (d.init != OTC_INIT_KAIMING_UNIFORM)
     return v;
-  auto mix = [](uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  };
-  uint64_t h = mix(seed ^ fingerprint(d.name, std::strlen(d.name)));
+  uint64_t h = splitmix64(seed ^ fingerprint(d.name, std::strlen(d.name)));
   double bound = 1.0 / std::sqrt(double(d.rank == 2 ? d.shape[1] : 1));
   for (size_t i = 0; i < v.size(); ++i) {
-    double u = double(mix(h + i) >> 40) / double(1 << 24);
+    double u = double(splitmix64(h + i) >> 40) / double(1 << 24);
     v[i] = float(bound * (2 * u - 1));
   }
   return v;
@@ -188,7 +182,7 @@ struct Trainer {
   // --eval-data: the evaluation function, its data and its arguments.
   const otc_function *evalFn = nullptr;
   std::unique_ptr<DataSource> evalData;
-  std::vector<void *> evalArgs, evalInputs;
+  std::vector<void *> evalArgs;
   std::vector<int> evalInputArg; // per evaluation input: its argument
   otc_function_args evalCall{};
   float *evalLoss = nullptr;
@@ -330,7 +324,7 @@ struct Trainer {
       setValue(p, values[p.desc->name]);
       if (prog.grad_index[i] >= 0) {
         p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
-        // State as the optimizer needs it (optimizerStateElements, which
+        // State as the optimizer needs it (optimizerStateBytes, which
         // the memory report counts): none for SGD, m for momentum, m and v
         // for Adam; Adafactor's row factor (or full moment) in m and its
         // column factor in v.
@@ -402,6 +396,22 @@ struct Trainer {
     args.blas = backend->blas();
   }
 
+  /// The embedded model's and parameter names' FNV-1a, hashed on first use
+  /// and kept: the model may be gigabytes, and config() runs at every
+  /// checkpoint.
+  mutable std::string modelHash;
+  const std::string &modelFingerprint() const {
+    if (modelHash.empty()) {
+      uint64_t h = fingerprint(otc_model_begin, size_t(otc_model_end - otc_model_begin));
+      for (int i = 0; i < prog.num_params; ++i)
+        h = fingerprint(prog.params[i].name, std::strlen(prog.params[i].name), h);
+      char text[24];
+      std::snprintf(text, sizeof text, "%016llx", (unsigned long long)h);
+      modelHash = text;
+    }
+    return modelHash;
+  }
+
   /// Everything a run must agree on to continue from a checkpoint.
   std::map<std::string, std::string> config() const {
     std::map<std::string, std::string> c;
@@ -410,12 +420,7 @@ struct Trainer {
       std::snprintf(t, sizeof t, "%.17g", v);
       return std::string(t);
     };
-    uint64_t h = fingerprint(otc_model_begin, size_t(otc_model_end - otc_model_begin));
-    for (int i = 0; i < prog.num_params; ++i)
-      h = fingerprint(prog.params[i].name, std::strlen(prog.params[i].name), h);
-    char model[24];
-    std::snprintf(model, sizeof model, "%016llx", (unsigned long long)h);
-    c["model"] = model;
+    c["model"] = modelFingerprint();
     static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "adafactor",
                                              "adamw8bit"};
     c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 6 ? optimizers[prog.optimizer] : "?";
