@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::vector<const char *> argv;
   for (const std::string &a : args)
     argv.push_back(a.c_str());
-  for (int k = 0; k <= OTC_ADAFACTOR; ++k) {
+  for (int k = 0; k <= OTC_ADAMW8BIT; ++k) {
     otc::TrainOptions o;
     std::string error;
     auto r = otc::parseTrainOptions(int(argv.size()), argv.data(),

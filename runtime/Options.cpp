@@ -1,4 +1,5 @@
 #include "Options.h"
+#include "NamePattern.h"
 
 #include "otc/runtime/limits.h"
 
@@ -8,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <regex>
 #include <set>
 #include <string>
 
@@ -150,10 +150,9 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
       {"--no-decay", "REGEX",
        "no weight decay for parameters whose name matches (repeatable; e.g. 'bias$')", "none",
        [](TrainOptions &o, const char *v, std::string &e) {
-         try {
-           std::regex check(v);
-         } catch (const std::regex_error &) {
-           e = "--no-decay expects a regular expression, got " + shown(v);
+         NamePattern check;
+         if (std::string why; !check.compile(v, why)) {
+           e = "--no-decay expects a POSIX extended regular expression, got " + shown(v) + ": " + why;
            return false;
          }
          o.noDecay.push_back(v);

@@ -7,6 +7,7 @@
 #include "Schedule.h"
 #include "LossScaler.h"
 #include "ModelFile.h"
+#include "NamePattern.h"
 #include "Npy.h"
 #include "Options.h"
 #include "ExecutableMain.h"
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <regex>
 #include <map>
 #include <cmath>
 #include <cstdio>
@@ -312,9 +312,10 @@ struct Trainer {
     for (int i = 0; i < prog.num_params; ++i)
       if (prog.params[i].init != OTC_INIT_MODEL)
         values[prog.params[i].name] = initialValues(prog.params[i], opt.seed);
-    std::vector<std::regex> noDecay;
-    for (const std::string &r : opt.noDecay)
-      noDecay.emplace_back(r);
+    std::vector<NamePattern> noDecay(opt.noDecay.size());
+    for (size_t i = 0; i < noDecay.size(); ++i)
+      if (std::string why; !noDecay[i].compile(opt.noDecay[i], why))
+        die("--no-decay " + opt.noDecay[i] + ": " + why);
     gradPtrs.resize(prog.num_grads);
     for (int i = 0; i < prog.num_params; ++i) {
       Param p{&prog.params[i], elements(prog.params[i]), nullptr};
@@ -349,8 +350,8 @@ struct Trainer {
           p.m = (float *)backend->alloc(size_t(p.mCount) * sizeof(float));
         if (p.vCount)
           p.v = (float *)backend->alloc(size_t(p.vCount) * sizeof(float));
-        for (const std::regex &r : noDecay)
-          p.decays = p.decays && !std::regex_search(p.desc->name, r);
+        for (const NamePattern &r : noDecay)
+          p.decays = p.decays && !r.matches(p.desc->name);
       }
       // A skipped step restores what the step assigned (only a loss scaler
       // skips steps; without one the run stops instead).

@@ -53,6 +53,11 @@ case $target in
     printf -- '--data\0d\0--epochs\0002\0--accum-steps\0004\0--beta2\0000.99\0--eps\0001e-8' > "$seeds/b"
     printf -- '--data\0d\0--steps\0001\0--weight-decay\0000.01\0--momentum\0000.9\0--save\0m.onnx' > "$seeds/c"
     printf -- '--help' > "$seeds/d"
+    printf -- '--data\0d\0--no-decay\0bias$\0--no-decay\0(ln|norm)[0-9]{1,3}' > "$seeds/e"
+    # Found by this fuzzer: std::regex overflowed on a large {n,m}, and
+    # regcomp's copies of nested repetitions grow exponentially.
+    printf -- '--data\0d\0--no-decay\0%s{33333333333333,3333333333}{3333,33}' 3333 > "$seeds/f"
+    printf -- '--no-decay\09%s]{-' '++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++' > "$seeds/g"
     ;;
 esac
 

@@ -5,6 +5,7 @@
 #include "../../runtime/Backend.h"
 #include "../../runtime/Checkpoint.h"
 #include "../../runtime/Data.h"
+#include "../../runtime/NamePattern.h"
 #include "../../runtime/Schedule.h"
 #include "otc/kernels/adamw8bit.h"
 
@@ -379,3 +380,26 @@ TEST(AdamW8bit, FirstStepIsAdamWAndStoresItsMoments) {
 }
 
 } // namespace
+
+// --no-decay's patterns: POSIX extended, searched anywhere in the name, as
+// llvm::Regex does for --lora-targets; patterns whose compiled form would
+// grow past memory are refused up front, not handed to regcomp.
+TEST(NamePattern, SearchesNamesAndRefusesExplosivePatterns) {
+  otc::NamePattern p;
+  std::string why;
+  ASSERT_TRUE(p.compile("bias$|(^|\\.)ln[0-9]+\\.", why)) << why;
+  EXPECT_TRUE(p.matches("h.0.attn.bias"));
+  EXPECT_TRUE(p.matches("h.3.ln2.weight"));
+  EXPECT_FALSE(p.matches("h.0.attn.bias_q"));
+  EXPECT_FALSE(p.matches("h.0.kln2x"));
+  otc::NamePattern bad;
+  EXPECT_FALSE(bad.compile("(", why));
+  EXPECT_FALSE(bad.compile("9" + std::string(64, '+'), why));
+  EXPECT_EQ(why, "too many nested repetitions");
+  EXPECT_FALSE(bad.compile("a{100}{1000}", why));
+  EXPECT_FALSE(bad.compile(std::string(2000, 'a'), why));
+  EXPECT_FALSE(bad.matches("a")); // a failed compile matches nothing
+  otc::NamePattern ok;
+  EXPECT_TRUE(ok.compile("\\+{3}", why)) << why; // an escaped '+' is a literal
+  EXPECT_TRUE(ok.matches("x+++"));
+}
