@@ -39,10 +39,10 @@ void emitDescs(std::ostream &os, const char *name, const std::vector<TensorDesc>
     os << "}, " << d.numClasses << ", " << intLiteral(d.ignoreIndex) << ", "
        << d.hasIgnoreIndex << ", " << d.negativeIndices << ", "
        << (d.lowType == ElemType::F32 ? "0" : dtypeName(d.lowType)) << ", " << d.assigned
-       << ", " << d.init << "},\n";
+       << ", " << d.init << ", " << d.lowOnly << "},\n";
   }
   if (descs.empty())
-    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0},\n";
+    os << "  {\"\", 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0},\n";
   os << "};\n";
 }
 

@@ -581,7 +581,21 @@ bool Lowering::run(Program &program) {
       if (prog->steps[s].kind != Step::Gemm && prog->steps[s].kind != Step::LibraryCall)
         collapseDims(prog->steps[s]);
   }
+  markLowOnly();
   return finishResults() && placeArena() && error.empty();
+}
+
+void Lowering::markLowOnly() {
+  std::vector<bool> read(prog->params.size(), false);
+  for (const Step &s : prog->steps)
+    for (int b : stepBuffers(s))
+      if (prog->buffers[b].place == Buffer::Place::Param)
+        read[prog->buffers[b].binding] = true;
+  for (size_t p = 0; p < prog->params.size(); ++p) {
+    TensorDesc &d = prog->params[p];
+    d.lowOnly = training && d.lowType != ElemType::F32 && prog->gradIndex[p] < 0 && !d.assigned &&
+                d.init == OTC_INIT_MODEL && !read[p];
+  }
 }
 
 } // namespace otc

@@ -98,6 +98,8 @@ private:
   bool storable(mlir::Value v) const;
   bool owned(mlir::Value v) const;
   bool makeBuffers();
+  /// Marks frozen parameters that no step reads in float32 (TensorDesc::lowOnly).
+  void markLowOnly();
   bool placeArena();
   bool finishResults();
   int64_t usePosition(mlir::Operation *op);

@@ -13,22 +13,6 @@ namespace otc {
 
 namespace {
 
-/// The buffers step `s` reads or writes.
-std::vector<int> buffersOf(const Step &s) {
-  std::vector<int> ids;
-  for (const Node &n : s.nodes)
-    if (n.buffer >= 0)
-      ids.push_back(n.buffer);
-  for (const Store &st : s.stores)
-    ids.push_back(st.buffer);
-  if (s.kind == Step::Gemm)
-    ids.insert(ids.end(), {s.gemm.a, s.gemm.b, s.gemm.c});
-  if (s.kind == Step::LibraryCall)
-    ids.insert(ids.end(), s.call.buffers.begin(), s.call.buffers.end());
-  return ids;
-}
-
-
 } // namespace
 
 std::string humanBytes(double b) {
@@ -57,7 +41,7 @@ MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer) {
   t.backwardStep = steps;
   for (int64_t s = 0; s < steps; ++s) {
     const Step &step = program.steps[s];
-    std::vector<int> ids = buffersOf(step);
+    std::vector<int> ids = stepBuffers(step);
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     for (int id : ids) {

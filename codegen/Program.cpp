@@ -215,6 +215,21 @@ std::string printProgram(const Program &p) {
 
 namespace otc {
 
+/// The buffers step `s` reads or writes.
+std::vector<int> stepBuffers(const Step &s) {
+  std::vector<int> ids;
+  for (const Node &n : s.nodes)
+    if (n.buffer >= 0)
+      ids.push_back(n.buffer);
+  for (const Store &st : s.stores)
+    ids.push_back(st.buffer);
+  if (s.kind == Step::Gemm)
+    ids.insert(ids.end(), {s.gemm.a, s.gemm.b, s.gemm.c});
+  if (s.kind == Step::LibraryCall)
+    ids.insert(ids.end(), s.call.buffers.begin(), s.call.buffers.end());
+  return ids;
+}
+
 PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer) {
   auto bytesOf = [](const TensorDesc &d, ElemType type) {
     int64_t n = byteSize(type);
@@ -225,7 +240,8 @@ PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer)
   PersistentBytes p;
   for (size_t i = 0; i < program.params.size(); ++i) {
     const TensorDesc &d = program.params[i];
-    p.params += bytesOf(d, d.type);
+    if (!d.lowOnly)
+      p.params += bytesOf(d, d.type);
     if (d.lowType != ElemType::F32)
       p.lowCopies += bytesOf(d, d.lowType);
     if (program.gradIndex[i] >= 0) {
@@ -274,15 +290,20 @@ std::string memoryReport(const Program &program, otc_optimizer optimizer) {
   os << "  total" << std::string(27, ' ') << total << "\n";
   if (!program.lora.empty()) {
     // The adapters against the base: what LoRA trains and what it freezes.
-    int64_t adapters = 0, base = 0;
+    int64_t adapters = 0, base = 0, low = 0;
     for (size_t i = 0; i < program.params.size(); ++i) {
-      int64_t n = 4;
-      for (int64_t d : program.params[i].shape)
-        n *= d;
-      (program.params[i].init != OTC_INIT_MODEL ? adapters : base) += n;
+      const TensorDesc &d = program.params[i];
+      int64_t n = d.lowOnly ? byteSize(d.lowType) : 4;
+      for (int64_t e : d.shape)
+        n *= e;
+      (d.init != OTC_INIT_MODEL ? adapters : base) += n;
+      low += d.lowOnly ? n : 0;
     }
     os << "  LoRA: " << program.lora.size() << " adapters, " << adapters
-       << " bytes trained; base " << base << " bytes frozen (no gradients, no optimizer state)\n";
+       << " bytes trained; base " << base << " bytes frozen (no gradients, no optimizer state";
+    if (low)
+      os << "; " << low << " of them stored only in 16 bits";
+    os << ")\n";
   }
   return os.str();
 }

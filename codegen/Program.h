@@ -163,6 +163,10 @@ struct TensorDesc {
   /// A parameter the step writes itself (otc.assign).
   bool assigned = false;
   int init = 0; // an otc_init
+  /// A frozen parameter (no gradient, not assigned) that the step reads only
+  /// as its low-precision copy: the runtime keeps no float32 value of it
+  /// on the device (LoRA's base under --precision fp16/bf16).
+  bool lowOnly = false;
 };
 
 /// otc_lora: parameter indices of an adapter and its base.
@@ -202,6 +206,9 @@ struct Program {
   /// The library workspace the runtime allocates (cuBLAS's on CUDA).
   int64_t workspaceBytes = 0;
 };
+
+/// The buffers step `s` reads or writes.
+std::vector<int> stepBuffers(const Step &s);
 
 /// The program as text, for `otc compile --emit program`.
 std::string printProgram(const Program &program);

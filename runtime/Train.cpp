@@ -85,6 +85,10 @@ struct Param {
   uint8_t *q1 = nullptr, *q2 = nullptr; // adamw8bit: the moments' codes (m, v: their scales)
   bool decays = true;  // not matched by --no-decay
   float *saved = nullptr; // an assigned parameter's value before the window
+  /// A frozen base stored only in 16 bits on the device (low_only, value
+  /// null): its float32 values, for --save's merge.
+  std::vector<float> host;
+  bool frozen() const { return !grad && !desc->assigned; }
 };
 
 /// `values` rounded to nearest even in the 16-bit type `dtype`, as bytes:
@@ -319,7 +323,9 @@ struct Trainer {
     gradPtrs.resize(prog.num_grads);
     for (int i = 0; i < prog.num_params; ++i) {
       Param p{&prog.params[i], elements(prog.params[i]), nullptr};
-      p.value = (float *)backend->alloc(p.count * sizeof(float));
+      // Evaluation reads every parameter in float32.
+      if (!p.desc->low_only || !opt.evalData.empty())
+        p.value = (float *)backend->alloc(p.count * sizeof(float));
       if (p.desc->low_dtype == OTC_F16 || p.desc->low_dtype == OTC_BF16)
         p.low = backend->alloc(p.count * sizeof(uint16_t));
       setValue(p, values[p.desc->name]);
@@ -375,7 +381,10 @@ struct Trainer {
 
   /// Sets a parameter's value and its 16-bit copy from host values.
   void setValue(Param &p, const std::vector<float> &v) {
-    backend->toDevice(p.value, v.data(), p.count * sizeof(float));
+    if (p.value)
+      backend->toDevice(p.value, v.data(), p.count * sizeof(float));
+    else
+      p.host = v;
     if (p.low) {
       std::vector<uint16_t> bits = lowCopy(v, p.desc->low_dtype);
       backend->toDevice(p.low, bits.data(), bits.size() * sizeof(uint16_t));
@@ -466,7 +475,10 @@ struct Trainer {
       return values;
     };
     for (const Param &p : params) {
-      c.tensors["value/" + std::string(p.desc->name)] = read(p.value, p.count);
+      // A frozen parameter is the model's, which the config's fingerprint
+      // pins: LoRA's checkpoints hold the adapters, not the base.
+      if (!p.frozen())
+        c.tensors["value/" + std::string(p.desc->name)] = read(p.value, p.count);
       if (p.m)
         c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.mCount);
       if (p.v)
@@ -513,7 +525,8 @@ struct Trainer {
         else
           backend->toDevice(dst, it->second.data(), it->second.size() * sizeof(float));
       };
-      take("value", p.value, true, p.count);
+      if (!p.frozen())
+        take("value", p.value, true, p.count);
       if (p.m)
         take("m", p.m, false, p.mCount);
       if (p.v)
@@ -834,7 +847,10 @@ struct Trainer {
       for (Param &p : params) {
         std::vector<float> &v = trained[p.desc->name];
         v.resize(p.count);
-        backend->toHost(v.data(), p.value, p.count * sizeof(float));
+        if (p.value)
+          backend->toHost(v.data(), p.value, p.count * sizeof(float));
+        else
+          v = p.host;
       }
       // LoRA: the saved model is the merged one, W + scale B A, which loads
       // anywhere; the adapters themselves are not in it.

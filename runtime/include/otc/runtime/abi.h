@@ -74,6 +74,11 @@ typedef struct otc_tensor_desc {
   /* Parameters not in the model, initialised by the runtime (LoRA's A and
    * B): an otc_init. */
   int init;
+  /* Parameters: nonzero when frozen and read by the step only as the low-
+   * precision copy (LoRA's base under fp16/bf16). The runtime keeps its
+   * float32 values on the host, for --save, and on the device only for
+   * evaluation (--eval-data); otherwise params[i] is null. */
+  int low_only;
 } otc_tensor_desc;
 
 enum otc_init { OTC_INIT_MODEL = 0, OTC_INIT_ZEROS = 1, OTC_INIT_KAIMING_UNIFORM = 2 };
