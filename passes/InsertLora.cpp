@@ -28,6 +28,10 @@ struct InsertLora : otc::impl::InsertLoraBase<InsertLora> {
   void runOnOperation() override {
     if (rank <= 0)
       return;
+    if (!(dropout >= 0 && dropout < 1)) {
+      getOperation().emitError("--lora-dropout must lie in [0, 1), got " + std::to_string(dropout));
+      return signalPassFailure();
+    }
     auto func = getOperation().lookupSymbol<func::FuncOp>("train_step");
     if (!func)
       return;
@@ -64,6 +68,7 @@ struct InsertLora : otc::impl::InsertLoraBase<InsertLora> {
     }
     OpBuilder b(func.getContext());
     llvm::DenseMap<BlockArgument, std::pair<Value, Value>> adapters; // W: (A, B), shared by its uses
+    llvm::DenseMap<BlockArgument, int> uses; // dropout streams drawn per W
     for (Site &s : sites) {
       auto wType = cast<RankedTensorType>(s.weight.getType());
       Type elem = wType.getElementType();
@@ -97,6 +102,21 @@ struct InsertLora : otc::impl::InsertLoraBase<InsertLora> {
         return TransposeOp::create(b, loc, RankedTensorType::get({sh[1], sh[0]}, elem), m,
                                    b.getDenseI64ArrayAttr({1, 0}));
       };
+      if (dropout > 0) {
+        // PEFT's lora_dropout: on the adapter's input only. The stream is the
+        // FNV-1a of the weight's name and the use, as the importer names
+        // Dropout's by its output.
+        std::string key = func.getArgAttrOfType<StringAttr>(s.weight.getArgNumber(), attr::kParam).str() +
+                          ".lora_dropout" + (uses[s.weight] ? "." + std::to_string(uses[s.weight]) : "");
+        ++uses[s.weight];
+        uint32_t stream = 2166136261u;
+        for (unsigned char ch : key)
+          stream = (stream ^ ch) * 16777619u;
+        auto xType = cast<RankedTensorType>(x.getType());
+        x = DropoutOp::create(b, loc, xType, RankedTensorType::get(xType.getShape(), b.getI1Type()), x,
+                              b.getF64FloatAttr(dropout), b.getI64IntegerAttr(stream & 0x7fffffff))
+                .getOutput();
+      }
       SmallVector<int64_t> mid(shapeOf(x));
       mid.back() = rank;
       Value xa = MatMulOp::create(b, loc, RankedTensorType::get(mid, elem), x, transposeOf(a));

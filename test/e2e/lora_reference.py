@@ -13,6 +13,10 @@ not install over torch 1.13) on the zoo's LLaMA block.
       4 max|w32 - w64| + 1e-5 max|w64| of the same run in float64 (Adam's
       noise amplification, as the zoo). Checks that every other weight
       kept its initial value bit for bit.
+      An optional last argument P is --lora-dropout's probability: the
+      reference then drops the adapters' input with otc's Philox mask
+      (philox_reference.py), keyed by each weight's stream and the
+      micro-batch's index in the run.
   check-fp16 SAVED.onnx CHECKPOINT_DIR RANK ALPHA STEPS K LR WD TARGETS...
       The same for a run compiled with --precision fp16, whose frozen base
       the step reads only in 16 bits. Each gradient then carries a relative
@@ -28,6 +32,12 @@ not install over torch 1.13) on the zoo's LLaMA block.
       holds base_model.model.MODULE.lora_{A,B}.weight equal to the
       checkpoint's adapters bit for bit; adapter_config.json has r,
       lora_alpha and the target modules.
+  eval SAVED.onnx LOG.jsonl
+      The last logged eval_loss (of the run's final parameters, with
+      dropout off) equals onnxruntime's mean loss of the merged model over
+      the zoo's micro-batches of 2 (every label counts, so the token-
+      weighted mean is the mean of the micro-batches' means), within 1e-5
+      relative.
   ort SAVED.onnx RANK ALPHA STEPS K LR WD TARGETS...
       The merged model in onnxruntime: its loss on the zoo's first
       micro-batch equals the adapted PyTorch model's (float32 reference)
@@ -48,6 +58,8 @@ from onnx import numpy_helper
 ZOO = Path(__file__).resolve().parent.parent / "zoo"
 sys.path.insert(0, str(ZOO))
 import make_zoo  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from philox_reference import keep_mask  # noqa: E402
 
 M64 = (1 << 64) - 1
 
@@ -74,19 +86,35 @@ def otc_kaiming(name, shape, seed=0):
     return np.float32(bound * (2 * u - 1)).reshape(shape)
 
 
+def fnv32(text):
+    h = 2166136261
+    for c in text.encode():
+        h = ((h ^ c) * 16777619) & 0xFFFFFFFF
+    return h & 0x7FFFFFFF
+
+
 class LoraLinear(torch.nn.Module):
-    def __init__(self, base, name, rank, alpha, dtype):
+    offset = 0  # the micro-batch's index in the run: dropout's counter
+
+    def __init__(self, base, name, rank, alpha, dtype, dropout=0.0):
         super().__init__()
-        self.base, self.scale = base, alpha / rank
+        self.base, self.scale, self.dropout = base, alpha / rank, dropout
+        self.stream = fnv32(name + ".lora_dropout")
         out, inp = base.weight.shape
         self.A = torch.nn.Parameter(torch.from_numpy(otc_kaiming(name + ".lora_A", (rank, inp))).to(dtype))
         self.B = torch.nn.Parameter(torch.zeros(out, rank, dtype=dtype))
 
     def forward(self, x):
-        return self.base(x) + (x @ self.A.t()) @ self.B.t() * self.scale
+        d = x
+        if self.dropout and self.training:
+            # otc.dropout's mask (Philox, as check_dropout.py verifies it);
+            # kept values times 1/(1-p) rounded to float32, as otc multiplies.
+            keep = keep_mask(0, LoraLinear.offset, self.stream, tuple(x.shape), self.dropout)
+            d = x * torch.from_numpy(keep).to(x.dtype) * float(np.float32(1 / (1 - self.dropout)))
+        return self.base(x) + (d @ self.A.t()) @ self.B.t() * self.scale
 
 
-def adapted(rank, alpha, targets, dtype):
+def adapted(rank, alpha, targets, dtype, dropout=0.0):
     torch.manual_seed(0)
     model = make_zoo.CASES["llama"].build()
     state = {t.name: torch.from_numpy(numpy_helper.to_array(t).copy())
@@ -98,7 +126,7 @@ def adapted(rank, alpha, targets, dtype):
     loras = {}
     for name, mod in list(model.named_children()):
         if isinstance(mod, torch.nn.Linear) and re.search(targets, name + ".weight"):
-            loras[name] = LoraLinear(mod, name + ".weight", rank, alpha, dtype)
+            loras[name] = LoraLinear(mod, name + ".weight", rank, alpha, dtype, dropout)
             setattr(model, name, loras[name])
     return model, loras
 
@@ -108,8 +136,8 @@ def data():
     return [np.load(d / "tokens.npy"), np.load(d / "targets.npy")]
 
 
-def train(rank, alpha, steps, k, lr, wd, targets, dtype):
-    model, loras = adapted(rank, alpha, targets, dtype)
+def train(rank, alpha, steps, k, lr, wd, targets, dtype, dropout=0.0):
+    model, loras = adapted(rank, alpha, targets, dtype, dropout)
     params = [p for l in loras.values() for p in (l.A, l.B)]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=wd)
     x, y = data()
@@ -119,6 +147,7 @@ def train(rank, alpha, steps, k, lr, wd, targets, dtype):
         opt.zero_grad()
         for j in range(k):
             f = ((s * k + j) % m) * n
+            LoraLinear.offset = s * k + j
             (model(torch.from_numpy(x[f:f + n]), torch.from_numpy(y[f:f + n])) / k).backward()
         before = [p.detach().clone() for p in params]
         opt.step()
@@ -146,10 +175,10 @@ def checkpoint_tensors(path):
     return tensors
 
 
-def check(saved, ckdir, rank, alpha, steps, k, lr, wd, targets, unit=0.0):
-    _, w32 = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
+def check(saved, ckdir, rank, alpha, steps, k, lr, wd, targets, unit=0.0, dropout=0.0):
+    _, w32 = train(rank, alpha, steps, k, lr, wd, targets, torch.float32, dropout)
     travel = train.travel
-    _, w64 = train(rank, alpha, steps, k, lr, wd, targets, torch.float64)
+    _, w64 = train(rank, alpha, steps, k, lr, wd, targets, torch.float64, dropout)
     got = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
     ck = checkpoint_tensors(Path(ckdir) / "checkpoint.otc")
     for name in w32:
@@ -218,11 +247,29 @@ def ort(saved, rank, alpha, steps, k, lr, wd, targets):
     return 0 if ok else 1
 
 
+def eval_loss(saved, log):
+    import json
+    import onnxruntime
+    rows = [json.loads(line) for line in open(log)]
+    got = [r["eval_loss"] for r in rows if "eval_loss" in r][-1]
+    x, y = data()
+    sess = onnxruntime.InferenceSession(saved, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    want = float(np.mean([sess.run(None, dict(zip(names, [x[f:f + 2], y[f:f + 2]])))[0]
+                          for f in range(0, len(x) - 1, 2)]))
+    ok = abs(got - want) <= 1e-5 * abs(want)
+    print(f"eval_loss {got:.6f}, merged model in onnxruntime {want:.6f}: {'same' if ok else 'differ'}")
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "eval":
+        sys.exit(eval_loss(a[2], a[3]))
     if a[1] in ("check", "check-fp16"):
         sys.exit(check(a[2], a[3], int(a[4]), float(a[5]), int(a[6]), int(a[7]), float(a[8]),
-                       float(a[9]), a[10], 2.0**-11 if a[1] == "check-fp16" else 0.0))
+                       float(a[9]), a[10], 2.0**-11 if a[1] == "check-fp16" else 0.0,
+                       float(a[11]) if len(a) > 11 else 0.0))
     if a[1] == "adapter":
         sys.exit(adapter(a[2], a[3], int(a[4]), float(a[5])))
     sys.exit(ort(a[2], int(a[3]), float(a[4]), int(a[5]), int(a[6]), float(a[7]), float(a[8]), a[9]))

@@ -66,7 +66,9 @@ bool compileEval(MLIRContext &ctx, const CompileOptions &o, std::string &diagnos
   if (!module)
     return false;
   PassManager pm(&ctx);
-  buildForwardPipeline(pm, o.precision, o.lora);
+  InsertLoraOptions lora = o.lora;
+  lora.dropout = 0; // evaluation keeps every input, as PEFT's eval mode
+  buildForwardPipeline(pm, o.precision, lora);
   if (failed(pm.run(*module))) {
     error = "the evaluation function's pipeline failed: " + firstLine(diagnostic);
     return false;

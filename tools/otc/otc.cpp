@@ -51,6 +51,7 @@ const char kUsage[] =
     "  --lora RANK                     insert LoRA adapters of this rank, freeze their weights (default: off)\n"
     "  --lora-alpha A                  the adapters' scale is A / RANK (default: 1)\n"
     "  --lora-targets REGEX            weights adapted, by parameter name (default: every matrix product's)\n"
+    "  --lora-dropout P                dropout on the adapters' input, as PEFT's lora_dropout (default: 0)\n"
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
@@ -86,7 +87,7 @@ struct Args : otc::CompileOptions {
   bool microBatchAuto = false, microBatchGiven = false, recomputeGiven = false;
   bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
-  bool loraFlags = false;    // --lora-alpha or --lora-targets
+  bool loraFlags = false;    // --lora-alpha, --lora-targets or --lora-dropout
 };
 
 double positiveNumber(const std::string &flag, const std::string &v, bool allowZero) {
@@ -270,6 +271,11 @@ Args parseArgs(int argc, char **argv) {
     } else if (arg == "--lora-targets") {
       a.lora.targets = v;
       a.loraFlags = true;
+    } else if (arg == "--lora-dropout") {
+      a.lora.dropout = positiveNumber(arg, v, true);
+      if (a.lora.dropout >= 1)
+        fail("--lora-dropout expects a probability in [0, 1), got '" + v.substr(0, 40) + "'", 2);
+      a.loraFlags = true;
     } else if (arg == "--min-8bit-size") {
       a.codegen.min8bitSize = count(arg, v, OTC_MAX_MICRO_BATCHES, "2^40");
     } else {
@@ -301,7 +307,7 @@ void checkArgs(Args &a) {
   if (a.scaling.minScale > a.scaling.initScale)
     fail("--min-scale must not exceed the initial scale", 2);
   if (a.loraFlags && a.lora.rank == 0)
-    fail("--lora-alpha and --lora-targets need --lora RANK", 2);
+    fail("--lora-alpha, --lora-targets and --lora-dropout need --lora RANK", 2);
   if (a.lora.rank > 0 && (a.command != "compile" || a.import.forwardOnly))
     fail("--lora applies to otc compile of a training step", 2);
   if (std::string why; a.lora.rank > 0 && !llvm::Regex(a.lora.targets).isValid(why))

@@ -39,7 +39,9 @@ def InsertLora : Pass<"otc-insert-lora", "mlir::ModuleOp"> {
     [out, rank] and the term ((x·Aᵀ)·Bᵀ)·(alpha/rank) to the product; every
     other parameter loses `otc.trainable` (PEFT freezes the whole base). A and B carry `otc.lora_init` (the runtime
     initialises them: A Kaiming-uniform, B zero, as PEFT), and their base,
-    scale and orientation for merging at save. Run before autodiff.
+    scale and orientation for merging at save. With `dropout` > 0 the
+    adapter reads `otc.dropout` of x (PEFT's lora_dropout: the base product
+    sees x itself), its stream named after the weight. Run before autodiff.
 
     ```mlir
     %wt = otc.transpose %w [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
@@ -56,6 +58,8 @@ def InsertLora : Pass<"otc-insert-lora", "mlir::ModuleOp"> {
     Option<"alpha", "alpha", "double", /*default=*/"1.0", "Scale numerator: alpha / rank">,
     Option<"targets", "targets", "std::string", /*default=*/"\".*\"",
            "Regex over parameter names of the adapted weights">,
+    Option<"dropout", "dropout", "double", /*default=*/"0.0",
+           "Dropout probability on each adapter's input (PEFT's lora_dropout)">,
   ];
   let dependentDialects = ["otc::OtcDialect", "mlir::func::FuncDialect"];
 }

@@ -1,4 +1,5 @@
 // RUN: otc-opt %s --otc-insert-lora="rank=2 alpha=4 targets=^q" --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: otc-opt %s --otc-insert-lora="rank=2 alpha=4 targets=^q dropout=0.1" --split-input-file --verify-diagnostics | FileCheck %s --check-prefix=DROP
 
 // A Linear as PyTorch exports it (x · Wᵀ, W stored [out, in]) matched by
 // name gets A [2, 8] and B [16, 2] and the term ((x·Aᵀ)·Bᵀ)·(4/2); every
@@ -17,6 +18,12 @@
 // CHECK: %[[T:.*]] = otc.mul %[[XAB]], %[[S]]
 // CHECK: %[[Y2:.*]] = otc.add %[[Y]], %[[T]]
 // CHECK: otc.add %[[Y2]], %arg2
+// With dropout (PEFT's lora_dropout) the adapter reads dropped x and the
+// base product x itself; the stream is FNV-1a("q.weight.lora_dropout").
+// DROP-LABEL: func.func @train_step
+// DROP: otc.matmul %arg0, %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>
+// DROP: %[[D:.*]], %{{.*}} = otc.dropout %arg0 {ratio = 1.000000e-01 : f64, stream = 223267152 : i64}
+// DROP: otc.matmul %[[D]], %{{.*}} : tensor<4x8xf32>, tensor<8x2xf32>
 func.func @train_step(%x: tensor<4x8xf32> {otc.input = "x"},
                       %w: tensor<16x8xf32> {otc.param = "q.weight", otc.trainable},
                       %b: tensor<16xf32> {otc.param = "bias", otc.trainable}) -> (tensor<f32> {otc.loss}) {
