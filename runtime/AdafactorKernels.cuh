@@ -119,13 +119,14 @@ __global__ void sumPartials(const double *partial, int n, double *out) {
     *out = s;
 }
 
-/// p = p - p wd lr - update / max(1, RMS(update) / clip) lr, with lr the
+/// p = p - p wd lr - update / max(1, RMS(update) / clip) lr (or that
+/// update's moving average in `expAvg`, when kept), with lr the
 /// step size (times max(eps2, RMS(p)) with scale_parameter); `sums` holds
 /// sum p^2 (before the step) and sum update^2.
 template <typename Low>
 __global__ void apply(AdafactorStep s, AdafactorShape sh, float *param, const float *grad,
                       const float *row, const float *col, const float *mean, const double *sums,
-                      Low *low) {
+                      float *expAvg, Low *low) {
   int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
   if (k >= sh.n)
     return;
@@ -137,6 +138,8 @@ __global__ void apply(AdafactorStep s, AdafactorShape sh, float *param, const fl
   float rms = float(sqrt(sums[1]) / sqrt(double(sh.n)));
   float clipDiv = rms / s.clipThreshold > 1.0f ? rms / s.clipThreshold : 1.0f;
   float u = update(s, sh, grad, row, col, mean, k) / clipDiv * lr;
+  if (expAvg) // HF: exp_avg.mul_(beta1).add_(update, alpha=1 - beta1)
+    u = expAvg[k] = expAvg[k] * s.beta1 + u * (1.0f - s.beta1);
   float p = param[k];
   if (s.weightDecay != 0.0f)
     p = p + p * (-s.weightDecay * lr);
@@ -150,8 +153,8 @@ __global__ void apply(AdafactorStep s, AdafactorShape sh, float *param, const fl
 constexpr int kPartials = 4096;
 
 inline void step(const AdafactorStep &s, const AdafactorShape &sh, float *param,
-                 const float *grad, float *row, float *col, void *low, int lowDtype,
-                 double *scratch) {
+                 const float *grad, float *row, float *col, float *expAvg, void *low,
+                 int lowDtype, double *scratch) {
   double *sums = scratch, *partial = scratch + 2;
   float *mean = reinterpret_cast<float *>(scratch + 2 + kPartials);
   if (s.scaleParameter)
@@ -168,11 +171,11 @@ inline void step(const AdafactorStep &s, const AdafactorShape &sh, float *param,
   sumPartials<<<1, 256>>>(partial, (int)blocks, sums + 1);
   unsigned grid = (unsigned)((sh.n + 255) / 256);
   if (low && lowDtype == OTC_F16)
-    apply<<<grid, 256>>>(s, sh, param, grad, row, col, mean, sums, static_cast<otc_f16 *>(low));
+    apply<<<grid, 256>>>(s, sh, param, grad, row, col, mean, sums, expAvg, static_cast<otc_f16 *>(low));
   else if (low && lowDtype == OTC_BF16)
-    apply<<<grid, 256>>>(s, sh, param, grad, row, col, mean, sums, static_cast<otc_bf16 *>(low));
+    apply<<<grid, 256>>>(s, sh, param, grad, row, col, mean, sums, expAvg, static_cast<otc_bf16 *>(low));
   else
-    apply<<<grid, 256>>>(s, sh, param, grad, row, col, mean, sums, (float *)nullptr);
+    apply<<<grid, 256>>>(s, sh, param, grad, row, col, mean, sums, expAvg, (float *)nullptr);
   OTC_CUDA_CHECK(cudaGetLastError());
 }
 

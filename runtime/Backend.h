@@ -47,9 +47,11 @@ public:
   };
   virtual double sumOfSquares(const std::vector<Span> &spans) = 0;
   /// One Adafactor step of a parameter (kernels/adafactor.h): `row` and
-  /// `col` its factored second moment (or `row` the full one, `col` null).
+  /// `col` its factored second moment (or `row` the full one, `col` null),
+  /// `expAvg` its first moment or null.
   virtual void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param,
-                         const float *grad, float *row, float *col, void *low, int lowDtype) = 0;
+                         const float *grad, float *row, float *col, float *expAvg, void *low,
+                         int lowDtype) = 0;
   /// One 8-bit AdamW step (kernels/adamw8bit.h): `q1`, `q2` the moments'
   /// codes, `absmax1`, `absmax2` their per-block scales.
   virtual void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1,

@@ -83,8 +83,8 @@ public:
     otc_kernels::adamw8bit_update(s, param, grad, q1, q2, absmax1, absmax2, low, lowDtype, n);
   }
   void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param, const float *grad,
-                 float *row, float *col, void *low, int lowDtype) override {
-    otc_kernels::adafactor_update(s, sh, param, grad, row, col, low, lowDtype);
+                 float *row, float *col, float *expAvg, void *low, int lowDtype) override {
+    otc_kernels::adafactor_update(s, sh, param, grad, row, col, expAvg, low, lowDtype);
   }
 
 private:

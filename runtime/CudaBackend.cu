@@ -202,14 +202,14 @@ public:
     OTC_CUDA_CHECK(cudaGetLastError());
   }
   void adafactor(const AdafactorStep &s, const AdafactorShape &sh, float *param, const float *grad,
-                 float *row, float *col, void *low, int lowDtype) override {
+                 float *row, float *col, float *expAvg, void *low, int lowDtype) override {
     // Scratch: two sums, the partial sums, and a row mean per leading index.
     size_t need = (2 + adafactor::kPartials) * sizeof(double) + size_t(sh.lead) * sizeof(float);
     if (need > scratchBytes) {
       scratch = static_cast<double *>(alloc(need));
       scratchBytes = need;
     }
-    adafactor::step(s, sh, param, grad, row, col, low, lowDtype, scratch);
+    adafactor::step(s, sh, param, grad, row, col, expAvg, low, lowDtype, scratch);
   }
   void copy(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));

@@ -159,7 +159,7 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
          return true;
        }},
       {"--momentum", "X", "SGD momentum (--optimizer momentum)", "0", real("--momentum", &TrainOptions::momentum)},
-      {"--beta1", "X", "Adam's first-moment decay", "0.9", real("--beta1", &TrainOptions::beta1)},
+      {"--beta1", "X", "Adam's first-moment decay (Adafactor: keep a first moment with this decay)", "0.9", real("--beta1", &TrainOptions::beta1)},
       {"--beta2", "X", "Adam's second-moment decay", "0.999", real("--beta2", &TrainOptions::beta2)},
       {"--eps", "X", "Adam's denominator term", "1e-08", real("--eps", &TrainOptions::eps)},
       {"--scale-parameter", nullptr, "Adafactor: step size times max(1e-3, RMS(param))", "off",
@@ -287,9 +287,9 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     error = "--checkpoint-every needs --checkpoint DIR";
   else if (kind != OTC_ADAFACTOR && (o.scaleParameter || o.relativeStep || o.warmupInit))
     error = "--scale-parameter, --relative-step and --warmup-init are Adafactor's (otc compile --optimizer adafactor)";
-  else if (kind == OTC_ADAFACTOR && (given.count("--beta1") || given.count("--beta2") ||
-                                     given.count("--eps") || given.count("--momentum")))
-    error = "Adafactor takes none of --beta1, --beta2, --eps and --momentum (its decay is 1 - t^-0.8, no first moment)";
+  else if (kind == OTC_ADAFACTOR && (given.count("--beta2") || given.count("--eps") ||
+                                     given.count("--momentum")))
+    error = "Adafactor takes none of --beta2, --eps and --momentum (its second-moment decay is 1 - t^-0.8)";
   else if (o.relativeStep && (given.count("--lr") || given.count("--lr-schedule") ||
                               given.count("--warmup-steps") || given.count("--min-lr")))
     error = "--relative-step sets the step size itself: give no --lr or schedule (as Hugging Face refuses lr with relative_step)";
@@ -297,6 +297,7 @@ ParseResult parseTrainOptions(int argc, const char *const *argv, otc_optimizer k
     error = "--warmup-init goes with --relative-step";
   else if (o.minLr > o.lr)
     error = "--min-lr " + number(o.minLr) + " exceeds --lr " + number(o.lr);
+  o.firstMoment = kind == OTC_ADAFACTOR && given.count("--beta1");
   if (!error.empty())
     return ParseResult::Error;
   if (!weightDecayGiven) // PyTorch's defaults: AdamW decays, the others do not

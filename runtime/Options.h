@@ -40,6 +40,7 @@ struct TrainOptions {
   // Adafactor's switches (Hugging Face's scale_parameter, relative_step,
   // warmup_init; all off: the fine-tuning setting).
   bool scaleParameter = false, relativeStep = false, warmupInit = false;
+  bool firstMoment = false; // Adafactor given --beta1: HF's beta1 is not None
 };
 
 enum class ParseResult { Ok, Help, Error };

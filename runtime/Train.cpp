@@ -83,6 +83,7 @@ struct Param {
   void *low = nullptr; // the 16-bit copy the step reads, or null
   int64_t mCount = 0, vCount = 0; // elements of m and v
   uint8_t *q1 = nullptr, *q2 = nullptr; // adamw8bit: the moments' codes (m, v: their scales)
+  float *m1 = nullptr; // Adafactor's first moment (--beta1), or null
   bool decays = true;  // not matched by --no-decay
   float *saved = nullptr; // an assigned parameter's value before the window
   /// A frozen base stored only in 16 bits on the device (low_only, value
@@ -339,6 +340,8 @@ struct Trainer {
           AdafactorShape sh = AdafactorShape::of(p.desc->shape, p.desc->rank);
           p.mCount = sh.factored ? sh.lead * sh.rows : sh.n;
           p.vCount = sh.factored ? sh.lead * sh.cols : 0;
+          if (opt.firstMoment)
+            p.m1 = (float *)backend->alloc(size_t(p.count) * sizeof(float));
         } else if (kind == OTC_ADAMW8BIT && p.count >= prog.min_8bit_size) {
           p.q1 = (uint8_t *)backend->alloc(size_t(p.count));
           p.q2 = (uint8_t *)backend->alloc(size_t(p.count));
@@ -457,6 +460,13 @@ struct Trainer {
     c["no-decay"] = std::to_string(fingerprint(nd.data(), nd.size()));
     c["momentum"] = num(opt.momentum);
     c["beta1"] = num(opt.beta1);
+    std::string af;
+    for (auto [on, name] : {std::pair<bool, const char *>{opt.firstMoment, "first-moment"},
+                            {opt.scaleParameter, "scale-parameter"},
+                            {opt.relativeStep, "relative-step"}, {opt.warmupInit, "warmup-init"}})
+      if (on)
+        af += (af.empty() ? "" : ",") + std::string(name);
+    c["adafactor"] = af.empty() ? "plain" : af;
     c["beta2"] = num(opt.beta2);
     c["eps"] = num(opt.eps);
     c["loss-average"] = opt.lossAverage == LossAverage::Tokens ? "tokens" : "micro-batch";
@@ -483,6 +493,8 @@ struct Trainer {
         c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.mCount);
       if (p.v)
         c.tensors["v/" + std::string(p.desc->name)] = read(p.v, p.vCount);
+      if (p.m1)
+        c.tensors["m1/" + std::string(p.desc->name)] = read(p.m1, p.count);
       // 8-bit codes travel packed four to a float, bit for bit.
       for (auto [tag, q] : {std::pair<const char *, uint8_t *>{"q1/", p.q1}, {"q2/", p.q2}})
         if (q) {
@@ -531,6 +543,8 @@ struct Trainer {
         take("m", p.m, false, p.mCount);
       if (p.v)
         take("v", p.v, false, p.vCount);
+      if (p.m1)
+        take("m1", p.m1, false, p.count);
       for (auto [tag, q] : {std::pair<const char *, uint8_t *>{"q1", p.q1}, {"q2", p.q2}})
         if (q) {
           auto it = c.tensors.find(std::string(tag) + "/" + p.desc->name);
@@ -744,7 +758,8 @@ struct Trainer {
 
   /// Hugging Face's Adafactor step `updates` (its lr, scale_parameter,
   /// relative_step and warmup_init; decay_rate -0.8, clip_threshold 1,
-  /// eps (1e-30, 1e-3), no first moment), the scalars in double.
+  /// eps (1e-30, 1e-3); a first moment when given --beta1), the scalars in
+  /// double.
   void adafactor(double lr, float gradScale) {
     double t = double(updates);
     AdafactorStep s{};
@@ -759,12 +774,13 @@ struct Trainer {
     s.beta2t = float(beta2t), s.oneMinusBeta2t = float(1.0 - beta2t);
     s.clipThreshold = 1.0f;
     s.gradScale = gradScale;
+    s.beta1 = float(opt.beta1);
     for (Param &p : params) {
       if (!p.grad)
         continue;
       s.weightDecay = p.decays ? float(opt.weightDecay) : 0.0f;
       backend->adafactor(s, AdafactorShape::of(p.desc->shape, p.desc->rank), p.value, p.grad, p.m,
-                         p.v, p.low, p.desc->low_dtype);
+                         p.v, p.m1, p.low, p.desc->low_dtype);
     }
   }
 

@@ -11,6 +11,8 @@ Two settings per model:
   relative  Adafactor(lr=None, scale_parameter=True, relative_step=True,
             warmup_init=False) (HF's defaults): `otc ... --scale-parameter
             --relative-step`.
+  beta1     Adafactor(lr=LR, beta1=0.9, ...fixed): its optional first
+            moment, `otc ... --lr LR --beta1 0.9`.
 LeNet's convolution weights are rank 4, so HF factors them over their last
 two dims (the kernel's height and width) per (out, in) pair; otc does the
 same.
@@ -51,6 +53,7 @@ JITTERS = 8
 SETTINGS = {
     "fixed": dict(scale_parameter=False, relative_step=False, warmup_init=False),
     "relative": dict(lr=None, scale_parameter=True, relative_step=True, warmup_init=False),
+    "beta1": dict(beta1=0.9, scale_parameter=False, relative_step=False, warmup_init=False),
 }
 LR = {"gpt": 0.003, "lenet": 0.01}
 
@@ -65,7 +68,7 @@ def train(case, setting, dtype, jitter=None):
     order = {"gpt": ["tokens", "targets"], "lenet": ["x", "labels"]}[case]
     data = [data[names.index(k)] for k in order]
     kwargs = dict(SETTINGS[setting])
-    if setting == "fixed":
+    if setting in ("fixed", "beta1"):
         kwargs["lr"] = LR[case]
     opt = Adafactor(model.parameters(), **kwargs)
     m = len(data[0]) // N
@@ -83,7 +86,7 @@ def train(case, setting, dtype, jitter=None):
         opt.step()
         if jitter is not None:  # and of the second moments it keeps
             for state in opt.state.values():
-                for key in ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq"):
+                for key in ("exp_avg_sq_row", "exp_avg_sq_col", "exp_avg_sq", "exp_avg"):
                     if key in state:
                         v = state[key]
                         v.mul_(1 + 2.0**-24 * (2 * torch.rand(v.shape, generator=gen, dtype=v.dtype) - 1))

@@ -1,6 +1,6 @@
 // Kernel library: Adafactor (Shazeer & Stern 2018) as Hugging Face's
-// transformers.optimization.Adafactor implements it, without the first
-// moment (its default beta1=None). A tensor of rank >= 2 keeps, per index
+// transformers.optimization.Adafactor implements it, with its optional
+// first moment (beta1; off by default, as HF's beta1=None). A tensor of rank >= 2 keeps, per index
 // of its leading dims, a row vector and a column vector of the second
 // moments of its last two dims; a lower-rank one keeps a full second
 // moment. The CPU update lives here; CudaBackend.cu has the same steps as
@@ -76,6 +76,7 @@ struct AdafactorStep {
   float clipThreshold;
   float weightDecay;
   float gradScale;
+  float beta1; // the first moment's decay, when the update keeps one
 };
 
 } // namespace otc
@@ -85,13 +86,21 @@ namespace otc_kernels {
 /// Adafactor's update of one parameter on the CPU, in HF's order: the step
 /// size (times max(eps2, RMS(p)) with scale_parameter), the factored (or
 /// full) second moment of g^2 + eps1, the update g / sqrt(v-hat), clipped
-/// to RMS 1 (clip_threshold), scaled by the step size; decoupled weight
-/// decay; then p -= update. `row` and `col` are the factors (or `col` null
-/// and `row` the full moment); `low`, when not null, receives the new
-/// values in `low_dtype`. Sums are in double.
+/// to RMS 1 (clip_threshold), scaled by the step size; with `exp_avg`
+/// (not null), the update's moving average exp_avg = beta1 exp_avg +
+/// (1 - beta1) update replaces it; decoupled weight decay; then p -=
+/// update. `row` and `col` are the factors (or `col` null and `row` the
+/// full moment); `low`, when not null, receives the new values in
+/// `low_dtype`. Sums are in double.
 inline void adafactor_update(const otc::AdafactorStep &s, const otc::AdafactorShape &sh,
                              float *param, const float *grad, float *row, float *col,
-                             void *low, int low_dtype) {
+                             float *exp_avg, void *low, int low_dtype) {
+  // HF: exp_avg.mul_(beta1).add_(update, alpha=1 - beta1).
+  auto averaged = [&](int64_t k, float u) {
+    if (!exp_avg)
+      return u;
+    return exp_avg[k] = exp_avg[k] * s.beta1 + u * (1.0f - s.beta1);
+  };
   float lr = s.relStep;
   if (s.scaleParameter) {
     double sq = 0;
@@ -148,7 +157,7 @@ inline void adafactor_update(const otc::AdafactorStep &s, const otc::AdafactorSh
             if (pass == 0) {
               usq += double(u) * u;
             } else {
-              u = u / clipDiv * lr;
+              u = averaged(k, u / clipDiv * lr);
               float p = param[k];
               if (s.weightDecay != 0.0f)
                 p = p + p * (-s.weightDecay * lr);
@@ -167,7 +176,7 @@ inline void adafactor_update(const otc::AdafactorStep &s, const otc::AdafactorSh
     float rms = float(sqrt(usq) / sqrt(double(sh.n)));
     float clipDiv = rms / s.clipThreshold > 1.0f ? rms / s.clipThreshold : 1.0f;
     for (int64_t i = 0; i < sh.n; ++i) {
-      float u = (1.0f / sqrtf(row[i])) * g(i) / clipDiv * lr;
+      float u = averaged(i, (1.0f / sqrtf(row[i])) * g(i) / clipDiv * lr);
       float p = param[i];
       if (s.weightDecay != 0.0f)
         p = p + p * (-s.weightDecay * lr);
