@@ -32,6 +32,11 @@ not install over torch 1.13) on the zoo's LLaMA block.
       holds base_model.model.MODULE.lora_{A,B}.weight equal to the
       checkpoint's adapters bit for bit; adapter_config.json has r,
       lora_alpha and the target modules.
+  expected OUT.npz UNIT RANK ALPHA STEPS K LR WD TARGETS...
+      For the GPU bundle (test/gpu/bundle.sh), where the run's checkpoint
+      is not at hand: the merged weights of `check` (UNIT 0) or
+      `check-fp16` (UNIT 2^-11) with their tolerances as tol/NAME, for
+      check_weights.py, and every frozen weight with tolerance 0.
   eval SAVED.onnx LOG.jsonl
       The last logged eval_loss (of the run's final parameters, with
       dropout off) equals onnxruntime's mean loss of the merged model over
@@ -247,6 +252,22 @@ def ort(saved, rank, alpha, steps, k, lr, wd, targets):
     return 0 if ok else 1
 
 
+def expected(out, unit, rank, alpha, steps, k, lr, wd, targets):
+    _, w32 = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
+    travel = train.travel
+    _, w64 = train(rank, alpha, steps, k, lr, wd, targets, torch.float64)
+    z = {t.name: numpy_helper.to_array(t) for t in
+         onnx.load(str(ZOO / "fixtures" / "llama" / "model.onnx")).graph.initializer}
+    z.update({f"tol/{n}": np.float64(0) for n in list(z)})
+    for name, ref in w32.items():
+        if not name.endswith((".lora_A", ".lora_B")):
+            z[name] = ref.astype(np.float32)
+            z[f"tol/{name}"] = np.float64(4 * np.abs(ref - w64[name]).max() + 1e-5 * np.abs(w64[name]).max()
+                                          + 32 * unit * travel)
+    np.savez(out, **z)
+    return 0
+
+
 def eval_loss(saved, log):
     import json
     import onnxruntime
@@ -264,6 +285,9 @@ def eval_loss(saved, log):
 
 if __name__ == "__main__":
     a = sys.argv
+    if a[1] == "expected":
+        sys.exit(expected(a[2], float(a[3]), int(a[4]), float(a[5]), int(a[6]), int(a[7]), float(a[8]),
+                          float(a[9]), a[10]))
     if a[1] == "eval":
         sys.exit(eval_loss(a[2], a[3]))
     if a[1] in ("check", "check-fp16"):

@@ -7,6 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/gpu-bundle}
 otc=$root/build/bin/otc
+py=${PYTHON:-/usr/bin/python3} # Debian's, with numpy, onnx and torch
 fx=$root/test/e2e/fixtures
 rm -rf "$out" && mkdir -p "$out/lib"
 for opt in sgd momentum adam adamw; do
@@ -30,8 +31,8 @@ done
 # dropout MLP in fp16 with a shuffle (test/e2e/resume.test).
 flags="--steps 30 --accum-steps 2 --lr 0.01 --lr-schedule cosine --warmup-steps 5 --min-lr 0.001 --clip-grad-norm 3 --weight-decay 0.1 --no-decay bias$ --no-decay ln"
 mkdir -p "$out/run"
-python3 "$root/test/e2e/schedule_reference.py" make gpt "$out/run/gpt"
-python3 "$root/test/e2e/schedule_reference.py" expected gpt "$out/run/gpt" "$out/run/gpt/expected.npz" \
+"$py" "$root/test/e2e/schedule_reference.py" make gpt "$out/run/gpt"
+"$py" "$root/test/e2e/schedule_reference.py" expected gpt "$out/run/gpt" "$out/run/gpt/expected.npz" \
   "$out/run/gpt/logs.npz" $flags
 echo "$flags" > "$out/run/gpt/train_flags"
 "$otc" compile "$root/test/zoo/fixtures/gpt/model.onnx" -o "$out/run/gpt/train" --target cuda --optimizer adamw --micro-batch 2
@@ -43,7 +44,28 @@ cp -r "$root/test/zoo/fixtures/dropout_mlp/data" "$out/run/mlp_data"
   --optimizer adafactor --micro-batch 2
 cp -r "$root/test/zoo/fixtures/lenet/data" "$out/run/lenet_data"
 cp "$root"/test/e2e/fixtures/adafactor/lenet_*.npz "$out/run/"
-cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" "$out/run/"
+# 8-bit AdamW (test/e2e/adamw8bit.test): the CUDA run's 200-step curve
+# inside the envelope of float32 AdamW at lr x (1 -+ 0.09), run here.
+z=$root/test/zoo/fixtures
+"$otc" compile "$z/gpt/model.onnx" -o "$out/run/gpt_q8" --target cuda --optimizer adamw8bit \
+  --micro-batch 2 --min-8bit-size 1
+cp -r "$z/gpt/data" "$out/run/gpt_zoo_data"
+a32=$(mktemp -d)
+"$otc" compile "$z/gpt/model.onnx" -o "$a32/train" --target cpu --optimizer adamw --micro-batch 2 2> /dev/null
+for lr in 0.003:a32 0.00273:low 0.00327:high; do
+  "$a32/train" --data "$z/gpt/data" --steps 200 --lr "${lr%%:*}" --log "$out/run/q8_${lr##*:}.jsonl" 2> /dev/null
+done
+rm -rf "$a32"
+# LoRA (test/e2e/lora.test) on the zoo's LLaMA block, in float32 and with
+# the frozen base stored only in fp16, against the PyTorch LoRA's weights.
+lora=(--optimizer adamw --micro-batch 2 --lora 4 --lora-alpha 8 --lora-targets 'w[qv]')
+"$otc" compile "$z/llama/model.onnx" -o "$out/run/lora32" --target cuda "${lora[@]}"
+"$otc" compile "$z/llama/model.onnx" -o "$out/run/lora16" --target cuda "${lora[@]}" --precision fp16
+cp -r "$z/llama/data" "$out/run/llama_data"
+"$py" "$root/test/e2e/lora_reference.py" expected "$out/run/lora32.npz" 0 4 8 3 2 0.01 0.1 'w[qv]'
+"$py" "$root/test/e2e/lora_reference.py" expected "$out/run/lora16.npz" 0.00048828125 4 8 3 2 0.01 0.1 'w[qv]'
+cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" \
+  "$root/test/e2e/check_adamw8bit.py" "$out/run/"
 # f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).
 for k in chain rows gemm; do
@@ -58,7 +80,8 @@ done
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
-  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_dropout.py" "$root/bench/gpu_kernels.py" "$out/"
+  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
+  "$root/bench/gpu_kernels.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
 echo "bundle ready: $out (run: bash $out/run_bundle.sh)"

@@ -66,6 +66,25 @@ check "Adafactor matches transformers" "$tmp/af_fixed.onnx" "$r/lenet_fixed.npz"
 "$r/lenet_adafactor" --data "$r/lenet_data" --steps 10 --scale-parameter --relative-step \
   --save "$tmp/af_rel.onnx" || echo "train failed: adafactor relative"
 check "Adafactor (relative step) matches transformers" "$tmp/af_rel.onnx" "$r/lenet_relative.npz"
+"$r/lenet_adafactor" --data "$r/lenet_data" --steps 10 --lr 0.01 --beta1 0.9 --save "$tmp/af_b1.onnx" ||
+  echo "train failed: adafactor beta1"
+check "Adafactor (first moment) matches transformers" "$tmp/af_b1.onnx" "$r/lenet_beta1.npz"
+# 8-bit AdamW: the curve inside float32 AdamW's envelope, and bitwise resume.
+"$r/gpt_q8" --data "$r/gpt_zoo_data" --steps 200 --lr 0.003 --log "$tmp/q8.jsonl" 2> /dev/null ||
+  echo "train failed: adamw8bit"
+if "$py" "$r/check_adamw8bit.py" "$tmp/q8.jsonl" "$r/q8_a32.jsonl" "$r/q8_low.jsonl" "$r/q8_high.jsonl"; then
+  pass=$((pass + 1)); echo "PASS 8-bit AdamW within the quantisation envelope"
+else fail=$((fail + 1)); echo "FAIL 8-bit AdamW curve"; fi
+if "$py" "$r/resume_check.py" "$tmp/resume8" 2 9 "$r/gpt_q8" --data "$r/gpt_zoo_data" --steps 200 \
+     --lr 0.003 | grep -q "bitwise identical"; then
+  pass=$((pass + 1)); echo "PASS 8-bit AdamW resume is bitwise identical"
+else fail=$((fail + 1)); echo "FAIL 8-bit AdamW resume"; fi
+# LoRA, and its frozen base stored only in fp16.
+for p in 32 16; do
+  "$r/lora$p" --data "$r/llama_data" --steps 3 --accum-steps 2 --lr 0.01 --weight-decay 0.1 \
+    --save "$tmp/lora$p.onnx" || echo "train failed: lora$p"
+  check "LoRA ($p-bit base) matches PyTorch" "$tmp/lora$p.onnx" "$r/lora$p.npz"
+done
 # f16 and bf16 storage on the GPU, against float64 within the rounding bound.
 for k in chain rows gemm; do
   for t in f16 bf16; do
