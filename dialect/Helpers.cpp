@@ -24,6 +24,15 @@ bool broadcastsTo(ArrayRef<int64_t> from, ArrayRef<int64_t> to) {
   return shape && ArrayRef<int64_t>(*shape) == to;
 }
 
+DropoutOp createDropout(OpBuilder &b, Location loc, Value x, double ratio, StringRef key) {
+  uint32_t stream = 2166136261u;
+  for (unsigned char ch : key)
+    stream = (stream ^ ch) * 16777619u;
+  auto type = cast<RankedTensorType>(x.getType());
+  return DropoutOp::create(b, loc, type, RankedTensorType::get(type.getShape(), b.getI1Type()), x,
+                           b.getF64FloatAttr(ratio), b.getI64IntegerAttr(stream & 0x7fffffff));
+}
+
 Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
                      double value) {
   auto type = RankedTensorType::get({}, elementType);

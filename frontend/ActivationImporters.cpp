@@ -168,13 +168,7 @@ LogicalResult importDropout(Imp &imp) {
     all.values.assign(type.getNumElements(), 1.0);
     return imp.define(1, std::move(all));
   }
-  OpBuilder &b = imp.builder();
-  uint32_t stream = 2166136261u; // FNV-1a of the output's name
-  for (unsigned char ch : imp.node().output(0))
-    stream = (stream ^ ch) * 16777619u;
-  auto maskType = RankedTensorType::get(type.getShape(), b.getI1Type());
-  auto op = DropoutOp::create(b, imp.loc(), type, maskType, *x, b.getF64FloatAttr(ratio),
-                              b.getI64IntegerAttr(stream & 0x7fffffff));
+  auto op = createDropout(imp.builder(), imp.loc(), *x, ratio, imp.node().output(0));
   imp.define(0, op.getOutput());
   if (wantMask)
     imp.define(1, op.getMask());

@@ -103,19 +103,12 @@ struct InsertLora : otc::impl::InsertLoraBase<InsertLora> {
                                    b.getDenseI64ArrayAttr({1, 0}));
       };
       if (dropout > 0) {
-        // PEFT's lora_dropout: on the adapter's input only. The stream is the
-        // FNV-1a of the weight's name and the use, as the importer names
-        // Dropout's by its output.
+        // PEFT's lora_dropout: on the adapter's input only, a stream per
+        // weight and use.
         std::string key = func.getArgAttrOfType<StringAttr>(s.weight.getArgNumber(), attr::kParam).str() +
                           ".lora_dropout" + (uses[s.weight] ? "." + std::to_string(uses[s.weight]) : "");
         ++uses[s.weight];
-        uint32_t stream = 2166136261u;
-        for (unsigned char ch : key)
-          stream = (stream ^ ch) * 16777619u;
-        auto xType = cast<RankedTensorType>(x.getType());
-        x = DropoutOp::create(b, loc, xType, RankedTensorType::get(xType.getShape(), b.getI1Type()), x,
-                              b.getF64FloatAttr(dropout), b.getI64IntegerAttr(stream & 0x7fffffff))
-                .getOutput();
+        x = createDropout(b, loc, x, dropout, key).getOutput();
       }
       SmallVector<int64_t> mid(shapeOf(x));
       mid.back() = rank;

@@ -163,8 +163,17 @@ def train(rank, alpha, steps, k, lr, wd, targets, dtype, dropout=0.0):
         out[w + ".lora_A"] = l.A.detach().double().numpy()
         out[w + ".lora_B"] = l.B.detach().double().numpy()
         out[w] = (l.base.weight + l.B @ l.A * l.scale).detach().double().numpy()
-    train.travel = travel
-    return model, out
+    return model, out, travel
+
+
+def reference(rank, alpha, steps, k, lr, wd, targets, unit, dropout=0.0):
+    """The float32 run's weights and each one's tolerance: 4 max|w32 - w64|
+    + 1e-5 max|w64|, plus 32 u times the run's travel for 16-bit runs."""
+    _, w32, travel = train(rank, alpha, steps, k, lr, wd, targets, torch.float32, dropout)
+    _, w64, _ = train(rank, alpha, steps, k, lr, wd, targets, torch.float64, dropout)
+    tols = {n: 4 * np.abs(w32[n] - w64[n]).max() + 1e-5 * np.abs(w64[n]).max() + 32 * unit * travel
+            for n in w32}
+    return w32, tols
 
 
 def checkpoint_tensors(path):
@@ -181,9 +190,7 @@ def checkpoint_tensors(path):
 
 
 def check(saved, ckdir, rank, alpha, steps, k, lr, wd, targets, unit=0.0, dropout=0.0):
-    _, w32 = train(rank, alpha, steps, k, lr, wd, targets, torch.float32, dropout)
-    travel = train.travel
-    _, w64 = train(rank, alpha, steps, k, lr, wd, targets, torch.float64, dropout)
+    w32, tols = reference(rank, alpha, steps, k, lr, wd, targets, unit, dropout)
     got = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
     ck = checkpoint_tensors(Path(ckdir) / "checkpoint.otc")
     for name in w32:
@@ -191,7 +198,7 @@ def check(saved, ckdir, rank, alpha, steps, k, lr, wd, targets, unit=0.0, dropou
             got[name] = ck["value/" + name].reshape(w32[name].shape)
     ok = True
     for name, ref in w32.items():
-        tol = 4 * np.abs(ref - w64[name]).max() + 1e-5 * np.abs(w64[name]).max() + 32 * unit * travel
+        tol = tols[name]
         err = np.abs(got[name] - ref).max()
         print(f"{'ok' if err <= tol else 'FAIL'} {name}: max |diff| {err:.3g} (tol {tol:.3g})")
         ok &= bool(err <= tol)
@@ -240,7 +247,7 @@ def adapter(out, ckdir, rank, alpha):
 
 def ort(saved, rank, alpha, steps, k, lr, wd, targets):
     import onnxruntime
-    model, _ = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
+    model, _, _ = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
     x, y = data()
     with torch.no_grad():
         want = float(model(torch.from_numpy(x[:2]), torch.from_numpy(y[:2])))
@@ -253,17 +260,14 @@ def ort(saved, rank, alpha, steps, k, lr, wd, targets):
 
 
 def expected(out, unit, rank, alpha, steps, k, lr, wd, targets):
-    _, w32 = train(rank, alpha, steps, k, lr, wd, targets, torch.float32)
-    travel = train.travel
-    _, w64 = train(rank, alpha, steps, k, lr, wd, targets, torch.float64)
+    w32, tols = reference(rank, alpha, steps, k, lr, wd, targets, unit)
     z = {t.name: numpy_helper.to_array(t) for t in
          onnx.load(str(ZOO / "fixtures" / "llama" / "model.onnx")).graph.initializer}
     z.update({f"tol/{n}": np.float64(0) for n in list(z)})
     for name, ref in w32.items():
         if not name.endswith((".lora_A", ".lora_B")):
             z[name] = ref.astype(np.float32)
-            z[f"tol/{name}"] = np.float64(4 * np.abs(ref - w64[name]).max() + 1e-5 * np.abs(w64[name]).max()
-                                          + 32 * unit * travel)
+            z[f"tol/{name}"] = np.float64(tols[name])
     np.savez(out, **z)
     return 0
 

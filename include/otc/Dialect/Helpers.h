@@ -23,6 +23,12 @@ bool broadcastsTo(llvm::ArrayRef<int64_t> from, llvm::ArrayRef<int64_t> to);
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type elementType, double value);
 
+/// otc.dropout of `x` with probability `ratio`, its stream named by `key`
+/// (FNV-1a, so a graph edit elsewhere does not move its draws): the
+/// importer keys ONNX Dropout by its output, otc-insert-lora by the weight.
+DropoutOp createDropout(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, double ratio,
+                        llvm::StringRef key);
+
 /// `v` with elements of `elementType`: itself, or an otc.cast.
 mlir::Value castElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                          mlir::Type elementType);
