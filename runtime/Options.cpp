@@ -196,6 +196,18 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
        text(&TrainOptions::saveAdapter)},
       {"--log", "FILE", "one JSON line of metrics per step (otc plot draws it)", nullptr,
        text(&TrainOptions::log)},
+      {"--collective-timeout", "S",
+       "data parallel: seconds a rank waits for the others before stopping with an error", "600",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         if (number("--collective-timeout", v, o.collectiveTimeout, e) && o.collectiveTimeout > 0 &&
+             o.collectiveTimeout <= 1e6)
+           return true;
+         e = "--collective-timeout expects seconds from 0 to 1e6, got " + shown(v);
+         return false;
+       }},
+      {"--shard-optimizer", nullptr,
+       "data parallel: each rank keeps and updates 1/W of the optimizer state (ZeRO-1)", "off",
+       [](TrainOptions &o, const char *, std::string &) { return o.shardOptimizer = true; }},
       {"--threads", "N", "CPU threads", "OMP_NUM_THREADS, else all cores",
        [](TrainOptions &o, const char *v, std::string &e) {
          if (count("--threads", v, o.threads, e) && o.threads <= 4096)

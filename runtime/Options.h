@@ -41,6 +41,9 @@ struct TrainOptions {
   // warmup_init; all off: the fine-tuning setting).
   bool scaleParameter = false, relativeStep = false, warmupInit = false;
   bool firstMoment = false; // Adafactor given --beta1: HF's beta1 is not None
+  // Data parallelism (otc compile --data-parallel, launched with mpirun).
+  double collectiveTimeout = 600; // seconds any rank waits for the others
+  bool shardOptimizer = false;    // ZeRO-1: each rank keeps its share of the state
 };
 
 enum class ParseResult { Ok, Help, Error };

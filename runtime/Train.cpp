@@ -2,6 +2,7 @@
 // steps the optimizer, reports progress and saves the trained model.
 #include "Backend.h"
 #include "Checkpoint.h"
+#include "Collective.h"
 #include "Data.h"
 #include "Hash.h"
 #include "Schedule.h"
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <cerrno>
+#include <cstdarg>
 #include <fstream>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -174,6 +176,7 @@ struct Trainer {
   std::vector<float *> paramPtrs, gradPtrs;
   std::vector<void *> lowPtrs, inputPtrs;
   std::vector<Backend::Span> gradSpans;
+  std::vector<Collective::Span> gradBuckets; // what the ranks all-reduce
   otc_step_args args{};
   // Painted, so that the bytes the steps wrote can be told from the rest at
   // the end: the arena's measured high-water mark, against the plan's.
@@ -193,6 +196,40 @@ struct Trainer {
   float *evalLoss = nullptr;
   int evalTokenLabels = -1;
   double lastEval = NAN;
+  // Data parallelism: the group (null for one process), this rank and the
+  // group's size; only the lead rank (0) writes and reports.
+  std::unique_ptr<Collective> comm;
+  int W = 1, R = 0;
+  bool lead = true;
+
+  /// Progress and notes, from the lead rank only (errors come from any).
+  __attribute__((format(printf, 2, 3))) void say(const char *format, ...) const {
+    if (!lead)
+      return;
+    va_list ap;
+    va_start(ap, format);
+    std::vfprintf(stderr, format, ap);
+    va_end(ap);
+  }
+
+  /// Joins the launcher's group when this executable has a collective
+  /// backend (otc compile --data-parallel); refuses a launch as ranks
+  /// without one, where each would train alone.
+  void joinRanks() {
+    if (!joinGroup) {
+      if (launchedAsRanks())
+        die("started as one of several ranks, but this executable was built without "
+            "--data-parallel: each rank would train alone (build it with otc compile "
+            "--data-parallel)");
+      if (opt.shardOptimizer)
+        die("--shard-optimizer needs an executable built with otc compile --data-parallel");
+      return;
+    }
+    comm = joinGroup(*backend, opt.collectiveTimeout);
+    W = comm->size(), R = comm->rank(), lead = R == 0;
+    if (W == 1)
+      comm.reset(); // one rank: the plain run, no collectives
+  }
 
   /// Opens --eval-data and binds the evaluation function's arguments: data
   /// inputs to buffers of their own, parameters to the training ones.
@@ -228,7 +265,7 @@ struct Trainer {
     set.padWithIgnored = true;
     evalData = openArrays(opt.evalData, set, false, 0);
     if (evalData->samples() % set.microBatch && set.tokenLabels < 0)
-      std::fprintf(stderr, "train: note: evaluation skips the last %lld samples, fewer than a micro-batch\n",
+      say("train: note: evaluation skips the last %lld samples, fewer than a micro-batch\n",
                    (long long)(evalData->samples() % set.microBatch));
     if (evalData->microBatchesPerEpoch() == 0)
       die("--eval-data holds " + std::to_string(evalData->samples()) +
@@ -244,10 +281,12 @@ struct Trainer {
   /// counted labels, as the training windows), in inference mode.
   double evaluate() {
     double sum = 0, weights = 0;
-    int64_t batches = evalData->microBatchesPerEpoch();
+    // Rank r evaluates micro-batches r, r + W, ...; the sums are reduced.
+    int64_t all = evalData->microBatchesPerEpoch();
+    int64_t batches = all > R ? (all - R + W - 1) / W : 0;
     Prefetcher ahead([this](int64_t j, std::vector<HostBatch> &w) {
       w.resize(1);
-      evalData->fill(j, w[0]);
+      evalData->fill(R + W * j, w[0]);
     }, 0, batches);
     for (int64_t j = 0; j < batches; ++j) {
       const HostBatch &b = ahead.get(j)[0];
@@ -262,6 +301,11 @@ struct Trainer {
       sum += weight * double(loss);
       weights += weight;
     }
+    if (comm) {
+      double sums[2] = {sum, weights};
+      comm->sumHost(sums, 2, "the evaluation's losses");
+      sum = sums[0], weights = sums[1];
+    }
     return weights > 0 ? sum / weights : NAN;
   }
 
@@ -272,7 +316,7 @@ struct Trainer {
                    jsonNumber(lastEval).c_str());
       std::fflush(log);
     }
-    std::fprintf(stderr, "step %lld/%lld  eval loss %.6f\n", (long long)(s + 1), (long long)steps,
+    say("step %lld/%lld  eval loss %.6f\n", (long long)(s + 1), (long long)steps,
                  lastEval);
   }
 
@@ -280,6 +324,8 @@ struct Trainer {
   void loadData() {
     // Refuse an unwritable --save before hours of training, not after.
     std::string error;
+    if (!lead) // rank 0 writes the model, the adapters and the log
+      opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear();
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
     if (!opt.saveAdapter.empty() && prog.num_lora == 0)
@@ -291,15 +337,19 @@ struct Trainer {
     if (opt.tokens.empty() && M == 0)
       die("the data holds " + std::to_string(data->samples()) +
           " samples, fewer than one micro-batch of " + std::to_string(N));
-    total = opt.steps * K; // the option parser bounds this product
+    // Micro-batches of the whole run, across ranks: a window is K of each
+    // of the W ranks (opt.steps * K: the option parser bounds it).
+    if (opt.steps && (!otc_mul_count(opt.steps * K, W, &total) || total > OTC_MAX_MICRO_BATCHES))
+      die("--steps times --accum-steps times " + std::to_string(W) +
+          " ranks exceeds 2^40 micro-batches");
     if (opt.epochs && (!otc_mul_count(opt.epochs, M, &total) || total > OTC_MAX_MICRO_BATCHES))
       die("--epochs " + std::to_string(opt.epochs) + " of " + std::to_string(M) +
           " micro-batches exceeds 2^40 micro-batches");
     if (opt.tokens.empty() && data->samples() % N)
-      std::fprintf(stderr, "train: note: %s the last %lld samples%s, fewer than a micro-batch\n",
+      say("train: note: %s the last %lld samples%s, fewer than a micro-batch\n",
                    opt.shuffle ? "every epoch leaves out" : "skipping",
                    (long long)(data->samples() % N), opt.shuffle ? " of its order" : "");
-    steps = (total + K - 1) / K;
+    steps = (total + K * W - 1) / (K * W);
     tokenWeighted = prog.token_labels >= 0 && opt.lossAverage == LossAverage::Tokens;
   }
 
@@ -371,14 +421,29 @@ struct Trainer {
       params.push_back(p);
     }
     for (const Param &p : params)
-      if (p.grad)
+      if (p.grad) {
         gradSpans.push_back({p.grad, p.count});
+        gradBuckets.push_back({p.grad, p.count});
+      }
     if (!opt.noDecay.empty()) {
       int64_t kept = 0;
       for (const Param &p : params)
         kept += p.grad && !p.decays;
-      std::fprintf(stderr, "train: no weight decay for %lld of %zu trained parameters\n",
+      say("train: no weight decay for %lld of %zu trained parameters\n",
                    (long long)kept, gradSpans.size());
+    }
+  }
+
+  /// Every rank starts from rank 0's parameters and 16-bit copies.
+  void shareParams() {
+    if (!comm)
+      return;
+    for (Param &p : params) {
+      std::string what = "the parameter '" + std::string(p.desc->name) + "'";
+      if (p.value)
+        comm->broadcast(p.value, size_t(p.count) * sizeof(float), 0, what);
+      if (p.low)
+        comm->broadcast(p.low, size_t(p.count) * sizeof(uint16_t), 0, what);
     }
   }
 
@@ -442,7 +507,9 @@ struct Trainer {
                      std::to_string(opt.warmupInit);
     c["micro-batch"] = std::to_string(N);
     c["precision"] = precisionName(prog.precision);
-    c["accum-steps"] = std::to_string(K);
+    // A window's micro-batches across ranks: the run is the same whether
+    // W ranks take K each or one process K W (world size may change).
+    c["accum-steps"] = std::to_string(K * W);
     c["micro-batches"] = std::to_string(total);
     c["samples"] = std::to_string(data->samples());
     c["data"] = opt.tokens.empty() ? "arrays" : "tokens";
@@ -505,7 +572,8 @@ struct Trainer {
           c.tensors[tag + std::string(p.desc->name)] = std::move(packed);
         }
     }
-    saveCheckpoint(opt.checkpoint, c);
+    if (lead)
+      saveCheckpoint(opt.checkpoint, c);
   }
 
   /// --resume: the state of the checkpointed run, refused when it is not
@@ -523,6 +591,7 @@ struct Trainer {
                              : compiled ? "a compile with --" + key + " " + had + " (this one has " + value + ")"
                              : key == "micro-batches" ? "a run of another length (--steps/--epochs)"
                              : key == "samples" ? "data of another size"
+                             : key == "accum-steps" ? "--accum-steps times ranks " + had + " (this run has " + value + ")"
                                                 : "--" + key + " " + had + " (this run has " + value + ")";
       die("--resume: '" + checkpointFile(opt.resume) + "' is from " + what);
     }
@@ -559,25 +628,41 @@ struct Trainer {
     if (startStep > steps)
       die("--resume: the checkpoint is at step " + std::to_string(startStep) + " of " +
           std::to_string(steps));
-    std::fprintf(stderr, "train: resumed from '%s' at step %lld\n",
+    say("train: resumed from '%s' at step %lld\n",
                  checkpointFile(opt.resume).c_str(), (long long)startStep);
   }
 
-  /// The micro-batches of window `s`.
+  /// The run's index of this rank's micro-batch `j` of window `s`: the
+  /// window holds micro-batches s K W ... s K W + K W - 1, and rank r takes
+  /// r, r + W, ... of them, so that W ranks read what one process with K W
+  /// micro-batches per step would (dropout's counter included).
+  int64_t globalIndex(int64_t s, int64_t j) const { return s * K * W + R + W * j; }
+
+  /// The micro-batches of window `s` that this rank reads.
   void fillWindow(int64_t s, std::vector<HostBatch> &out) {
-    int64_t k = std::min(K, total - s * K);
+    int64_t k = 0;
+    while (k < K && globalIndex(s, k) < total)
+      ++k;
     out.resize(size_t(k));
     for (int64_t j = 0; j < k; ++j)
-      data->fill(s * K + j, out[size_t(j)]);
+      data->fill(globalIndex(s, j), out[size_t(j)]);
   }
 
   /// Runs window `s`'s micro-batches, each weighted by its share of the
   /// window's counted labels (or 1/k); returns the window's loss. `empty`:
   /// no micro-batch has a counted label, so nothing ran.
   double runWindow(int64_t s, const std::vector<HostBatch> &window, bool &empty) {
-    int64_t k = int64_t(window.size()), counted = 0;
+    int64_t k = int64_t(window.size());
+    int64_t kAll = std::min(K * W, total - s * K * W); // across ranks
+    double counted = 0;
     for (const HostBatch &b : window)
-      counted += b.counted;
+      counted += double(b.counted);
+    std::string where = "step " + std::to_string(s + 1);
+    if (comm) {
+      comm->arrive(where);
+      if (tokenWeighted)
+        comm->sumHost(&counted, 1, where + "'s counted labels");
+    }
     empty = tokenWeighted && counted == 0;
     if (empty)
       return NAN;
@@ -589,18 +674,30 @@ struct Trainer {
         continue;
       for (size_t i = 0; i < b.inputs.size(); ++i)
         backend->toDevice(inputPtrs[i], b.inputs[i].data(), b.inputs[i].size());
-      double share = tokenWeighted ? double(b.counted) / double(counted) : 1.0 / double(k);
+      double share = tokenWeighted ? double(b.counted) / counted : 1.0 / double(kAll);
       args.seed = float(double(scaler.scale()) * share);
       args.first = first;
       args.rng_seed = opt.seed;
-      args.rng_offset = uint64_t(s * K + j); // the micro-batch's index in the run
+      args.rng_offset = uint64_t(globalIndex(s, j)); // the micro-batch's index in the run
       prog.step(&args);
       first = false;
     }
     // The step summed seed x loss on the device: one read per step.
-    float scaled;
-    backend->toHost(&scaled, args.loss, sizeof(float));
-    return double(scaled) / double(scaler.scale());
+    float scaled = 0;
+    if (!first)
+      backend->toHost(&scaled, args.loss, sizeof(float));
+    if (!comm)
+      return double(scaled) / double(scaler.scale());
+    // A rank that ran nothing (a short last window, or no counted labels)
+    // adds zeros. The sum of the ranks' gradients is the window's: each
+    // micro-batch's seed already holds its share of the whole window.
+    if (first)
+      for (const Backend::Span &g : gradSpans)
+        backend->fill(const_cast<float *>(g.data), 0, size_t(g.count) * sizeof(float));
+    comm->sum(gradBuckets, where + "'s gradients");
+    double loss = scaled;
+    comm->sumHost(&loss, 1, where + "'s loss");
+    return loss / double(scaler.scale());
   }
 
   /// Whether window `s` overflowed, from the gradients' sum of squares.
@@ -639,11 +736,11 @@ struct Trainer {
     }
     int64_t every = std::max<int64_t>(1, steps / 20);
     if ((s + 1) % every == 0 || s + 1 == steps) {
-      std::fprintf(stderr, "step %lld/%lld  loss %.6f  lr %.3g  norm %.3g  %.0f samples/s",
+      say("step %lld/%lld  loss %.6f  lr %.3g  norm %.3g  %.0f samples/s",
                    (long long)(s + 1), (long long)steps, loss, lr, norm, rate);
       if (scaler.enabled())
-        std::fprintf(stderr, "  scale %g  skipped %lld", double(scaler.scale()), (long long)skipped);
-      std::fputc('\n', stderr);
+        say("  scale %g  skipped %lld", double(scaler.scale()), (long long)skipped);
+      say("\n");
     }
   }
 
@@ -669,10 +766,14 @@ struct Trainer {
 
   void train() {
     openLogFile();
-    std::fprintf(stderr, "train: %s, micro-batch %lld, %lld micro-batches per step, %lld steps on %s, %s, recompute %s%s\n",
+    say("train: %s, micro-batch %lld, %lld micro-batches per step, %lld steps on %s, %s, recompute %s%s\n",
                  data->describe().c_str(), (long long)N, (long long)K, (long long)steps,
                  backend->name(), precisionName(prog.precision), recomputeName(prog.recompute),
                  tokenWeighted ? ", loss averaged over the window's counted labels" : "");
+    if (comm)
+      say("train: data parallel over %d ranks (%s): %lld micro-batches of %lld per step in all%s\n",
+          W, comm->name(), (long long)(K * W), (long long)N,
+          opt.shardOptimizer ? ", optimizer state sharded (ZeRO-1)" : "");
     // The next windows are read on a thread of their own meanwhile.
     Prefetcher ahead([this](int64_t s, std::vector<HostBatch> &w) { fillWindow(s, w); },
                      startStep, steps);
@@ -690,10 +791,15 @@ struct Trainer {
       float scaleUsed = scaler.scale();
       bool overflow = false;
       if (empty) {
-        std::fprintf(stderr, "train: note: step %lld has no counted labels; no step taken\n",
+        say("train: note: step %lld has no counted labels; no step taken\n",
                      (long long)(s + 1));
       } else {
         double sumSquares = backend->sumOfSquares(gradSpans);
+        if (comm) { // every rank takes the same decision: skip, clip, step
+          if (!std::isfinite(sumSquares))
+            sumSquares = INFINITY; // MPI's max may drop a NaN
+          comm->maxHost(&sumSquares, 1, "step " + std::to_string(s + 1) + "'s gradient norm");
+        }
         overflow = overflowed(s, loss, sumSquares);
         // clip_grad_norm_'s norm, of the unscaled gradients.
         norm = std::sqrt(sumSquares) / double(scaleUsed);
@@ -711,7 +817,8 @@ struct Trainer {
         firstLoss = loss;
       lastLoss = loss;
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - stepStart).count();
-      report(s, loss, lr, norm, secs > 0 ? double(k * N) / secs : 0, scaleUsed, overflow);
+      double samples = double(std::min(K * W, total - s * K * W) * N); // across ranks
+      report(s, loss, lr, norm, secs > 0 ? samples / secs : 0, scaleUsed, overflow);
       if (evalFn && ((opt.evalEvery > 0 && (s + 1) % opt.evalEvery == 0) || s + 1 == steps))
         logEval(s);
       if (!opt.checkpoint.empty() &&
@@ -719,13 +826,13 @@ struct Trainer {
         checkpoint(s + 1);
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "train: done in %.2f s, loss %.6f -> %.6f", secs, firstLoss, lastLoss);
+    say("train: done in %.2f s, loss %.6f -> %.6f", secs, firstLoss, lastLoss);
     if (scaler.enabled())
-      std::fprintf(stderr, ", %lld of %lld steps skipped, final scale %g", (long long)skipped,
+      say(", %lld of %lld steps skipped, final scale %g", (long long)skipped,
                    (long long)steps, double(scaler.scale()));
     if (evalFn)
-      std::fprintf(stderr, ", eval loss %.6f", lastEval);
-    std::fputc('\n', stderr);
+      say(", eval loss %.6f", lastEval);
+    say("\n");
     logFile.reset();
   }
 
@@ -847,7 +954,7 @@ struct Trainer {
     }, error);
     if (!ok)
       die("--save-adapter: " + error);
-    std::fprintf(stderr, "train: saved the adapters in %s\n", opt.saveAdapter.c_str());
+    say("train: saved the adapters in %s\n", opt.saveAdapter.c_str());
   }
 
   /// Saves the trained model (never a non-finite one), then measures the
@@ -892,7 +999,7 @@ struct Trainer {
       std::string error;
       if (!writeTrainedModel(opt.save, trained, error))
         die(error);
-      std::fprintf(stderr, "train: saved %s\n", opt.save.c_str());
+      say("train: saved %s\n", opt.save.c_str());
     }
     // After saving, so nothing here can cost the trained weights. From the
     // top down, a chunk at a time: no second arena-sized buffer.
@@ -907,10 +1014,10 @@ struct Trainer {
       found = i > 0;
       high -= n - i;
     }
-    std::fprintf(stderr, "train: arena high-water mark %zu bytes (planned %lld)\n", high,
+    say("train: arena high-water mark %zu bytes (planned %lld)\n", high,
                  (long long)prog.arena_bytes);
     std::string note = backend->deviceMemoryNote();
-    std::fprintf(stderr, "train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
+    say("train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
                  note.empty() ? "" : "; ", note.c_str());
   }
 };
@@ -928,18 +1035,28 @@ int run(int argc, char **argv) {
   case ParseResult::Ok:
     break;
   }
-  t.loadData();
-  if (t.opt.threads > 0 && t.prog.set_threads)
-    t.prog.set_threads(int(t.opt.threads));
-  t.backend = makeBackend();
-  t.backend->setUpdateKernel(t.prog.update);
-  t.loadParams();
-  t.prepareStep();
-  t.prepareEval();
-  if (!t.opt.resume.empty())
-    t.resume();
-  t.train();
-  t.finish();
+  try {
+    if (t.opt.threads > 0 && t.prog.set_threads)
+      t.prog.set_threads(int(t.opt.threads));
+    t.backend = makeBackend();
+    t.backend->setUpdateKernel(t.prog.update);
+    t.joinRanks();
+    t.loadData();
+    t.loadParams();
+    t.prepareStep();
+    t.prepareEval();
+    if (!t.opt.resume.empty())
+      t.resume();
+    t.shareParams();
+    t.train();
+    t.finish();
+  } catch (const Fatal &f) {
+    if (!t.comm)
+      throw;
+    // Named by rank, then the whole group ends: no rank waits for this one.
+    std::fprintf(stderr, "train: rank %d: error: %s\n", t.R, f.message.c_str());
+    t.comm->abort(f.code);
+  }
   return 0;
 }
 

@@ -148,11 +148,20 @@ std::string commandText(const Args &argv) {
 
 bool buildExecutable(const std::string &source, const std::string &evalSource,
                      const std::string &model,
-                     Target target, ExecutableKind kind, const std::string &output,
-                     std::string &error) {
+                     Target target, ExecutableKind kind, bool dataParallel,
+                     const std::string &output, std::string &error) {
   bool cuda = target == Target::Cuda;
   if (cuda && !OTC_CUDA_ENABLED) {
     error = "this otc was built without CUDA; use --target cpu";
+    return false;
+  }
+  if (dataParallel && !OTC_MPI_ENABLED) {
+    error = "--data-parallel: this otc was built without MPI (install libopenmpi-dev and build "
+            "otc again)";
+    return false;
+  }
+  if (dataParallel && cuda) {
+    error = "--data-parallel: the CUDA target's NCCL group is not built yet; use --target cpu";
     return false;
   }
   // $TMPDIR when its name needs no escaping in the assembler's .incbin.
@@ -198,6 +207,11 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
     append(link, runtimeFlags);
     append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
                   lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
+  }
+  if (dataParallel) { // whole: the runtime reaches joinGroup by a weak reference
+    append(link, {"-Wl,--whole-archive", std::string(OTC_LIB_DIR) + "/libotc_collective_mpi.a",
+                  "-Wl,--no-whole-archive"});
+    append(link, words(OTC_MPI_LINK));
   }
   append(link, ldflags);
   append(link, {"-o", exe});

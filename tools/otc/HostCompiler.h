@@ -15,10 +15,12 @@ enum class ExecutableKind { Train, Forward, Function };
 
 /// Compiles `source` with the runtime and `model` (the ONNX bytes to embed)
 /// into the executable `output`, which is replaced only when all succeeded.
+/// `dataParallel` links the collective backend (MPI), so that the
+/// executable runs as ranks of a group under mpirun.
 bool buildExecutable(const std::string &source, const std::string &evalSource,
                      const std::string &model,
-                     Target target, ExecutableKind kind, const std::string &output,
-                     std::string &error);
+                     Target target, ExecutableKind kind, bool dataParallel,
+                     const std::string &output, std::string &error);
 
 } // namespace otc
 

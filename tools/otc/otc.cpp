@@ -71,6 +71,7 @@ const char kUsage[] =
     "  --memory-budget BYTES[K|M|G]    choose micro-batch and recompute to fit (default: off)\n"
     "  --global-batch B                with --memory-budget: samples per optimizer step\n"
     "  --memory-report TIMELINE.svg    write the memory timeline and print the plan\n"
+    "  --data-parallel                 run as ranks under mpirun: gradients all-reduced (default: off)\n"
     "  --help                          this text\n";
 
 [[noreturn]] void fail(const std::string &message, int code = 1) {
@@ -88,6 +89,7 @@ struct Args : otc::CompileOptions {
   bool lossScaleGiven = false;
   bool scalingFlags = false; // any of the options that need a scaler
   bool loraFlags = false;    // --lora-alpha, --lora-targets or --lora-dropout
+  bool dataParallel = false; // link the collective backend: ranks under mpirun
 };
 
 double positiveNumber(const std::string &flag, const std::string &v, bool allowZero) {
@@ -179,6 +181,8 @@ Args parseArgs(int argc, char **argv) {
     llvm::outs() << "otc " OTC_VERSION " (ONNX Training Compiler)\n"
                  << "built with MLIR/LLVM " LLVM_VERSION_STRING "\n"
                  << "targets: cpu (OpenBLAS)" << (OTC_CUDA_ENABLED ? ", cuda (cuBLAS, sm_90)" : "")
+                 << "\n"
+                 << "data parallel: " << (OTC_MPI_ENABLED ? "MPI (cpu)" : "not built (no MPI)")
                  << "\n";
     std::exit(0);
   }
@@ -198,6 +202,10 @@ Args parseArgs(int argc, char **argv) {
     }
     if (arg == "--forward-only") {
       a.import.forwardOnly = true;
+      continue;
+    }
+    if (arg == "--data-parallel") {
+      a.dataParallel = true;
       continue;
     }
     if (i + 1 >= argc)
@@ -314,6 +322,8 @@ void checkArgs(Args &a) {
     fail("--lora-targets: bad regex '" + a.lora.targets.substr(0, 80) + "': " + why, 2);
   if (a.import.forwardOnly && a.scaling.mode != otc::LossScaleMode::None)
     fail("--loss-scale does not apply to a forward-only executable", 2);
+  if (a.dataParallel && (a.command != "compile" || a.import.forwardOnly))
+    fail("--data-parallel applies to otc compile of a training step", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty() && a.memoryReport.empty())
     fail("no output given (-o)", 2);
   using Policy = otc::RecomputePolicy;
@@ -388,8 +398,8 @@ int finish(const Args &args, otc::CompileResult &r) {
   auto kind = args.kernel ? otc::ExecutableKind::Function
               : forward   ? otc::ExecutableKind::Forward
                           : otc::ExecutableKind::Train;
-  if (!otc::buildExecutable(out.source, r.evalSource, r.embedded, args.codegen.target, kind, args.output,
-                            error))
+  if (!otc::buildExecutable(out.source, r.evalSource, r.embedded, args.codegen.target, kind,
+                            args.dataParallel, args.output, error))
     fail(error);
   if (args.kernel) {
     llvm::errs() << "otc: wrote " << args.output << " (" << args.target << ")\n";

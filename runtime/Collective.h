@@ -1,0 +1,62 @@
+// The data-parallel group: the few collectives a training run needs. A
+// backend is one file (CollectiveMpi.cpp for the CPU target, CollectiveNccl.cu
+// for CUDA), linked into the executable by `otc compile --data-parallel`.
+// Every wait is bounded by the run's --collective-timeout: a rank that never
+// arrives makes the others stop with an error naming it, never hang.
+#ifndef OTC_RUNTIME_COLLECTIVE_H
+#define OTC_RUNTIME_COLLECTIVE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace otc {
+
+class Backend;
+
+class Collective {
+public:
+  virtual ~Collective() = default;
+  /// The transport, for the run's header ("MPI", "NCCL").
+  virtual const char *name() const = 0;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Returns once every rank has reached `where` (for example "step 3");
+  /// throws Fatal naming the ranks that did not within the timeout.
+  virtual void arrive(const std::string &where) = 0;
+  /// A buffer of `count` floats in the backend's memory.
+  struct Span {
+    float *data;
+    int64_t count;
+  };
+  /// Sums each span across ranks, in place, every rank getting the same
+  /// bits. `what` names the data in a timeout's error.
+  virtual void sum(const std::vector<Span> &spans, const std::string &what) = 0;
+  /// Host scalars, in place: their sum, or their maximum, across ranks.
+  virtual void sumHost(double *values, int n, const std::string &what) = 0;
+  virtual void maxHost(double *values, int n, const std::string &what) = 0;
+  /// `bytes` bytes at `data` (the backend's memory) from rank `root` to all.
+  virtual void broadcast(void *data, size_t bytes, int root, const std::string &what) = 0;
+  /// Ends every rank of the group after this one failed, so that none waits
+  /// for it; the launcher reports `code`. Does not return.
+  [[noreturn]] virtual void abort(int code) = 0;
+
+protected:
+  int rank_ = 0, size_ = 1;
+};
+
+/// Joins the group the launcher started this process in (mpirun's
+/// environment), with `timeoutSeconds` bounding every wait. Defined only in
+/// executables built with --data-parallel (a weak reference elsewhere).
+std::unique_ptr<Collective> joinGroup(Backend &backend, double timeoutSeconds)
+    __attribute__((weak));
+
+/// Whether a launcher started this process as one of several ranks
+/// (OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1).
+bool launchedAsRanks();
+
+} // namespace otc
+
+#endif

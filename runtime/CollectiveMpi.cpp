@@ -1,0 +1,187 @@
+// The data-parallel group over MPI, for the CPU target: the backend's memory
+// is host memory, so MPI reads and writes it directly. Every collective is
+// nonblocking and polled against the deadline, so that a rank that stops
+// never hangs the others.
+#include "Backend.h"
+#include "Collective.h"
+
+// The C API only: the deprecated C++ bindings need a library of their own.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace otc {
+namespace {
+
+class MpiCollective final : public Collective {
+public:
+  explicit MpiCollective(double timeout) : timeout(timeout) {
+    int ready = 0;
+    MPI_Initialized(&ready);
+    if (!ready) {
+      int provided;
+      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        throw Fatal{"--data-parallel: MPI_Init failed"};
+    }
+    // Errors come back as codes, so that they end the run as Fatal.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+
+  ~MpiCollective() override {
+    int done = 0;
+    MPI_Finalized(&done);
+    if (!done)
+      MPI_Finalize();
+  }
+
+  const char *name() const override { return "MPI"; }
+
+  void arrive(const std::string &where) override {
+    // Each rank tells every other that it has come this far; a receive
+    // still pending at the deadline names a rank that has not.
+    ++arrivals;
+    std::vector<MPI_Request> sends, recvs;
+    std::vector<long long> got(size_t(size_), 0);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_)
+        continue;
+      sends.emplace_back();
+      check(MPI_Isend(&arrivals, 1, MPI_LONG_LONG, r, kArriveTag, MPI_COMM_WORLD, &sends.back()),
+            where);
+      recvs.emplace_back();
+      check(MPI_Irecv(&got[size_t(r)], 1, MPI_LONG_LONG, r, kArriveTag, MPI_COMM_WORLD,
+                      &recvs.back()),
+            where);
+    }
+    std::vector<int> late = waitAll(recvs);
+    if (!late.empty()) {
+      std::string names;
+      for (size_t i = 0; i < late.size(); ++i) {
+        int r = late[i] + (late[i] >= rank_ ? 1 : 0); // recvs skip this rank
+        names += (i ? (i + 1 == late.size() ? " and " : ", ") : "") + std::to_string(r);
+      }
+      throw Fatal{std::string(late.size() > 1 ? "ranks " : "rank ") + names +
+                  " did not reach " + where + " within " + seconds() +
+                  " (--collective-timeout); stopping without saving"};
+    }
+    finish(sends, where);
+  }
+
+  void sum(const std::vector<Span> &spans, const std::string &what) override {
+    std::vector<MPI_Request> requests;
+    for (const Span &s : spans)
+      for (int64_t at = 0; at < s.count; at += kChunk) {
+        requests.emplace_back();
+        int n = int(std::min<int64_t>(kChunk, s.count - at));
+        check(MPI_Iallreduce(MPI_IN_PLACE, s.data + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                             &requests.back()),
+              what);
+      }
+    finish(requests, "the all-reduce of " + what);
+  }
+
+  void sumHost(double *values, int n, const std::string &what) override {
+    reduceHost(values, n, MPI_SUM, what);
+  }
+  void maxHost(double *values, int n, const std::string &what) override {
+    reduceHost(values, n, MPI_MAX, what);
+  }
+
+  void broadcast(void *data, size_t bytes, int root, const std::string &what) override {
+    std::vector<MPI_Request> requests;
+    char *p = static_cast<char *>(data);
+    for (size_t at = 0; at < bytes; at += size_t(kChunk)) {
+      requests.emplace_back();
+      int n = int(std::min<size_t>(size_t(kChunk), bytes - at));
+      check(MPI_Ibcast(p + at, n, MPI_BYTE, root, MPI_COMM_WORLD, &requests.back()), what);
+    }
+    finish(requests, "the broadcast of " + what);
+  }
+
+  [[noreturn]] void abort(int code) override {
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code); // MPI_Abort does not return; should it, leave anyway
+  }
+
+private:
+  static constexpr int kArriveTag = 7301;
+  static constexpr int64_t kChunk = int64_t(1) << 28; // elements per MPI call (int counts)
+
+  void reduceHost(double *values, int n, MPI_Op op, const std::string &what) {
+    std::vector<MPI_Request> requests(1);
+    check(MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, MPI_COMM_WORLD, &requests[0]),
+          what);
+    finish(requests, "the reduction of " + what);
+  }
+
+  void check(int code, const std::string &what) {
+    if (code == MPI_SUCCESS)
+      return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(code, text, &len);
+    throw Fatal{"MPI failed in " + what + ": " + std::string(text, size_t(len))};
+  }
+
+  /// Polls `requests` until all complete or the deadline passes; returns
+  /// the indices of those still pending then.
+  std::vector<int> waitAll(std::vector<MPI_Request> &requests) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+    int spins = 0;
+    for (;;) {
+      int done = 0;
+      MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+      if (done)
+        return {};
+      if (std::chrono::steady_clock::now() > deadline)
+        break;
+      // Spin briefly (a collective usually completes in microseconds),
+      // then yield the core to the computing threads.
+      if (++spins > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    std::vector<int> late;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      int done = 0;
+      MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE);
+      if (!done)
+        late.push_back(int(i));
+    }
+    return late;
+  }
+
+  void finish(std::vector<MPI_Request> &requests, const std::string &what) {
+    if (!waitAll(requests).empty())
+      throw Fatal{what + " did not complete within " + seconds() +
+                  " (--collective-timeout): a rank stopped; stopping without saving"};
+  }
+
+  std::string seconds() const {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g s", timeout);
+    return text;
+  }
+
+  double timeout;
+  long long arrivals = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Collective> joinGroup(Backend &backend, double timeoutSeconds) {
+  if (std::strcmp(backend.name(), "cpu") != 0)
+    throw Fatal{"--data-parallel: the MPI group needs the CPU target's host memory"};
+  return std::make_unique<MpiCollective>(timeoutSeconds);
+}
+
+} // namespace otc
