@@ -2,7 +2,7 @@
 // backend is one file (CollectiveMpi.cpp for the CPU target, CollectiveNccl.cu
 // for CUDA), linked into the executable by `otc compile --data-parallel`.
 // Every wait is bounded by the run's --collective-timeout: a rank that never
-// arrives makes the others stop with an error naming it, never hang.
+// arrives makes the others stop with an error naming it (Fatal), never hang.
 #ifndef OTC_RUNTIME_COLLECTIVE_H
 #define OTC_RUNTIME_COLLECTIVE_H
 
@@ -23,9 +23,6 @@ public:
   virtual const char *name() const = 0;
   int rank() const { return rank_; }
   int size() const { return size_; }
-  /// Returns once every rank has reached `where` (for example "step 3");
-  /// throws Fatal naming the ranks that did not within the timeout.
-  virtual void arrive(const std::string &where) = 0;
   /// A buffer of `count` floats in the backend's memory.
   struct Span {
     float *data;

@@ -1,7 +1,8 @@
 // The data-parallel group over MPI, for the CPU target: the backend's memory
 // is host memory, so MPI reads and writes it directly. Every collective is
 // nonblocking and polled against the deadline, so that a rank that stops
-// never hangs the others.
+// never hangs the others; while it waits, a rank answers the others' pings,
+// which is how a timed-out rank tells the stopped ranks from the late.
 #include "Backend.h"
 #include "Collective.h"
 
@@ -45,37 +46,6 @@ public:
 
   const char *name() const override { return "MPI"; }
 
-  void arrive(const std::string &where) override {
-    // Each rank tells every other that it has come this far; a receive
-    // still pending at the deadline names a rank that has not.
-    ++arrivals;
-    std::vector<MPI_Request> sends, recvs;
-    std::vector<long long> got(size_t(size_), 0);
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_)
-        continue;
-      sends.emplace_back();
-      check(MPI_Isend(&arrivals, 1, MPI_LONG_LONG, r, kArriveTag, MPI_COMM_WORLD, &sends.back()),
-            where);
-      recvs.emplace_back();
-      check(MPI_Irecv(&got[size_t(r)], 1, MPI_LONG_LONG, r, kArriveTag, MPI_COMM_WORLD,
-                      &recvs.back()),
-            where);
-    }
-    std::vector<int> late = waitAll(recvs);
-    if (!late.empty()) {
-      std::string names;
-      for (size_t i = 0; i < late.size(); ++i) {
-        int r = late[i] + (late[i] >= rank_ ? 1 : 0); // recvs skip this rank
-        names += (i ? (i + 1 == late.size() ? " and " : ", ") : "") + std::to_string(r);
-      }
-      throw Fatal{std::string(late.size() > 1 ? "ranks " : "rank ") + names +
-                  " did not reach " + where + " within " + seconds() +
-                  " (--collective-timeout); stopping without saving"};
-    }
-    finish(sends, where);
-  }
-
   void sum(const std::vector<Span> &spans, const std::string &what) override {
     std::vector<MPI_Request> requests;
     for (const Span &s : spans)
@@ -114,7 +84,7 @@ public:
   }
 
 private:
-  static constexpr int kArriveTag = 7301;
+  static constexpr int kPingTag = 7301, kPongTag = 7302;
   static constexpr int64_t kChunk = int64_t(1) << 28; // elements per MPI call (int counts)
 
   void reduceHost(double *values, int n, MPI_Op op, const std::string &what) {
@@ -133,37 +103,80 @@ private:
     throw Fatal{"MPI failed in " + what + ": " + std::string(text, size_t(len))};
   }
 
-  /// Polls `requests` until all complete or the deadline passes; returns
-  /// the indices of those still pending then.
-  std::vector<int> waitAll(std::vector<MPI_Request> &requests) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-    int spins = 0;
-    for (;;) {
+  /// Waits for `requests` until the deadline, answering other ranks'
+  /// pings meanwhile. At the deadline, pings every other rank: those that
+  /// do not answer within a grace period are stopped or dead (a rank that
+  /// is only late answers as soon as it waits itself), and the error names
+  /// them.
+  void finish(std::vector<MPI_Request> &requests, const std::string &what) {
+    if (poll(requests, timeout))
+      return;
+    std::vector<int> silent = whoIsSilent();
+    std::string names;
+    for (size_t i = 0; i < silent.size(); ++i)
+      names += (i ? (i + 1 == silent.size() ? " and " : ", ") : "") + std::to_string(silent[i]);
+    if (silent.empty())
+      throw Fatal{what + " did not complete within " + seconds() +
+                  " (--collective-timeout), though every rank answers; stopping without saving"};
+    throw Fatal{std::string(silent.size() > 1 ? "ranks " : "rank ") + names +
+                " stopped responding: " + what + " waited " + seconds() +
+                " (--collective-timeout); stopping without saving"};
+  }
+
+  /// Polls until `requests` complete (true) or `seconds` pass (false).
+  bool poll(std::vector<MPI_Request> &requests, double seconds) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (int spins = 0;; ++spins) {
       int done = 0;
       MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
       if (done)
-        return {};
+        return true;
+      answerPings();
       if (std::chrono::steady_clock::now() > deadline)
-        break;
+        return false;
       // Spin briefly (a collective usually completes in microseconds),
-      // then yield the core to the computing threads.
-      if (++spins > 1000)
+      // then leave the core to the computing threads.
+      if (spins > 1000)
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    std::vector<int> late;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      int done = 0;
-      MPI_Test(&requests[i], &done, MPI_STATUS_IGNORE);
-      if (!done)
-        late.push_back(int(i));
-    }
-    return late;
   }
 
-  void finish(std::vector<MPI_Request> &requests, const std::string &what) {
-    if (!waitAll(requests).empty())
-      throw Fatal{what + " did not complete within " + seconds() +
-                  " (--collective-timeout): a rank stopped; stopping without saving"};
+  void answerPings() {
+    for (;;) {
+      int waiting = 0;
+      MPI_Status status;
+      MPI_Iprobe(MPI_ANY_SOURCE, kPingTag, MPI_COMM_WORLD, &waiting, &status);
+      if (!waiting)
+        return;
+      int token;
+      MPI_Recv(&token, 1, MPI_INT, status.MPI_SOURCE, kPingTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Request answer;
+      MPI_Isend(&pongToken, 1, MPI_INT, status.MPI_SOURCE, kPongTag, MPI_COMM_WORLD, &answer);
+      MPI_Request_free(&answer); // completes on its own; pongToken outlives it
+    }
+  }
+
+  std::vector<int> whoIsSilent() {
+    std::vector<MPI_Request> pings, answers;
+    std::vector<int> peers, got(size_t(size_), 0);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_)
+        continue;
+      peers.push_back(r);
+      pings.emplace_back();
+      MPI_Isend(&pongToken, 1, MPI_INT, r, kPingTag, MPI_COMM_WORLD, &pings.back());
+      answers.emplace_back();
+      MPI_Irecv(&got[size_t(r)], 1, MPI_INT, r, kPongTag, MPI_COMM_WORLD, &answers.back());
+    }
+    poll(answers, std::min(timeout, 10.0));
+    std::vector<int> silent;
+    for (size_t i = 0; i < answers.size(); ++i) {
+      int done = 0;
+      MPI_Test(&answers[i], &done, MPI_STATUS_IGNORE);
+      if (!done)
+        silent.push_back(peers[i]);
+    }
+    return silent;
   }
 
   std::string seconds() const {
@@ -173,7 +186,7 @@ private:
   }
 
   double timeout;
-  long long arrivals = 0;
+  int pongToken = 1;
 };
 
 } // namespace

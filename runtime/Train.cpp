@@ -658,11 +658,8 @@ struct Trainer {
     for (const HostBatch &b : window)
       counted += double(b.counted);
     std::string where = "step " + std::to_string(s + 1);
-    if (comm) {
-      comm->arrive(where);
-      if (tokenWeighted)
-        comm->sumHost(&counted, 1, where + "'s counted labels");
-    }
+    if (comm && tokenWeighted)
+      comm->sumHost(&counted, 1, where + "'s counted labels");
     empty = tokenWeighted && counted == 0;
     if (empty)
       return NAN;
@@ -697,7 +694,8 @@ struct Trainer {
     comm->sum(gradBuckets, where + "'s gradients");
     double loss = scaled;
     comm->sumHost(&loss, 1, where + "'s loss");
-    return loss / double(scaler.scale());
+    // Rounded as the one process's float32 accumulator rounds it.
+    return double(float(loss)) / double(scaler.scale());
   }
 
   /// Whether window `s` overflowed, from the gradients' sum of squares.

@@ -43,6 +43,14 @@ if config.sanitized and "OTC_CXXFLAGS" not in os.environ:
 if config.have_cuda:
     config.available_features.add("nvcc")
 
+# Data parallelism: two ranks under OpenMPI's mpirun, on however many cores
+# there are (--oversubscribe), unbound; tests run as root in CI.
+if config.have_mpi:
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    config.substitutions.append(("%mpirun", "mpirun --oversubscribe --bind-to none -np"))
+
 # ONNX's node tests compile one executable per case on the release build; the
 # sanitizer build runs import and code generation of every case under ASan.
 config.substitutions.append(("%node_test_mode", "--codegen-only" if config.sanitized else ""))

@@ -2,7 +2,7 @@
 """Compares the initializers of a trained ONNX model with a reference.
 
 usage: check_weights.py TRAINED.onnx REFERENCE.(npz|onnx) [--rtol R] [--atol A]
-                        [--only NAME ...]
+                        [--only NAME ...] [--tolerances TOLS.npz]
 
 Passes when every reference tensor is matched elementwise within
 atol + rtol * |reference|; prints the worst relative error either way. An
@@ -32,9 +32,14 @@ def main():
     p.add_argument("--rtol", type=float, default=1e-5)
     p.add_argument("--atol", type=float, default=1e-7)
     p.add_argument("--only", nargs="+", help="compare these reference tensors alone")
+    p.add_argument("--tolerances", help="an .npz whose tol/NAME entries apply (two runs of "
+                   "otc compared within a PyTorch reference's derived tolerances)")
     a = p.parse_args()
     got, want = initializers(a.trained), initializers(a.reference)
     tols = {k[4:]: float(want.pop(k)) for k in list(want) if k.startswith("tol/")}
+    if a.tolerances:
+        tols.update({k[4:]: float(v) for k, v in initializers(a.tolerances).items()
+                     if k.startswith("tol/")})
     if a.only:
         missing = [n for n in a.only if n not in want]
         if missing:
