@@ -36,6 +36,11 @@ public:
   virtual void maxHost(double *values, int n, const std::string &what) = 0;
   /// `bytes` bytes at `data` (the backend's memory) from rank `root` to all.
   virtual void broadcast(void *data, size_t bytes, int root, const std::string &what) = 0;
+  /// `bytes` bytes at `data` (the backend's memory) on rank `from` arrive
+  /// in host memory at `hostOut` on rank 0; every rank calls it, and only
+  /// those two take part.
+  virtual void toRoot(const void *data, void *hostOut, size_t bytes, int from,
+                      const std::string &what) = 0;
   /// Ends every rank of the group after this one failed, so that none waits
   /// for it; the launcher reports `code`. Does not return.
   [[noreturn]] virtual void abort(int code) = 0;

@@ -77,6 +77,31 @@ public:
     finish(requests, "the broadcast of " + what);
   }
 
+  void toRoot(const void *data, void *hostOut, size_t bytes, int from,
+              const std::string &what) override {
+    if (from == 0) {
+      if (rank_ == 0)
+        std::memcpy(hostOut, data, bytes);
+      return;
+    }
+    if (rank_ != 0 && rank_ != from)
+      return;
+    std::vector<MPI_Request> requests;
+    for (size_t at = 0; at < bytes; at += size_t(kChunk)) {
+      requests.emplace_back();
+      int n = int(std::min<size_t>(size_t(kChunk), bytes - at));
+      if (rank_ == from)
+        check(MPI_Isend(static_cast<const char *>(data) + at, n, MPI_BYTE, 0, kGatherTag,
+                        MPI_COMM_WORLD, &requests.back()),
+              what);
+      else
+        check(MPI_Irecv(static_cast<char *>(hostOut) + at, n, MPI_BYTE, from, kGatherTag,
+                        MPI_COMM_WORLD, &requests.back()),
+              what);
+    }
+    finish(requests, "the gathering of " + what);
+  }
+
   [[noreturn]] void abort(int code) override {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code);
@@ -84,7 +109,7 @@ public:
   }
 
 private:
-  static constexpr int kPingTag = 7301, kPongTag = 7302;
+  static constexpr int kPingTag = 7301, kPongTag = 7302, kGatherTag = 7303;
   static constexpr int64_t kChunk = int64_t(1) << 28; // elements per MPI call (int counts)
 
   void reduceHost(double *values, int n, MPI_Op op, const std::string &what) {

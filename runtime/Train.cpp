@@ -86,6 +86,9 @@ struct Param {
   int64_t mCount = 0, vCount = 0; // elements of m and v
   uint8_t *q1 = nullptr, *q2 = nullptr; // adamw8bit: the moments' codes (m, v: their scales)
   float *m1 = nullptr; // Adafactor's first moment (--beta1), or null
+  bool quantized = false, firstMoment = false; // has q1/q2, has m1 (where it is kept)
+  int owner = -1; // --shard-optimizer: the rank keeping the state (-1: every rank)
+  bool mine(int rank) const { return owner < 0 || owner == rank; }
   bool decays = true;  // not matched by --no-decay
   float *saved = nullptr; // an assigned parameter's value before the window
   /// A frozen base stored only in 16 bits on the device (low_only, value
@@ -201,6 +204,7 @@ struct Trainer {
   std::unique_ptr<Collective> comm;
   int W = 1, R = 0;
   bool lead = true;
+  std::vector<int64_t> stateOnRank; // --shard-optimizer: each rank's optimizer state bytes
 
   /// Progress and notes, from the lead rank only (errors come from any).
   __attribute__((format(printf, 2, 3))) void say(const char *format, ...) const {
@@ -372,6 +376,7 @@ struct Trainer {
       if (std::string why; !noDecay[i].compile(opt.noDecay[i], why))
         die("--no-decay " + opt.noDecay[i] + ": " + why);
     gradPtrs.resize(prog.num_grads);
+    std::vector<int> owners = shardOwners();
     for (int i = 0; i < prog.num_params; ++i) {
       Param p{&prog.params[i], elements(prog.params[i]), nullptr};
       // Evaluation reads every parameter in float32.
@@ -386,29 +391,27 @@ struct Trainer {
         // the memory report counts): none for SGD, m for momentum, m and v
         // for Adam; Adafactor's row factor (or full moment) in m and its
         // column factor in v.
-        if (kind == OTC_ADAFACTOR) {
-          AdafactorShape sh = AdafactorShape::of(p.desc->shape, p.desc->rank);
-          p.mCount = sh.factored ? sh.lead * sh.rows : sh.n;
-          p.vCount = sh.factored ? sh.lead * sh.cols : 0;
-          if (opt.firstMoment)
+        // With --shard-optimizer, only the owner holds and updates it.
+        StateLayout st = stateLayout(*p.desc);
+        p.mCount = st.m, p.vCount = st.v, p.quantized = st.codes, p.firstMoment = st.m1;
+        p.owner = owners.empty() ? -1 : owners[size_t(i)];
+        if (p.mine(R)) {
+          if (st.m1)
             p.m1 = (float *)backend->alloc(size_t(p.count) * sizeof(float));
-        } else if (kind == OTC_ADAMW8BIT && p.count >= prog.min_8bit_size) {
-          p.q1 = (uint8_t *)backend->alloc(size_t(p.count));
-          p.q2 = (uint8_t *)backend->alloc(size_t(p.count));
-          p.mCount = p.vCount = quantBlocks(p.count);
-          // The codes of 0.0 (zeroed memory is code 0, the map's lowest value).
-          std::vector<uint8_t> zero(size_t(p.count), nearestCode(kDynamicMapSigned, 0.0f));
-          backend->toDevice(p.q1, zero.data(), zero.size());
-          zero.assign(zero.size(), nearestCode(kDynamicMapUnsigned, 0.0f));
-          backend->toDevice(p.q2, zero.data(), zero.size());
-        } else {
-          p.mCount = kind != OTC_SGD ? p.count : 0;
-          p.vCount = kind == OTC_ADAM || kind == OTC_ADAMW || kind == OTC_ADAMW8BIT ? p.count : 0;
+          if (st.codes) {
+            p.q1 = (uint8_t *)backend->alloc(size_t(p.count));
+            p.q2 = (uint8_t *)backend->alloc(size_t(p.count));
+            // The codes of 0.0 (zeroed memory is code 0, the map's lowest value).
+            std::vector<uint8_t> zero(size_t(p.count), nearestCode(kDynamicMapSigned, 0.0f));
+            backend->toDevice(p.q1, zero.data(), zero.size());
+            zero.assign(zero.size(), nearestCode(kDynamicMapUnsigned, 0.0f));
+            backend->toDevice(p.q2, zero.data(), zero.size());
+          }
+          if (p.mCount)
+            p.m = (float *)backend->alloc(size_t(p.mCount) * sizeof(float));
+          if (p.vCount)
+            p.v = (float *)backend->alloc(size_t(p.vCount) * sizeof(float));
         }
-        if (p.mCount)
-          p.m = (float *)backend->alloc(size_t(p.mCount) * sizeof(float));
-        if (p.vCount)
-          p.v = (float *)backend->alloc(size_t(p.vCount) * sizeof(float));
         for (const NamePattern &r : noDecay)
           p.decays = p.decays && !r.matches(p.desc->name);
       }
@@ -432,6 +435,59 @@ struct Trainer {
       say("train: no weight decay for %lld of %zu trained parameters\n",
                    (long long)kept, gradSpans.size());
     }
+  }
+
+  /// A trained parameter's optimizer state (optimizerStateBytes, which the
+  /// memory report counts): none for SGD, m for momentum, m and v for Adam;
+  /// Adafactor's row factor (or full moment) in m, its column factor in v
+  /// and with --beta1 a first moment; 8-bit AdamW's codes and, in m and v,
+  /// their per-block scales.
+  struct StateLayout {
+    int64_t m = 0, v = 0;
+    bool codes = false, m1 = false;
+    int64_t bytes(int64_t count) const {
+      return (m + v + (m1 ? count : 0)) * int64_t(sizeof(float)) + (codes ? 2 * count : 0);
+    }
+  };
+  StateLayout stateLayout(const otc_tensor_desc &d) const {
+    StateLayout st;
+    int64_t n = elements(d);
+    if (kind == OTC_ADAFACTOR) {
+      AdafactorShape sh = AdafactorShape::of(d.shape, d.rank);
+      st.m = sh.factored ? sh.lead * sh.rows : sh.n;
+      st.v = sh.factored ? sh.lead * sh.cols : 0;
+      st.m1 = opt.firstMoment;
+    } else if (kind == OTC_ADAMW8BIT && n >= prog.min_8bit_size) {
+      st.codes = true;
+      st.m = st.v = quantBlocks(n);
+    } else {
+      st.m = kind != OTC_SGD ? n : 0;
+      st.v = kind == OTC_ADAM || kind == OTC_ADAMW || kind == OTC_ADAMW8BIT ? n : 0;
+    }
+    return st;
+  }
+
+  /// --shard-optimizer (ZeRO-1): the rank that keeps and updates each
+  /// trained parameter's state, whole parameters dealt largest first to the
+  /// least-loaded rank (the same on every rank); empty when not sharding.
+  std::vector<int> shardOwners() {
+    if (!opt.shardOptimizer || !comm)
+      return {};
+    std::vector<int> owner(size_t(prog.num_params), -1), order;
+    for (int i = 0; i < prog.num_params; ++i)
+      if (prog.grad_index[i] >= 0)
+        order.push_back(i);
+    auto weight = [&](int i) { return elements(prog.params[i]); };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return weight(a) > weight(b); });
+    std::vector<int64_t> load(size_t(W), 0);
+    stateOnRank.assign(size_t(W), 0);
+    for (int i : order) {
+      int r = int(std::min_element(load.begin(), load.end()) - load.begin());
+      owner[size_t(i)] = r;
+      load[size_t(r)] += weight(i);
+      stateOnRank[size_t(r)] += stateLayout(prog.params[i]).bytes(weight(i));
+    }
+    return owner;
   }
 
   /// Every rank starts from rank 0's parameters and 16-bit copies.
@@ -546,30 +602,40 @@ struct Trainer {
     c.nextStep = nextStep, c.updates = updates, c.skipped = skipped, c.firstLoss = firstLoss;
     LossScaler::State st = scaler.state();
     c.scale = st.current, c.goodSteps = st.goodSteps, c.hysteresisLeft = st.hysteresisLeft;
-    auto read = [&](const float *src, int64_t n) {
-      std::vector<float> values(static_cast<size_t>(n));
-      backend->toHost(values.data(), src, values.size() * sizeof(float));
+    // `bytes` bytes of p's state at `src` (on its owner) into the lead's
+    // `out`; every rank takes part where the state is sharded.
+    auto read = [&](const Param &p, const void *src, void *out, size_t bytes) {
+      if (p.owner >= 0 && comm)
+        comm->toRoot(src, out, bytes, p.owner, "the optimizer state of '" + std::string(p.desc->name) + "'");
+      else if (lead)
+        backend->toHost(out, src, bytes);
+    };
+    auto floats = [&](const Param &p, const float *src, int64_t n) {
+      std::vector<float> values(lead ? size_t(n) : 0);
+      read(p, src, values.data(), size_t(n) * sizeof(float));
       return values;
     };
     for (const Param &p : params) {
+      std::string name = p.desc->name;
       // A frozen parameter is the model's, which the config's fingerprint
       // pins: LoRA's checkpoints hold the adapters, not the base.
-      if (!p.frozen())
-        c.tensors["value/" + std::string(p.desc->name)] = read(p.value, p.count);
-      if (p.m)
-        c.tensors["m/" + std::string(p.desc->name)] = read(p.m, p.mCount);
-      if (p.v)
-        c.tensors["v/" + std::string(p.desc->name)] = read(p.v, p.vCount);
-      if (p.m1)
-        c.tensors["m1/" + std::string(p.desc->name)] = read(p.m1, p.count);
+      if (!p.frozen() && lead) {
+        std::vector<float> &v = c.tensors["value/" + name];
+        v.resize(size_t(p.count));
+        backend->toHost(v.data(), p.value, v.size() * sizeof(float));
+      }
+      if (p.mCount)
+        c.tensors["m/" + name] = floats(p, p.m, p.mCount);
+      if (p.vCount)
+        c.tensors["v/" + name] = floats(p, p.v, p.vCount);
+      if (p.firstMoment)
+        c.tensors["m1/" + name] = floats(p, p.m1, p.count);
       // 8-bit codes travel packed four to a float, bit for bit.
-      for (auto [tag, q] : {std::pair<const char *, uint8_t *>{"q1/", p.q1}, {"q2/", p.q2}})
-        if (q) {
-          std::vector<uint8_t> bytes(size_t(p.count));
-          backend->toHost(bytes.data(), q, bytes.size());
-          std::vector<float> packed((bytes.size() + 3) / 4, 0.0f);
-          std::memcpy(packed.data(), bytes.data(), bytes.size());
-          c.tensors[tag + std::string(p.desc->name)] = std::move(packed);
+      if (p.quantized)
+        for (auto [tag, q] : {std::pair<const char *, uint8_t *>{"q1/", p.q1}, {"q2/", p.q2}}) {
+          std::vector<float> packed(lead ? size_t(p.count + 3) / 4 : 0, 0.0f);
+          read(p, q, packed.data(), size_t(p.count));
+          c.tensors[tag + name] = std::move(packed);
         }
     }
     if (lead)
@@ -848,9 +914,31 @@ struct Trainer {
     }
     scalars.gradScale = plain.gradScale = gradScale;
     if (kind == OTC_ADAFACTOR)
-      return adafactor(lr, gradScale);
+      adafactor(lr, gradScale);
+    else
+      update(scalars, plain);
+    gatherShards();
+  }
+
+  /// --shard-optimizer: each updated parameter (and its 16-bit copy) goes
+  /// from its owner to every rank, the all-gather of ZeRO-1.
+  void gatherShards() {
+    if (!opt.shardOptimizer || !comm)
+      return;
     for (Param &p : params) {
       if (!p.grad)
+        continue;
+      std::string what = "the updated parameter '" + std::string(p.desc->name) + "'";
+      if (p.value)
+        comm->broadcast(p.value, size_t(p.count) * sizeof(float), p.owner, what);
+      if (p.low)
+        comm->broadcast(p.low, size_t(p.count) * sizeof(uint16_t), p.owner, what);
+    }
+  }
+
+  void update(const OptimizerStep &scalars, const OptimizerStep &plain) {
+    for (Param &p : params) {
+      if (!p.grad || !p.mine(R))
         continue;
       const OptimizerStep &s = p.decays ? scalars : plain;
       if (p.q1)
@@ -881,7 +969,7 @@ struct Trainer {
     s.gradScale = gradScale;
     s.beta1 = float(opt.beta1);
     for (Param &p : params) {
-      if (!p.grad)
+      if (!p.grad || !p.mine(R))
         continue;
       s.weightDecay = p.decays ? float(opt.weightDecay) : 0.0f;
       backend->adafactor(s, AdafactorShape::of(p.desc->shape, p.desc->rank), p.value, p.grad, p.m,
@@ -1014,6 +1102,16 @@ struct Trainer {
     }
     say("train: arena high-water mark %zu bytes (planned %lld)\n", high,
                  (long long)prog.arena_bytes);
+    if (!stateOnRank.empty()) {
+      std::string shares;
+      int64_t all = 0;
+      for (int r = 0; r < W; ++r) {
+        shares += (r ? ", " : "") + std::to_string(stateOnRank[size_t(r)]);
+        all += stateOnRank[size_t(r)];
+      }
+      say("train: optimizer state per rank (ZeRO-1): %s bytes, of %lld that every rank would "
+          "hold unsharded\n", shares.c_str(), (long long)all);
+    }
     std::string note = backend->deviceMemoryNote();
     say("train: memory: %zu bytes allocated%s%s\n", backend->allocatedBytes(),
                  note.empty() ? "" : "; ", note.c_str());
