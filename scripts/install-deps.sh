@@ -7,6 +7,7 @@ pkgs=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   libopenblas-dev libgtest-dev
+  libopenmpi-dev openmpi-bin
   clang-14 libclang-rt-14-dev libomp-14-dev
   python3-numpy python3-onnx python3-torch python3-sklearn python3-venv
 )
