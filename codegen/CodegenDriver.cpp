@@ -153,6 +153,24 @@ std::string emitSource(const Program &program, Target target, bool training, int
       os << placeOf(b) << ";\n";
     os << "  (void)" << bufferName(b.id) << ";\n";
   }
+  // Per step: the gradient buffers it is the last to touch.
+  std::vector<int> gradOrder;
+  std::vector<std::vector<int>> gradsDoneAfter(program.steps.size());
+  if (training) {
+    std::vector<int> lastUse(size_t(program.numGrads), -1);
+    for (size_t k = 0; k < program.steps.size(); ++k)
+      for (int id : stepBuffers(program.steps[k]))
+        if (program.buffers[size_t(id)].place == Buffer::Place::Grad)
+          lastUse[size_t(program.buffers[size_t(id)].binding)] = int(k);
+    for (int g = 0; g < program.numGrads; ++g)
+      if (lastUse[size_t(g)] >= 0)
+        gradsDoneAfter[size_t(lastUse[size_t(g)])].push_back(g);
+    for (const std::vector<int> &done : gradsDoneAfter)
+      gradOrder.insert(gradOrder.end(), done.begin(), done.end());
+    for (int g = 0; g < program.numGrads; ++g)
+      if (lastUse[size_t(g)] < 0)
+        gradOrder.push_back(g);
+  }
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const Step &s = program.steps[k];
     if (s.kind == Step::Gemm) {
@@ -166,6 +184,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
     } else {
       cuda ? emitCudaLaunch(os, program, s, (int)k) : emitCpuLaunch(os, program, s, (int)k);
     }
+    for (int g : gradsDoneAfter[k])
+      os << "  if (a->grad_ready) a->grad_ready(a->grad_ready_ctx, " << g << ");\n";
   }
   os << "}\n\n";
   if (cuda)
@@ -207,6 +227,11 @@ std::string emitSource(const Program &program, Target target, bool training, int
                            ? std::string("0")
                             : "otc_kernels::optimizer_update<" +
                                   std::string(optimizerName(optimizer)) + ">";
+  os << "};\n\nstatic const int kGradOrder[] = {";
+  for (size_t i = 0; i < gradOrder.size(); ++i)
+    os << (i ? ", " : "") << gradOrder[i];
+  if (gradOrder.empty())
+    os << "0";
   os << "};\n\nstatic const otc_lora kLora[] = {";
   for (const LoraAdapter &l : program.lora)
     os << "{" << l.base << ", " << l.a << ", " << l.b << ", " << floatLiteral(l.scale) << ", "
@@ -234,7 +259,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .recompute = " << abiName(program.recompute) << ",\n"
      << "  .token_labels = " << program.tokenLabels << ",\n"
      << "  .min_8bit_size = " << program.min8bitSize << ",\n"
-     << "  .num_lora = " << program.lora.size() << ",\n  .lora = kLora,\n};\n\n"
+     << "  .num_lora = " << program.lora.size() << ",\n  .lora = kLora,\n"
+     << "  .grad_order = kGradOrder,\n};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

@@ -28,9 +28,21 @@ public:
     float *data;
     int64_t count;
   };
-  /// Sums each span across ranks, in place, every rank getting the same
-  /// bits. `what` names the data in a timeout's error.
-  virtual void sum(const std::vector<Span> &spans, const std::string &what) = 0;
+  /// Starts summing `span` across ranks, in place, and returns at once; the
+  /// sums started are numbered from 0 until finishSums. Every rank starts
+  /// the same sums in the same order. `what` names the data in errors.
+  virtual int startSum(const Span &span, const std::string &what) = 0;
+  /// Moves the started sums along (MPI progresses only inside its calls);
+  /// whether sum `id` is complete.
+  virtual bool progress(int id) = 0;
+  /// Waits for every started sum, which then hold the same bits on every
+  /// rank, and starts numbering again.
+  virtual void finishSums(const std::string &what) = 0;
+  void sum(const std::vector<Span> &spans, const std::string &what) {
+    for (const Span &s : spans)
+      startSum(s, what);
+    finishSums(what);
+  }
   /// Host scalars, in place: their sum, or their maximum, across ranks.
   virtual void sumHost(double *values, int n, const std::string &what) = 0;
   virtual void maxHost(double *values, int n, const std::string &what) = 0;

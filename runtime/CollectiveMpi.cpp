@@ -46,17 +46,34 @@ public:
 
   const char *name() const override { return "MPI"; }
 
-  void sum(const std::vector<Span> &spans, const std::string &what) override {
-    std::vector<MPI_Request> requests;
-    for (const Span &s : spans)
-      for (int64_t at = 0; at < s.count; at += kChunk) {
-        requests.emplace_back();
-        int n = int(std::min<int64_t>(kChunk, s.count - at));
-        check(MPI_Iallreduce(MPI_IN_PLACE, s.data + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                             &requests.back()),
-              what);
-      }
-    finish(requests, "the all-reduce of " + what);
+  int startSum(const Span &span, const std::string &what) override {
+    started.emplace_back();
+    for (int64_t at = 0; at < span.count; at += kChunk) {
+      started.back().emplace_back();
+      int n = int(std::min<int64_t>(kChunk, span.count - at));
+      check(MPI_Iallreduce(MPI_IN_PLACE, span.data + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                           &started.back().back()),
+            what);
+    }
+    return int(started.size()) - 1;
+  }
+
+  bool progress(int id) override {
+    bool done = false;
+    for (size_t i = 0; i < started.size(); ++i) {
+      int complete = 0;
+      MPI_Testall(int(started[i].size()), started[i].data(), &complete, MPI_STATUSES_IGNORE);
+      done |= complete && int(i) == id;
+    }
+    return done;
+  }
+
+  void finishSums(const std::string &what) override {
+    std::vector<MPI_Request> all;
+    for (std::vector<MPI_Request> &r : started)
+      all.insert(all.end(), r.begin(), r.end());
+    started.clear();
+    finish(all, "the all-reduce of " + what);
   }
 
   void sumHost(double *values, int n, const std::string &what) override {
@@ -212,6 +229,7 @@ private:
 
   double timeout;
   int pongToken = 1;
+  std::vector<std::vector<MPI_Request>> started; // per sum started: its requests
 };
 
 } // namespace

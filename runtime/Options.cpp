@@ -208,6 +208,18 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
       {"--shard-optimizer", nullptr,
        "data parallel: each rank keeps and updates 1/W of the optimizer state (ZeRO-1)", "off",
        [](TrainOptions &o, const char *, std::string &) { return o.shardOptimizer = true; }},
+      {"--bucket-mb", "X",
+       "data parallel: MiB of gradients per all-reduce, started as the backward finishes them",
+       "4",
+       [](TrainOptions &o, const char *v, std::string &e) {
+         if (number("--bucket-mb", v, o.bucketMb, e) && o.bucketMb > 0 && o.bucketMb <= 1e6)
+           return true;
+         e = "--bucket-mb expects a number of MiB above 0, got " + shown(v);
+         return false;
+       }},
+      {"--trace", "FILE",
+       "write the run's spans (micro-batches, all-reduces, updates) for chrome://tracing or Perfetto",
+       nullptr, text(&TrainOptions::trace)},
       {"--threads", "N", "CPU threads", "OMP_NUM_THREADS, else all cores",
        [](TrainOptions &o, const char *v, std::string &e) {
          if (count("--threads", v, o.threads, e) && o.threads <= 4096)

@@ -44,6 +44,8 @@ struct TrainOptions {
   // Data parallelism (otc compile --data-parallel, launched with mpirun).
   double collectiveTimeout = 600; // seconds any rank waits for the others
   bool shardOptimizer = false;    // ZeRO-1: each rank keeps its share of the state
+  double bucketMb = 4;            // gradients all-reduced together, MiB
+  std::string trace;              // --trace FILE: Chrome trace of the run's spans
 };
 
 enum class ParseResult { Ok, Help, Error };

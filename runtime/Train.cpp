@@ -3,6 +3,8 @@
 #include "Backend.h"
 #include "Checkpoint.h"
 #include "Collective.h"
+#include "GradBuckets.h"
+#include "Trace.h"
 #include "Data.h"
 #include "Hash.h"
 #include "Schedule.h"
@@ -179,7 +181,10 @@ struct Trainer {
   std::vector<float *> paramPtrs, gradPtrs;
   std::vector<void *> lowPtrs, inputPtrs;
   std::vector<Backend::Span> gradSpans;
-  std::vector<Collective::Span> gradBuckets; // what the ranks all-reduce
+  std::unique_ptr<GradBuckets> buckets; // the gradient buffers, in one block
+  float *gradBlock = nullptr;
+  int64_t gradFloats = 0;
+  Trace trace;
   otc_step_args args{};
   // Painted, so that the bytes the steps wrote can be told from the rest at
   // the end: the arena's measured high-water mark, against the plan's.
@@ -330,8 +335,12 @@ struct Trainer {
     std::string error;
     if (!lead) // rank 0 writes the model, the adapters and the log
       opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear();
+    if (!lead)
+      opt.trace.clear();
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
+    if (!opt.trace.empty() && !checkReplaceable(opt.trace, error))
+      die("--trace: " + error);
     if (!opt.saveAdapter.empty() && prog.num_lora == 0)
       die("--save-adapter: this executable has no LoRA adapters (otc compile --lora)");
     data = opt.tokens.empty() ? openArrays(opt.data, trainingInputs(prog), opt.shuffle, opt.seed)
@@ -377,6 +386,15 @@ struct Trainer {
         die("--no-decay " + opt.noDecay[i] + ": " + why);
     gradPtrs.resize(prog.num_grads);
     std::vector<int> owners = shardOwners();
+    // The gradients in one block, in the order the step finishes them.
+    std::vector<int64_t> gradCounts(size_t(prog.num_grads), 0);
+    for (int i = 0; i < prog.num_params; ++i)
+      if (prog.grad_index[i] >= 0)
+        gradCounts[size_t(prog.grad_index[i])] = elements(prog.params[i]);
+    GradBuckets::layout(gradCounts, prog.grad_order, gradFloats);
+    gradBlock = (float *)backend->alloc(size_t(gradFloats) * sizeof(float));
+    buckets = std::make_unique<GradBuckets>(gradCounts, prog.grad_order, gradBlock,
+                                            size_t(opt.bucketMb * 1048576.0));
     for (int i = 0; i < prog.num_params; ++i) {
       Param p{&prog.params[i], elements(prog.params[i]), nullptr};
       // Evaluation reads every parameter in float32.
@@ -386,7 +404,7 @@ struct Trainer {
         p.low = backend->alloc(p.count * sizeof(uint16_t));
       setValue(p, values[p.desc->name]);
       if (prog.grad_index[i] >= 0) {
-        p.grad = gradPtrs[prog.grad_index[i]] = (float *)backend->alloc(p.count * sizeof(float));
+        p.grad = gradPtrs[prog.grad_index[i]] = buckets->grad(prog.grad_index[i]);
         // State as the optimizer needs it (optimizerStateBytes, which
         // the memory report counts): none for SGD, m for momentum, m and v
         // for Adam; Adafactor's row factor (or full moment) in m and its
@@ -424,10 +442,8 @@ struct Trainer {
       params.push_back(p);
     }
     for (const Param &p : params)
-      if (p.grad) {
+      if (p.grad)
         gradSpans.push_back({p.grad, p.count});
-        gradBuckets.push_back({p.grad, p.count});
-      }
     if (!opt.noDecay.empty()) {
       int64_t kept = 0;
       for (const Param &p : params)
@@ -729,6 +745,14 @@ struct Trainer {
     empty = tokenWeighted && counted == 0;
     if (empty)
       return NAN;
+    // On the last micro-batch this rank runs, the step reports each
+    // gradient as it finishes it, and its bucket's all-reduce starts.
+    int64_t last = -1;
+    for (int64_t j = 0; j < k; ++j)
+      if (!tokenWeighted || window[size_t(j)].counted > 0)
+        last = j;
+    if (comm)
+      buckets->begin(comm.get(), trace.enabled() ? &trace : nullptr, where);
     bool first = true;
     for (int64_t j = 0; j < k; ++j) {
       const HostBatch &b = window[size_t(j)];
@@ -742,9 +766,14 @@ struct Trainer {
       args.first = first;
       args.rng_seed = opt.seed;
       args.rng_offset = uint64_t(globalIndex(s, j)); // the micro-batch's index in the run
+      args.grad_ready = comm && j == last ? &GradBuckets::onReady : nullptr;
+      args.grad_ready_ctx = buckets.get();
+      double began = trace.now();
       prog.step(&args);
+      trace.span("micro-batch " + std::to_string(globalIndex(s, j)), Trace::Compute, began);
       first = false;
     }
+    args.grad_ready = nullptr;
     // The step summed seed x loss on the device: one read per step.
     float scaled = 0;
     if (!first)
@@ -755,9 +784,8 @@ struct Trainer {
     // adds zeros. The sum of the ranks' gradients is the window's: each
     // micro-batch's seed already holds its share of the whole window.
     if (first)
-      for (const Backend::Span &g : gradSpans)
-        backend->fill(const_cast<float *>(g.data), 0, size_t(g.count) * sizeof(float));
-    comm->sum(gradBuckets, where + "'s gradients");
+      backend->fill(gradBlock, 0, size_t(gradFloats) * sizeof(float));
+    buckets->finish();
     double loss = scaled;
     comm->sumHost(&loss, 1, where + "'s loss");
     // Rounded as the one process's float32 accumulator rounds it.
@@ -830,6 +858,8 @@ struct Trainer {
 
   void train() {
     openLogFile();
+    if (!opt.trace.empty() && lead)
+      trace.enable();
     say("train: %s, micro-batch %lld, %lld micro-batches per step, %lld steps on %s, %s, recompute %s%s\n",
                  data->describe().c_str(), (long long)N, (long long)K, (long long)steps,
                  backend->name(), precisionName(prog.precision), recomputeName(prog.recompute),
@@ -873,7 +903,9 @@ struct Trainer {
             if (p.saved)
               backend->copy(p.value, p.saved, size_t(p.count) * sizeof(float));
         } else {
+          double began = trace.now();
           step(lr, norm);
+          trace.span("update " + std::to_string(s + 1), Trace::Compute, began);
         }
         scaler.update(overflow);
       }
@@ -1051,6 +1083,12 @@ struct Trainer {
           "' is not finite; stopping without saving (is --lr too large?)");
     if (!opt.saveAdapter.empty())
       saveAdapter();
+    if (trace.enabled()) {
+      std::string error;
+      if (!trace.write(opt.trace, error))
+        die("--trace: " + error);
+      say("train: wrote the trace %s\n", opt.trace.c_str());
+    }
     if (!opt.save.empty()) {
       std::map<std::string, std::vector<float>> trained;
       for (Param &p : params) {

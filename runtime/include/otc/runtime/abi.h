@@ -110,6 +110,12 @@ typedef struct otc_step_args {
   unsigned long long rng_offset;
   /* Per parameter: its low-precision copy (see low_dtype), or null. */
   void *const *low_params;
+  /* When not null, called with gradient buffer g as soon as the step has
+   * done with it (after the last kernel that reads or writes it is issued;
+   * on CUDA, final in stream order): data parallelism starts its
+   * all-reduce then, overlapping the rest of the backward. */
+  void (*grad_ready)(void *ctx, int g);
+  void *grad_ready_ctx;
 } otc_step_args;
 
 typedef struct otc_program {
@@ -151,6 +157,9 @@ typedef struct otc_program {
   int64_t min_8bit_size;
   int num_lora;
   const otc_lora *lora;
+  /* The num_grads gradient buffers in the order the step has done with
+   * them (grad_ready's order; buffers the step never touches last). */
+  const int *grad_order;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),
