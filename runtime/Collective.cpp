@@ -13,4 +13,18 @@ bool launchedAsRanks() {
   return false;
 }
 
+bool launchedByMpi() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (std::getenv(name))
+      return true;
+  return false;
+}
+
+int localRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"})
+    if (const char *v = std::getenv(name); v && *v)
+      return std::atoi(v);
+  return -1;
+}
+
 } // namespace otc

@@ -71,6 +71,14 @@ std::unique_ptr<Collective> joinGroup(Backend &backend, double timeoutSeconds)
 /// (OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1).
 bool launchedAsRanks();
 
+/// Whether mpirun (or another MPI launcher) started this process, even as
+/// the only rank: then it is a group of one, collectives and all.
+bool launchedByMpi();
+
+/// This rank's index among the ranks on its machine (OMPI_COMM_WORLD_LOCAL_RANK,
+/// MPI_LOCALRANKID or LOCAL_RANK), or -1: which GPU a CUDA rank drives.
+int localRank();
+
 } // namespace otc
 
 #endif

@@ -1,10 +1,10 @@
 // The data-parallel group over MPI, for the CPU target: the backend's memory
 // is host memory, so MPI reads and writes it directly. Every collective is
 // nonblocking and polled against the deadline, so that a rank that stops
-// never hangs the others; while it waits, a rank answers the others' pings,
-// which is how a timed-out rank tells the stopped ranks from the late.
+// never hangs the others (MpiGroup names the ranks that stopped).
 #include "Backend.h"
 #include "Collective.h"
+#include "MpiGroup.h"
 
 // The C API only: the deprecated C++ bindings need a library of their own.
 #define OMPI_SKIP_MPICXX 1
@@ -24,24 +24,7 @@ namespace {
 class MpiCollective final : public Collective {
 public:
   explicit MpiCollective(double timeout) : timeout(timeout) {
-    int ready = 0;
-    MPI_Initialized(&ready);
-    if (!ready) {
-      int provided;
-      if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        throw Fatal{"--data-parallel: MPI_Init failed"};
-    }
-    // Errors come back as codes, so that they end the run as Fatal.
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-
-  ~MpiCollective() override {
-    int done = 0;
-    MPI_Finalized(&done);
-    if (!done)
-      MPI_Finalize();
+    rank_ = group.rank(), size_ = group.size();
   }
 
   const char *name() const override { return "MPI"; }
@@ -119,14 +102,10 @@ public:
     finish(requests, "the gathering of " + what);
   }
 
-  [[noreturn]] void abort(int code) override {
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    std::_Exit(code); // MPI_Abort does not return; should it, leave anyway
-  }
+  [[noreturn]] void abort(int code) override { group.abort(code); }
 
 private:
-  static constexpr int kPingTag = 7301, kPongTag = 7302, kGatherTag = 7303;
+  static constexpr int kGatherTag = 7303;
   static constexpr int64_t kChunk = int64_t(1) << 28; // elements per MPI call (int counts)
 
   void reduceHost(double *values, int n, MPI_Op op, const std::string &what) {
@@ -136,33 +115,13 @@ private:
     finish(requests, "the reduction of " + what);
   }
 
-  void check(int code, const std::string &what) {
-    if (code == MPI_SUCCESS)
-      return;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(code, text, &len);
-    throw Fatal{"MPI failed in " + what + ": " + std::string(text, size_t(len))};
-  }
+  static void check(int code, const std::string &what) { MpiGroup::check(code, what); }
 
   /// Waits for `requests` until the deadline, answering other ranks'
-  /// pings meanwhile. At the deadline, pings every other rank: those that
-  /// do not answer within a grace period are stopped or dead (a rank that
-  /// is only late answers as soon as it waits itself), and the error names
-  /// them.
+  /// pings meanwhile; then names the ranks that stopped responding.
   void finish(std::vector<MPI_Request> &requests, const std::string &what) {
-    if (poll(requests, timeout))
-      return;
-    std::vector<int> silent = whoIsSilent();
-    std::string names;
-    for (size_t i = 0; i < silent.size(); ++i)
-      names += (i ? (i + 1 == silent.size() ? " and " : ", ") : "") + std::to_string(silent[i]);
-    if (silent.empty())
-      throw Fatal{what + " did not complete within " + seconds() +
-                  " (--collective-timeout), though every rank answers; stopping without saving"};
-    throw Fatal{std::string(silent.size() > 1 ? "ranks " : "rank ") + names +
-                " stopped responding: " + what + " waited " + seconds() +
-                " (--collective-timeout); stopping without saving"};
+    if (!poll(requests, timeout))
+      throw Fatal{group.timedOut(what, timeout)};
   }
 
   /// Polls until `requests` complete (true) or `seconds` pass (false).
@@ -173,7 +132,7 @@ private:
       MPI_Testall(int(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
       if (done)
         return true;
-      answerPings();
+      group.answerPings();
       if (std::chrono::steady_clock::now() > deadline)
         return false;
       // Spin briefly (a collective usually completes in microseconds),
@@ -183,52 +142,8 @@ private:
     }
   }
 
-  void answerPings() {
-    for (;;) {
-      int waiting = 0;
-      MPI_Status status;
-      MPI_Iprobe(MPI_ANY_SOURCE, kPingTag, MPI_COMM_WORLD, &waiting, &status);
-      if (!waiting)
-        return;
-      int token;
-      MPI_Recv(&token, 1, MPI_INT, status.MPI_SOURCE, kPingTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Request answer;
-      MPI_Isend(&pongToken, 1, MPI_INT, status.MPI_SOURCE, kPongTag, MPI_COMM_WORLD, &answer);
-      MPI_Request_free(&answer); // completes on its own; pongToken outlives it
-    }
-  }
-
-  std::vector<int> whoIsSilent() {
-    std::vector<MPI_Request> pings, answers;
-    std::vector<int> peers, got(size_t(size_), 0);
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_)
-        continue;
-      peers.push_back(r);
-      pings.emplace_back();
-      MPI_Isend(&pongToken, 1, MPI_INT, r, kPingTag, MPI_COMM_WORLD, &pings.back());
-      answers.emplace_back();
-      MPI_Irecv(&got[size_t(r)], 1, MPI_INT, r, kPongTag, MPI_COMM_WORLD, &answers.back());
-    }
-    poll(answers, std::min(timeout, 10.0));
-    std::vector<int> silent;
-    for (size_t i = 0; i < answers.size(); ++i) {
-      int done = 0;
-      MPI_Test(&answers[i], &done, MPI_STATUS_IGNORE);
-      if (!done)
-        silent.push_back(peers[i]);
-    }
-    return silent;
-  }
-
-  std::string seconds() const {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g s", timeout);
-    return text;
-  }
-
+  MpiGroup group;
   double timeout;
-  int pongToken = 1;
   std::vector<std::vector<MPI_Request>> started; // per sum started: its requests
 };
 

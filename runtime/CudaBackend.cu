@@ -1,5 +1,6 @@
 #include "AdafactorKernels.cuh"
 #include "Backend.h"
+#include "Collective.h"
 #include "otc/runtime/cuda_check.h"
 
 #include <algorithm>
@@ -100,6 +101,12 @@ __global__ void adamw8bitKernel(OptimizerStep s, float *param, const float *grad
 class CudaBackend final : public Backend {
 public:
   CudaBackend() {
+    // Each data-parallel rank on a machine drives a GPU of its own.
+    if (int local = localRank(); local >= 0) {
+      int devices = 0;
+      OTC_CUDA_CHECK(cudaGetDeviceCount(&devices));
+      OTC_CUDA_CHECK(cudaSetDevice(local % std::max(devices, 1)));
+    }
     // The context first, so that the baseline excludes it but counts cuBLAS.
     OTC_CUDA_CHECK(cudaFree(nullptr));
     size_t total = 0;

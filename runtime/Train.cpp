@@ -236,8 +236,8 @@ struct Trainer {
     }
     comm = joinGroup(*backend, opt.collectiveTimeout);
     W = comm->size(), R = comm->rank(), lead = R == 0;
-    if (W == 1)
-      comm.reset(); // one rank: the plain run, no collectives
+    if (W == 1 && !launchedByMpi())
+      comm.reset(); // run alone: the plain run, no collectives
   }
 
   /// Opens --eval-data and binds the evaluation function's arguments: data
@@ -875,7 +875,6 @@ struct Trainer {
     for (int64_t s = startStep; s < steps; ++s) {
       auto stepStart = std::chrono::steady_clock::now();
       const std::vector<HostBatch> &window = ahead.get(s);
-      int64_t k = int64_t(window.size());
       for (Param &p : params)
         if (p.saved)
           backend->copy(p.saved, p.value, size_t(p.count) * sizeof(float));

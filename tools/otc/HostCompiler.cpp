@@ -160,8 +160,8 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
             "otc again)";
     return false;
   }
-  if (dataParallel && cuda) {
-    error = "--data-parallel: the CUDA target's NCCL group is not built yet; use --target cpu";
+  if (dataParallel && cuda && std::string(OTC_NCCL_LINK).empty()) {
+    error = "--data-parallel: this otc was built without NCCL, the CUDA target's collectives";
     return false;
   }
   // $TMPDIR when its name needs no escaping in the assembler's .incbin.
@@ -209,9 +209,13 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
                   lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
   }
   if (dataParallel) { // whole: the runtime reaches joinGroup by a weak reference
-    append(link, {"-Wl,--whole-archive", std::string(OTC_LIB_DIR) + "/libotc_collective_mpi.a",
-                  "-Wl,--no-whole-archive"});
+    // One linker argument, so that nvcc keeps the three in order.
+    append(link, {std::string(cuda ? "-Xlinker=" : "-Wl,") + "--whole-archive," + OTC_LIB_DIR +
+                  (cuda ? "/libotc_collective_nccl.a" : "/libotc_collective_mpi.a") +
+                  ",--no-whole-archive"});
     append(link, words(OTC_MPI_LINK));
+    if (cuda)
+      append(link, words(OTC_NCCL_LINK));
   }
   append(link, ldflags);
   append(link, {"-o", exe});

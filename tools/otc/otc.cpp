@@ -182,7 +182,10 @@ Args parseArgs(int argc, char **argv) {
                  << "built with MLIR/LLVM " LLVM_VERSION_STRING "\n"
                  << "targets: cpu (OpenBLAS)" << (OTC_CUDA_ENABLED ? ", cuda (cuBLAS, sm_90)" : "")
                  << "\n"
-                 << "data parallel: " << (OTC_MPI_ENABLED ? "MPI (cpu)" : "not built (no MPI)")
+                 << "data parallel: "
+                 << (!OTC_MPI_ENABLED                    ? "not built (no MPI)"
+                     : std::string(OTC_NCCL_LINK).empty() ? "MPI (cpu)"
+                                                          : "MPI (cpu), NCCL (cuda)")
                  << "\n";
     std::exit(0);
   }
