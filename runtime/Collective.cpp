@@ -2,19 +2,27 @@
 // collective backend linked (Collective.h).
 #include "Collective.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace otc {
 
 bool launchedAsRanks() {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "OTC_WORLD_SIZE"})
     if (const char *v = std::getenv(name); v && std::atoi(v) > 1)
       return true;
   return false;
 }
 
-bool launchedByMpi() {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+std::string seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", s);
+  return text;
+}
+
+bool launchedAsGroup() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "OTC_RENDEZVOUS"})
     if (std::getenv(name))
       return true;
   return false;

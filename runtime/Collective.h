@@ -68,12 +68,16 @@ std::unique_ptr<Collective> joinGroup(Backend &backend, double timeoutSeconds)
     __attribute__((weak));
 
 /// Whether a launcher started this process as one of several ranks
-/// (OMPI_COMM_WORLD_SIZE or PMI_SIZE above 1).
+/// (OMPI_COMM_WORLD_SIZE, PMI_SIZE or OTC_WORLD_SIZE above 1).
 bool launchedAsRanks();
 
-/// Whether mpirun (or another MPI launcher) started this process, even as
-/// the only rank: then it is a group of one, collectives and all.
-bool launchedByMpi();
+/// Whether a launcher (mpirun, or one setting OTC_RENDEZVOUS) started this
+/// process, even as the only rank: then it is a group of one, collectives
+/// and all.
+bool launchedAsGroup();
+
+/// "3.5 s", as errors print a timeout.
+std::string seconds(double s);
 
 /// This rank's index among the ranks on its machine (OMPI_COMM_WORLD_LOCAL_RANK,
 /// MPI_LOCALRANKID or LOCAL_RANK), or -1: which GPU a CUDA rank drives.

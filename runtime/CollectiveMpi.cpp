@@ -5,6 +5,7 @@
 #include "Backend.h"
 #include "Collective.h"
 #include "MpiGroup.h"
+#include "Rendezvous.h"
 
 // The C API only: the deprecated C++ bindings need a library of their own.
 #define OMPI_SKIP_MPICXX 1
@@ -149,9 +150,14 @@ private:
 
 } // namespace
 
+std::unique_ptr<Collective> joinTcpGroup(const Rendezvous &r, double timeout);
+
+/// mpirun's group over MPI, or another launcher's (OTC_RENDEZVOUS) over TCP.
 std::unique_ptr<Collective> joinGroup(Backend &backend, double timeoutSeconds) {
   if (std::strcmp(backend.name(), "cpu") != 0)
-    throw Fatal{"--data-parallel: the MPI group needs the CPU target's host memory"};
+    throw Fatal{"--data-parallel: the CPU group needs the CPU target's host memory"};
+  if (Rendezvous r; rendezvousFromEnvironment(r))
+    return joinTcpGroup(r, timeoutSeconds);
   return std::make_unique<MpiCollective>(timeoutSeconds);
 }
 

@@ -1,6 +1,8 @@
 // The data-parallel group over NCCL, for the CUDA target. mpirun starts the
-// ranks and MPI carries NCCL's unique id (MpiGroup); each rank drives the GPU
-// its local rank names (CudaBackend). Collectives run on a stream of their
+// ranks and MPI carries NCCL's unique id (MpiGroup), or another launcher
+// sets OTC_RANK, OTC_WORLD_SIZE and OTC_RENDEZVOUS and the id travels
+// through that file (Rendezvous.h); each rank drives the GPU its local rank
+// names (CudaBackend). Collectives run on a stream of their
 // own: a sum waits for an event recorded on the compute stream when it is
 // started (grad_ready fires as the step's kernels are issued, so the event
 // follows the last one touching the bucket), and the compute stream waits
@@ -9,6 +11,7 @@
 #include "Backend.h"
 #include "Collective.h"
 #include "MpiGroup.h"
+#include "Rendezvous.h"
 
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -28,18 +31,31 @@ namespace {
 class NcclCollective final : public Collective {
 public:
   explicit NcclCollective(double timeout) : timeout(timeout) {
-    rank_ = group.rank(), size_ = group.size();
     ncclUniqueId id;
-    if (rank_ == 0)
-      nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    MpiGroup::check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD),
-                    "sending NCCL's unique id");
+    Rendezvous r;
+    bool viaFile = rendezvousFromEnvironment(r);
+    if (viaFile) {
+      // Another launcher: the id travels through a file rank 0 writes.
+      rank_ = r.rank, size_ = r.size;
+      if (rank_ == 0)
+        nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      exchange(r, &id, sizeof id, timeout);
+    } else {
+      group = std::make_unique<MpiGroup>();
+      rank_ = group->rank(), size_ = group->size();
+      if (rank_ == 0)
+        nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      MpiGroup::check(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD),
+                      "sending NCCL's unique id");
+    }
     cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     // Nonblocking, so that a rank that never arrives cannot hang the init.
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     nccl(ncclCommInitRankConfig(&comm, size_, id, rank_, &config), "ncclCommInitRank");
     wait("joining the NCCL group");
+    if (viaFile) // every rank has read it: NCCL's init completed
+      rendezvousDone(r);
     cuda(cudaMalloc(&scalars, kScalars * sizeof(double)), "cudaMalloc");
   }
 
@@ -118,7 +134,10 @@ public:
     if (comm)
       ncclCommAbort(comm);
     comm = nullptr;
-    group.abort(code);
+    if (group)
+      group->abort(code);
+    std::fflush(stderr);
+    std::_Exit(code);
   }
 
 private:
@@ -176,9 +195,10 @@ private:
         return;
       if (q != cudaSuccess && q != cudaErrorNotReady)
         throw Fatal{what + ": CUDA: " + cudaGetErrorString(q)};
-      group.answerPings();
+      if (group)
+        group->answerPings();
       if (std::chrono::steady_clock::now() > deadline) {
-        std::string message = group.timedOut(what, timeout);
+        std::string message = timedOut(what);
         ncclCommAbort(comm);
         comm = nullptr;
         throw Fatal{message};
@@ -193,9 +213,10 @@ private:
   void nccl(ncclResult_t r, const std::string &what) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     while (r == ncclInProgress && comm) {
-      group.answerPings();
+      if (group)
+        group->answerPings();
       if (std::chrono::steady_clock::now() > deadline) {
-        std::string message = group.timedOut(what, timeout);
+        std::string message = timedOut(what);
         ncclCommAbort(comm);
         comm = nullptr;
         throw Fatal{message};
@@ -210,7 +231,15 @@ private:
       throw Fatal{std::string(what) + ": CUDA: " + cudaGetErrorString(e)};
   }
 
-  MpiGroup group;
+  /// The timeout's error: MPI's group names the ranks that stopped.
+  std::string timedOut(const std::string &what) {
+    if (group)
+      return group->timedOut(what, timeout);
+    return what + " did not complete within " + seconds(timeout) +
+           " (--collective-timeout): a rank stopped or died; stopping without saving";
+  }
+
+  std::unique_ptr<MpiGroup> group; // null when launched through a rendezvous file
   double timeout;
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;

@@ -1,5 +1,6 @@
 #include "MpiGroup.h"
 #include "Backend.h"
+#include "Collective.h"
 
 // The C API only: the deprecated C++ bindings need a library of their own.
 #define OMPI_SKIP_MPICXX 1
@@ -15,12 +16,6 @@
 namespace otc {
 namespace {
 constexpr int kPingTag = 7301, kPongTag = 7302;
-}
-
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", s);
-  return text;
 }
 
 MpiGroup::MpiGroup() {

@@ -33,9 +33,6 @@ private:
   int token = 1; // what pings and answers carry
 };
 
-/// "3.5 s", as errors print a timeout.
-std::string seconds(double s);
-
 } // namespace otc
 
 #endif

@@ -236,7 +236,7 @@ struct Trainer {
     }
     comm = joinGroup(*backend, opt.collectiveTimeout);
     W = comm->size(), R = comm->rank(), lead = R == 0;
-    if (W == 1 && !launchedByMpi())
+    if (W == 1 && !launchedAsGroup())
       comm.reset(); // run alone: the plain run, no collectives
   }
 

@@ -8,7 +8,8 @@ usage: data_parallel_fault.py stop|kill LOG SAVED LIMIT AFTER -- MPIRUN ARGS...
 LOG is the run's --log (rank 0 writes it; the signal comes once it holds
 AFTER steps), SAVED its --save, LIMIT the seconds within which the run
 must have ended after the signal. Rank 1 is found among the launcher's
-descendants by OMPI_COMM_WORLD_RANK in its environment.
+descendants by OMPI_COMM_WORLD_RANK (mpirun) or OTC_RANK (run_ranks.py) in
+its environment.
 """
 import os
 import signal
@@ -40,7 +41,7 @@ def rank_of(pid):
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             for var in f.read().split(b"\0"):
-                if var.startswith(b"OMPI_COMM_WORLD_RANK="):
+                if var.startswith((b"OMPI_COMM_WORLD_RANK=", b"OTC_RANK=")):
                     return int(var.split(b"=", 1)[1])
     except OSError:
         pass
