@@ -64,8 +64,16 @@ lora=(--optimizer adamw --micro-batch 2 --lora 4 --lora-alpha 8 --lora-targets '
 cp -r "$z/llama/data" "$out/run/llama_data"
 "$py" "$root/test/e2e/lora_reference.py" expected "$out/run/lora32.npz" 0 4 8 3 2 0.01 0.1 'w[qv]'
 "$py" "$root/test/e2e/lora_reference.py" expected "$out/run/lora16.npz" 0.00048828125 4 8 3 2 0.01 0.1 'w[qv]'
+# Data parallelism over NCCL (test/e2e/data_parallel*.test on the CPU): the
+# zoo's GPT as a group of one through the rendezvous file (the GPU machine
+# has no mpirun). MPI's libraries travel so that it loads; nothing calls them.
+"$otc" compile "$z/gpt/model.onnx" -o "$out/run/gpt_dp" --target cuda $(cat "$z/gpt/compile_flags") \
+  --data-parallel
+cp -r "$z/gpt/data" "$out/run/gpt_data"
+ldd "$out/run/gpt_dp" | awk '/libmpi|open-rte|open-pal|hwloc|libevent|libudev/ {print $3}' |
+  xargs -r cp -L -t "$out/lib"
 cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" \
-  "$root/test/e2e/check_adamw8bit.py" "$out/run/"
+  "$root/test/e2e/check_adamw8bit.py" "$root/test/e2e/check_trace.py" "$out/run/"
 # f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).
 for k in chain rows gemm; do

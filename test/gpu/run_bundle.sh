@@ -85,6 +85,20 @@ for p in 32 16; do
     --save "$tmp/lora$p.onnx" || echo "train failed: lora$p"
   check "LoRA ($p-bit base) matches PyTorch" "$tmp/lora$p.onnx" "$r/lora$p.npz"
 done
+# NCCL as a group of one (OTC_RENDEZVOUS, no mpirun): every collective runs,
+# with ZeRO-1 and three buckets, and the saved model is the plain run's.
+# NCCL comes from PyTorch's wheel when the system has none.
+nccl=$("$py" -c "import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), 'lib'))" 2>/dev/null || true)
+dp=(--data "$r/gpt_data" --steps 3 --accum-steps 2 --lr 0.01 --weight-decay 0.1)
+LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl" "$r/gpt_dp" "${dp[@]}" --save "$tmp/dp_plain.onnx" ||
+  echo "train failed: gpt_dp alone"
+OTC_RANK=0 OTC_WORLD_SIZE=1 OTC_RENDEZVOUS="$tmp/rv" LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$nccl" \
+  "$r/gpt_dp" "${dp[@]}" --shard-optimizer --bucket-mb 0.01 --trace "$tmp/dp.json" \
+  --save "$tmp/dp_group.onnx" || echo "train failed: gpt_dp as a group of one"
+if cmp -s "$tmp/dp_plain.onnx" "$tmp/dp_group.onnx"; then
+  pass=$((pass + 1)); echo "PASS NCCL group of one equals the plain run"
+else fail=$((fail + 1)); echo "FAIL NCCL group of one"; fi
+"$py" "$r/check_trace.py" "$tmp/dp.json" || echo "check_trace.py failed"
 # f16 and bf16 storage on the GPU, against float64 within the rounding bound.
 for k in chain rows gemm; do
   for t in f16 bf16; do
