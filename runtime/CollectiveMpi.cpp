@@ -43,13 +43,12 @@ public:
   }
 
   bool progress(int id) override {
-    bool done = false;
-    for (size_t i = 0; i < started.size(); ++i) {
-      int complete = 0;
-      MPI_Testall(int(started[i].size()), started[i].data(), &complete, MPI_STATUSES_IGNORE);
-      done |= complete && int(i) == id;
-    }
-    return done;
+    if (id < 0 || size_t(id) >= started.size())
+      return false;
+    std::vector<MPI_Request> &r = started[size_t(id)];
+    int complete = 0;
+    MPI_Testall(int(r.size()), r.data(), &complete, MPI_STATUSES_IGNORE);
+    return complete;
   }
 
   void finishSums(const std::string &what) override {

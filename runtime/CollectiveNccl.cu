@@ -49,7 +49,8 @@ public:
                       "sending NCCL's unique id");
     }
     cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    // Nonblocking, so that a rank that never arrives cannot hang the init.
+    // Nonblocking, so that a rank that never arrives cannot hang NCCL's
+    // init (MPI_Bcast above has no deadline: mpirun ends a rank that dies).
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     nccl(ncclCommInitRankConfig(&comm, size_, id, rank_, &config), "ncclCommInitRank");
@@ -60,11 +61,19 @@ public:
   }
 
   ~NcclCollective() override {
-    if (comm) {
-      ncclCommFinalize(comm);
-      ncclCommDestroy(comm);
+    if (comm) { // a nonblocking communicator finalizes in the background
+      ncclResult_t state = ncclCommFinalize(comm);
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+      while (state == ncclInProgress && std::chrono::steady_clock::now() < deadline)
+        ncclCommGetAsyncError(comm, &state);
+      if (state == ncclSuccess)
+        ncclCommDestroy(comm);
+      else
+        ncclCommAbort(comm);
     }
     for (cudaEvent_t e : events)
+      cudaEventDestroy(e);
+    for (cudaEvent_t e : done)
       cudaEventDestroy(e);
     cudaFree(scalars);
     cudaStreamDestroy(stream);
@@ -77,18 +86,22 @@ public:
     nccl(ncclAllReduce(span.data, span.data, size_t(span.count), ncclFloat32, ncclSum, comm,
                        stream),
          "the all-reduce of " + what);
-    done.push_back(event());
-    cuda(cudaEventRecord(done.back(), stream), "cudaEventRecord");
-    return int(done.size()) - 1;
+    // One event per sum of the window, never reused within it.
+    if (sums == done.size()) {
+      done.emplace_back();
+      cuda(cudaEventCreateWithFlags(&done.back(), cudaEventDisableTiming), "cudaEventCreate");
+    }
+    cuda(cudaEventRecord(done[sums], stream), "cudaEventRecord");
+    return int(sums++);
   }
 
   bool progress(int id) override {
-    return id >= 0 && size_t(id) < done.size() && cudaEventQuery(done[size_t(id)]) == cudaSuccess;
+    return id >= 0 && size_t(id) < sums && cudaEventQuery(done[size_t(id)]) == cudaSuccess;
   }
 
   void finishSums(const std::string &what) override {
     wait("the all-reduce of " + what);
-    done.clear();
+    sums = 0;
     beforeCompute();
   }
 
@@ -146,13 +159,16 @@ private:
   void reduceHost(double *values, int n, ncclRedOp_t op, const std::string &what) {
     if (n > kScalars)
       throw Fatal{"internal error: " + std::to_string(n) + " scalars to reduce"};
-    cuda(cudaMemcpy(scalars, values, size_t(n) * sizeof(double), cudaMemcpyHostToDevice),
-         "cudaMemcpy");
+    // All on the collective stream, in order: in, reduce, out.
+    cuda(cudaMemcpyAsync(scalars, values, size_t(n) * sizeof(double), cudaMemcpyHostToDevice,
+                         stream),
+         "cudaMemcpyAsync");
     nccl(ncclAllReduce(scalars, scalars, size_t(n), ncclFloat64, op, comm, stream),
          "the reduction of " + what);
+    cuda(cudaMemcpyAsync(values, scalars, size_t(n) * sizeof(double), cudaMemcpyDeviceToHost,
+                         stream),
+         "cudaMemcpyAsync");
     wait("the reduction of " + what);
-    cuda(cudaMemcpy(values, scalars, size_t(n) * sizeof(double), cudaMemcpyDeviceToHost),
-         "cudaMemcpy");
   }
 
   /// The collective stream waits for what the compute stream (the legacy
@@ -169,8 +185,8 @@ private:
     cuda(cudaStreamWaitEvent(0, e, 0), "cudaStreamWaitEvent");
   }
 
-  /// An event from a pool that grows to the most in flight (events are
-  /// reused round-robin: by then every older one has completed).
+  /// An event for a stream to wait on, from a pool reused round-robin
+  /// (cudaStreamWaitEvent takes the event's state when it is called).
   cudaEvent_t event() {
     if (events.size() < 256) {
       events.emplace_back();
@@ -244,8 +260,8 @@ private:
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;
   double *scalars = nullptr;
-  std::vector<cudaEvent_t> events, done;
-  size_t nextEvent = 0;
+  std::vector<cudaEvent_t> events, done; // done: per sum of the window
+  size_t nextEvent = 0, sums = 0;
 };
 
 } // namespace

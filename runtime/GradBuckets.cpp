@@ -12,7 +12,7 @@ std::vector<int64_t> GradBuckets::layout(const std::vector<int64_t> &counts, con
   for (size_t i = 0; i < counts.size(); ++i) {
     int g = order ? order[i] : int(i);
     offset[size_t(g)] = total;
-    total += (counts[size_t(g)] + 15) / 16 * 16; // 64-byte aligned, as the step's buffers
+    total += (counts[size_t(g)] + 15) / 16 * 16; // 16-float offsets within the block
   }
   return offset;
 }
@@ -47,7 +47,7 @@ void GradBuckets::begin(Collective *c, Trace *t, const std::string &w) {
   id.assign(spans.size(), -1);
   startedAt.assign(spans.size(), 0);
   complete.assign(spans.size(), false);
-  next = 0;
+  next = pending = 0;
 }
 
 void GradBuckets::done(int g) {
@@ -68,14 +68,14 @@ void GradBuckets::startReady() {
 }
 
 void GradBuckets::poll() {
-  for (size_t b = 0; b < next; ++b)
-    if (!complete[b] && comm->progress(id[b])) {
-      complete[b] = true;
-      if (trace)
-        trace->span("all-reduce bucket " + std::to_string(b) + " (" +
-                        std::to_string(spans[b].count * 4) + " bytes)",
-                    Trace::Collectives, startedAt[b]);
-    }
+  // Sums complete in the order they start: test the oldest pending only.
+  for (; pending < next && comm->progress(id[pending]); ++pending) {
+    complete[pending] = true;
+    if (trace)
+      trace->span("all-reduce bucket " + std::to_string(pending) + " (" +
+                      std::to_string(spans[pending].count * 4) + " bytes)",
+                  Trace::Collectives, startedAt[pending]);
+  }
 }
 
 void GradBuckets::finish() {

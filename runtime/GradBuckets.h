@@ -57,6 +57,7 @@ private:
   std::vector<double> startedAt;
   std::vector<bool> complete;
   size_t next = 0;                      // the next bucket to start
+  size_t pending = 0;                   // the oldest bucket not known complete
 };
 
 } // namespace otc

@@ -88,9 +88,15 @@ std::vector<int> MpiGroup::silentRanks(double grace) {
   for (size_t i = 0; i < answers.size(); ++i) {
     int done = 0;
     MPI_Test(&answers[i], &done, MPI_STATUS_IGNORE);
-    if (!done)
+    if (!done) {
       silent.push_back(peers[i]);
+      MPI_Cancel(&answers[i]); // its buffer is about to go
+      MPI_Request_free(&answers[i]);
+    }
   }
+  for (MPI_Request &p : pings) // `token` outlives them
+    if (p != MPI_REQUEST_NULL)
+      MPI_Request_free(&p);
   return silent;
 }
 
@@ -103,7 +109,8 @@ std::string MpiGroup::timedOut(const std::string &what, double timeout) {
   for (size_t i = 0; i < silent.size(); ++i)
     names += (i ? (i + 1 == silent.size() ? " and " : ", ") : "") + std::to_string(silent[i]);
   return std::string(silent.size() > 1 ? "ranks " : "rank ") + names +
-         " stopped responding: " + what + " waited " + seconds(timeout) +
+         " stopped responding (stopped, dead, or busy outside the group longer than the "
+         "timeout): " + what + " waited " + seconds(timeout) +
          " (--collective-timeout); stopping without saving";
 }
 

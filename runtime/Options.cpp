@@ -197,12 +197,13 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
       {"--log", "FILE", "one JSON line of metrics per step (otc plot draws it)", nullptr,
        text(&TrainOptions::log)},
       {"--collective-timeout", "S",
-       "data parallel: seconds a rank waits for the others before stopping with an error", "600",
+       "data parallel: seconds a rank waits for the others (and for rank 0's checkpoint writes) before stopping with an error",
+       "600",
        [](TrainOptions &o, const char *v, std::string &e) {
          if (number("--collective-timeout", v, o.collectiveTimeout, e) && o.collectiveTimeout > 0 &&
              o.collectiveTimeout <= 1e6)
            return true;
-         e = "--collective-timeout expects seconds from 0 to 1e6, got " + shown(v);
+         e = "--collective-timeout expects seconds above 0, at most 1e6, got " + shown(v);
          return false;
        }},
       {"--shard-optimizer", nullptr,

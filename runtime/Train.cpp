@@ -234,10 +234,13 @@ struct Trainer {
         die("--shard-optimizer needs an executable built with otc compile --data-parallel");
       return;
     }
+    if (!launchedAsGroup()) { // run alone: the plain run, no MPI or NCCL at all
+      if (opt.shardOptimizer)
+        say("train: note: --shard-optimizer has no other rank to share with\n");
+      return;
+    }
     comm = joinGroup(*backend, opt.collectiveTimeout);
     W = comm->size(), R = comm->rank(), lead = R == 0;
-    if (W == 1 && !launchedAsGroup())
-      comm.reset(); // run alone: the plain run, no collectives
   }
 
   /// Opens --eval-data and binds the evaluation function's arguments: data
@@ -319,6 +322,13 @@ struct Trainer {
   }
 
   void logEval(int64_t s) {
+    // Every rank evaluates with rank 0's running statistics, the saved
+    // model's (DDP broadcasts buffers from rank 0 the same way).
+    if (comm)
+      for (Param &p : params)
+        if (p.desc->assigned)
+          comm->broadcast(p.value, size_t(p.count) * sizeof(float), 0,
+                          "the buffer '" + std::string(p.desc->name) + "'");
     lastEval = evaluate();
     if (std::FILE *log = logFile.get()) {
       std::fprintf(log, "{\"step\": %lld, \"eval_loss\": %s}\n", (long long)(s + 1),
@@ -1189,6 +1199,16 @@ int run(int argc, char **argv) {
     // Named by rank, then the whole group ends: no rank waits for this one.
     std::fprintf(stderr, "train: rank %d: error: %s\n", t.R, f.message.c_str());
     t.comm->abort(f.code);
+  } catch (const std::bad_alloc &) {
+    if (!t.comm)
+      throw;
+    std::fprintf(stderr, "train: rank %d: error: out of host memory\n", t.R);
+    t.comm->abort(1);
+  } catch (const std::exception &e) {
+    if (!t.comm)
+      throw;
+    std::fprintf(stderr, "train: rank %d: error: %s\n", t.R, e.what());
+    t.comm->abort(1);
   }
   return 0;
 }

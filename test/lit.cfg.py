@@ -42,6 +42,8 @@ if config.sanitized and "OTC_CXXFLAGS" not in os.environ:
 
 if config.have_cuda:
     config.available_features.add("nvcc")
+    if config.have_nccl:
+        config.available_features.add("nccl")
 
 # Data parallelism: two ranks under OpenMPI's mpirun, on however many cores
 # there are (--oversubscribe), unbound; tests run as root in CI.
