@@ -29,6 +29,21 @@ def main():
     print(f"{len(steps)} steps, {buckets} buckets per step")
     print(f"all-reduces started during the backward in {started} of {len(steps)} steps")
     print(f"all-reduces completed during the backward in {completed} of {len(steps)} steps")
+    # The all-reduce's share of the run: time covered by some bucket's span,
+    # over the time from the first micro-batch to the last update.
+    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("all-reduce"))
+    covered, end = 0.0, float("-inf")
+    for b, e in spans:
+        covered += max(0.0, e - max(b, end))
+        end = max(end, e)
+    exposed = 0.0  # all-reduce time after the last micro-batch of its step
+    for s in steps:
+        tail = [e for _, e in s["buckets"] if e > s["last_end"]]
+        exposed += max(tail, default=s["last_end"]) - s["last_end"]
+    total = max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events) if events else 0
+    if total > 0:
+        print(f"all-reduce spans cover {100 * covered / total:.1f}% of the run; "
+              f"{100 * exposed / total:.1f}% runs after the backward")
 
 
 if __name__ == "__main__":
