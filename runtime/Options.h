@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string tokens, tokenInput, tokenLabels;
   std::string evalData;
   std::string checkpoint, resume;
+  std::string init; // --init: initial parameters from this ONNX file
   int64_t steps = 0, epochs = 0, accumSteps = 1;
   int64_t evalEvery = 0, checkpointEvery = 0;
   int64_t threads = 0; // 0: OMP_NUM_THREADS, else all cores

@@ -210,6 +210,7 @@ struct Trainer {
   int W = 1, R = 0;
   bool lead = true;
   std::vector<int64_t> stateOnRank; // --shard-optimizer: each rank's optimizer state bytes
+  std::string initFingerprint = "the compiled model"; // --init: its parameters' FNV-1a
 
   /// Progress and notes, from the lead rank only (errors come from any).
   __attribute__((format(printf, 2, 3))) void say(const char *format, ...) const {
@@ -380,13 +381,25 @@ struct Trainer {
   /// buffers and optimizer state on the device.
   void loadParams() {
     std::map<std::string, int64_t> counts;
+    std::map<std::string, std::vector<int64_t>> shapes;
     for (int i = 0; i < prog.num_params; ++i)
-      if (prog.params[i].init == OTC_INIT_MODEL)
-        counts[prog.params[i].name] = elements(prog.params[i]);
+      if (prog.params[i].init == OTC_INIT_MODEL) {
+        const otc_tensor_desc &d = prog.params[i];
+        counts[d.name] = elements(d);
+        shapes[d.name].assign(d.shape, d.shape + d.rank);
+      }
     std::map<std::string, std::vector<float>> values;
     std::string error;
-    if (!readInitializers(counts, values, error))
+    uint64_t initHash = 0;
+    if (opt.init.empty() ? !readInitializers(counts, values, error)
+                         : !readInitializersFrom(opt.init, shapes, values, initHash, error))
       die(error);
+    if (!opt.init.empty()) {
+      char text[24];
+      std::snprintf(text, sizeof text, "%016llx", (unsigned long long)initHash);
+      initFingerprint = text;
+      say("train: initial parameters from %s\n", opt.init.c_str());
+    }
     for (int i = 0; i < prog.num_params; ++i)
       if (prog.params[i].init != OTC_INIT_MODEL)
         values[prog.params[i].name] = initialValues(prog.params[i], opt.seed);
@@ -581,6 +594,7 @@ struct Trainer {
       return std::string(t);
     };
     c["model"] = modelFingerprint();
+    c["init"] = initFingerprint;
     static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "adafactor",
                                              "adamw8bit"};
     c["optimizer"] = prog.optimizer >= 0 && prog.optimizer < 6 ? optimizers[prog.optimizer] : "?";
@@ -675,7 +689,10 @@ struct Trainer {
     std::map<std::string, std::string> want = config();
     for (const auto &[key, value] : want) {
       auto it = c.config.find(key);
-      std::string had = it == c.config.end() ? "(none)" : it->second;
+      // Checkpoints from before --init started from the compiled model.
+      std::string had = it != c.config.end() ? it->second
+                        : key == "init"      ? "the compiled model"
+                                             : "(none)";
       if (had == value)
         continue;
       bool compiled = key == "optimizer" || key == "micro-batch" || key == "precision";
@@ -684,6 +701,7 @@ struct Trainer {
                              : key == "micro-batches" ? "a run of another length (--steps/--epochs)"
                              : key == "samples" ? "data of another size"
                              : key == "accum-steps" ? "--accum-steps times ranks " + had + " (this run has " + value + ")"
+                             : key == "init" ? "a run whose initial parameters were " + (it == c.config.end() || had == "the compiled model" ? had : "--init's " + had) + " (this run's are " + (opt.init.empty() ? value : "--init's " + value) + ")"
                                                 : "--" + key + " " + had + " (this run has " + value + ")";
       die("--resume: '" + checkpointFile(opt.resume) + "' is from " + what);
     }
