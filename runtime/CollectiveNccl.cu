@@ -211,16 +211,22 @@ private:
         return;
       if (q != cudaSuccess && q != cudaErrorNotReady)
         throw Fatal{what + ": CUDA: " + cudaGetErrorString(q)};
-      if (group)
-        group->answerPings();
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::string message = timedOut(what);
-        ncclCommAbort(comm);
-        comm = nullptr;
-        throw Fatal{message};
-      }
+      whileWaiting(what, deadline);
       if (spins > 1000)
         std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  /// One turn of a wait: answers the other ranks' pings; past the deadline,
+  /// aborts the communicator and throws the timeout's error.
+  template <typename Deadline> void whileWaiting(const std::string &what, Deadline deadline) {
+    if (group)
+      group->answerPings();
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string message = timedOut(what);
+      ncclCommAbort(comm);
+      comm = nullptr;
+      throw Fatal{message};
     }
   }
 
@@ -229,14 +235,7 @@ private:
   void nccl(ncclResult_t r, const std::string &what) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
     while (r == ncclInProgress && comm) {
-      if (group)
-        group->answerPings();
-      if (std::chrono::steady_clock::now() > deadline) {
-        std::string message = timedOut(what);
-        ncclCommAbort(comm);
-        comm = nullptr;
-        throw Fatal{message};
-      }
+      whileWaiting(what, deadline);
       ncclCommGetAsyncError(comm, &r);
     }
     if (r != ncclSuccess && r != ncclInProgress)
