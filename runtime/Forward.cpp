@@ -24,16 +24,17 @@ namespace {
 [[noreturn]] void die(const std::string &message) { throw Fatal{message}; }
 
 const char kUsage[] =
-    "usage: %s --data DIR --out DIR [--threads N]\n"
+    "usage: %s --data DIR --out DIR [--init MODEL.onnx] [--threads N]\n"
     "  Runs the model's forward graph on DIR/NAME.npy, one file per graph input,\n"
     "  and writes each graph output to OUT/NAME.npy (names with characters\n"
     "  outside [A-Za-z0-9._-] have them replaced by '_'). Parameters are the\n"
-    "  model's initializers. Data holding several micro-batches along axis 0\n"
+    "  model's initializers, or with --init those of MODEL.onnx (same names,\n"
+    "  shapes, float32: a trained model). Data holding several micro-batches along axis 0\n"
     "  runs once per micro-batch: outputs whose axis 0 is the micro-batch are\n"
     "  concatenated, the others (a loss) stacked along a new axis 0.\n";
 
 struct Options {
-  std::string data, out;
+  std::string data, out, init;
   long threads = 0;
 };
 
@@ -50,6 +51,7 @@ Options parseOptions(int argc, char **argv) {
     std::string v = argv[++i];
     if (flag == "--data") o.data = v;
     else if (flag == "--out") o.out = v;
+    else if (flag == "--init") o.init = v;
     else if (flag == "--threads") {
       char *end;
       errno = 0;
@@ -145,12 +147,17 @@ int run(int argc, char **argv) {
   std::map<int, InputData> data;
   int64_t runs = loadInputs(fn, opt.data, data);
   std::map<std::string, int64_t> counts;
+  std::map<std::string, std::vector<int64_t>> shapes;
   for (int i = 0; i < fn.num_args; ++i)
-    if (fn.arg_roles[i] == OTC_ARG_PARAM)
+    if (fn.arg_roles[i] == OTC_ARG_PARAM) {
       counts[fn.args[i].name] = elements(fn.args[i]);
+      shapes[fn.args[i].name].assign(fn.args[i].shape, fn.args[i].shape + fn.args[i].rank);
+    }
   std::map<std::string, std::vector<float>> values;
   std::string error;
-  if (!readInitializers(counts, values, error))
+  uint64_t hash = 0;
+  if (opt.init.empty() ? !readInitializers(counts, values, error)
+                       : !readInitializersFrom(opt.init, shapes, values, hash, error))
     die(error);
 
   std::unique_ptr<Backend> backend = makeBackend();
