@@ -46,7 +46,6 @@ void GradBuckets::begin(Collective *c, Trace *t, const std::string &w) {
   left = size;
   id.assign(spans.size(), -1);
   startedAt.assign(spans.size(), 0);
-  complete.assign(spans.size(), false);
   next = pending = 0;
 }
 
@@ -67,14 +66,17 @@ void GradBuckets::startReady() {
   }
 }
 
+void GradBuckets::traceBucket(size_t b) {
+  if (trace)
+    trace->span("all-reduce bucket " + std::to_string(b) + " (" +
+                    std::to_string(spans[b].count * int64_t(sizeof(float))) + " bytes)",
+                Trace::Collectives, startedAt[b]);
+}
+
 void GradBuckets::poll() {
   // Sums complete in the order they start: test the oldest pending only.
   for (; pending < next && comm->progress(id[pending]); ++pending) {
-    complete[pending] = true;
-    if (trace)
-      trace->span("all-reduce bucket " + std::to_string(pending) + " (" +
-                      std::to_string(spans[pending].count * 4) + " bytes)",
-                  Trace::Collectives, startedAt[pending]);
+    traceBucket(pending);
   }
 }
 
@@ -87,12 +89,8 @@ void GradBuckets::finish() {
   startReady();
   poll();
   comm->finishSums(where + "'s gradients");
-  if (trace)
-    for (size_t b = 0; b < spans.size(); ++b)
-      if (!complete[b])
-        trace->span("all-reduce bucket " + std::to_string(b) + " (" +
-                        std::to_string(spans[b].count * 4) + " bytes)",
-                    Trace::Collectives, startedAt[b]);
+  for (size_t b = pending; b < spans.size(); ++b)
+    traceBucket(b);
 }
 
 } // namespace otc

@@ -41,6 +41,8 @@ public:
 private:
   void startReady();
   void poll();
+  /// Bucket `b`'s span, from its start to now, when tracing.
+  void traceBucket(size_t b);
 
   float *block;
   std::vector<int64_t> offset;          // per gradient
@@ -55,7 +57,6 @@ private:
   std::vector<int> left;                // per bucket: gradients not done
   std::vector<int> id;                  // per bucket: its sum's id, or -1
   std::vector<double> startedAt;
-  std::vector<bool> complete;
   size_t next = 0;                      // the next bucket to start
   size_t pending = 0;                   // the oldest bucket not known complete
 };

@@ -344,10 +344,8 @@ struct Trainer {
   void loadData() {
     // Refuse an unwritable --save before hours of training, not after.
     std::string error;
-    if (!lead) // rank 0 writes the model, the adapters and the log
-      opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear();
-    if (!lead)
-      opt.trace.clear();
+    if (!lead) // rank 0 writes the model, the adapters, the log and the trace
+      opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear(), opt.trace.clear();
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
     if (!opt.trace.empty() && !checkReplaceable(opt.trace, error))
