@@ -297,6 +297,42 @@ static RankedTensorType valueType(Builder &b, const onnx::ValueInfoProto &v) {
   return elem ? RankedTensorType::get(shape, elem) : nullptr;
 }
 
+namespace {
+
+/// `used`: every value a node reads. `usedAtRunTime`: those read at an
+/// input that runs; a float initializer read only where its node wants a
+/// compile-time value (Resize's scales) is a constant.
+void readersOf(const onnx::GraphProto &g, int opset, llvm::StringSet<> &used,
+               llvm::StringSet<> &usedAtRunTime) {
+  for (const auto &n : g.node()) {
+    const OpImporter *row = n.domain().empty() || n.domain() == "ai.onnx"
+                                ? findOpImporter(n.op_type(), opset)
+                                : nullptr;
+    for (int i = 0; i < n.input_size(); ++i) {
+      used.insert(n.input(i));
+      if (!row || i >= 32 || !(row->hostInputs >> i & 1))
+        usedAtRunTime.insert(n.input(i));
+    }
+  }
+}
+
+bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &usedAtRunTime) {
+  bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
+                 init.data_type() == onnx::TensorProto::DOUBLE;
+  return isFloat && usedAtRunTime.contains(init.name());
+}
+
+} // namespace
+
+llvm::StringSet<> parameterInitializers(const onnx::GraphProto &g, int opset) {
+  llvm::StringSet<> used, usedAtRunTime, params;
+  readersOf(g, opset, used, usedAtRunTime);
+  for (const auto &init : g.initializer())
+    if (isParameterTensor(init, usedAtRunTime))
+      params.insert(init.name());
+  return params;
+}
+
 OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
                                             const std::string &path) {
   opsetVersion = defaultOpset(model);
@@ -307,19 +343,8 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   }
   const std::string &lossName = g.output(0).name();
   llvm::StringSet<> reaching = valuesReaching(g, lossName);
-  // `used` at an input that runs: a float initializer read only where its
-  // node wants a compile-time value (Resize's scales) is a constant.
   llvm::StringSet<> used, usedAtRunTime;
-  for (const auto &n : g.node()) {
-    const OpImporter *row = n.domain().empty() || n.domain() == "ai.onnx"
-                                ? findOpImporter(n.op_type(), opsetVersion)
-                                : nullptr;
-    for (int i = 0; i < n.input_size(); ++i) {
-      used.insert(n.input(i));
-      if (!row || i >= 32 || !(row->hostInputs >> i & 1))
-        usedAtRunTime.insert(n.input(i));
-    }
-  }
+  readersOf(g, opsetVersion, used, usedAtRunTime);
 
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
     lastDiagnostic = d.str();
@@ -363,9 +388,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   int64_t frozenCount = 0, frozenValues = 0, paramValues = 0;
   std::vector<const onnx::TensorProto *> params;
   for (const auto &init : g.initializer()) {
-    bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
-                   init.data_type() == onnx::TensorProto::DOUBLE;
-    if (!isFloat || !usedAtRunTime.contains(init.name()))
+    if (!isParameterTensor(init, usedAtRunTime))
       continue;
     params.push_back(&init);
     argTypes.push_back(RankedTensorType::get(

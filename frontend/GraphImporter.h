@@ -12,9 +12,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include <optional>
 
 namespace otc {
+
+/// The initializers that become parameters (function arguments whose
+/// values the executable reads at start): float tensors some node reads at
+/// run time. The others are compile-time constants.
+llvm::StringSet<> parameterInitializers(const onnx::GraphProto &g, int opset);
 
 class GraphImporter {
 public:

@@ -5,6 +5,7 @@
 #include "TiedWeights.h"
 #include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
+#include "otc/runtime/abi.h"
 #include "otc/runtime/limits.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -12,7 +13,9 @@
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -339,6 +342,76 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     }
 }
 
+/// The bytes an executable embeds: `model` as rewritten (`asRead` when it
+/// was not). Unless `withWeights`, the parameters' values are left out: the
+/// executable reads them at start from the model's file, whose absolute
+/// path the metadata records with the sources of the copies that otc made
+/// (`untied`, which the file holds under their source's name).
+bool embedModel(onnx::ModelProto &model, const std::string *asRead, const std::string &name,
+                bool withWeights, const std::vector<std::pair<std::string, std::string>> &untied,
+                std::string &out, llvm::StringSet<> &params, std::string &error) {
+  // The runtime's keys: a model that brings its own is not trusted with them.
+  auto &props = *model.mutable_metadata_props();
+  size_t before = size_t(props.size());
+  props.erase(std::remove_if(props.begin(), props.end(),
+                             [](const auto &p) { return p.key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0; }),
+              props.end());
+  if (withWeights) {
+    if (asRead && size_t(props.size()) == before) {
+      out = *asRead;
+      return true;
+    }
+    if (model.ByteSizeLong() > size_t(INT32_MAX)) {
+      error = quotedPath(name) + " holds more than 2 GiB with its external data, "
+              "more than one ONNX file can carry (compile without --embed-weights)";
+      return false;
+    }
+    return model.SerializeToString(&out);
+  }
+  char *real = realpath(name.c_str(), nullptr);
+  std::string path = real ? real : "";
+  std::free(real);
+  if (path.empty()) {
+    error = "cannot resolve the path of " + quotedPath(name) + ", which the executable reads";
+    return false;
+  }
+  params = parameterInitializers(model.graph(), defaultOpset(model));
+  onnx::GraphProto &g = *model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> full;
+  full.Swap(g.mutable_initializer());
+  for (const onnx::TensorProto &t : full) {
+    onnx::TensorProto *e = g.add_initializer();
+    if (!params.contains(t.name())) {
+      *e = t;
+      continue;
+    }
+    e->set_name(t.name());
+    e->set_data_type(t.data_type());
+    *e->mutable_dims() = t.dims();
+  }
+  auto add = [&](const char *key, const std::string &value) {
+    auto *p = props.Add();
+    p->set_key(key);
+    p->set_value(value);
+  };
+  add(OTC_WEIGHTS_FILE_KEY, path);
+  std::string aliases;
+  for (const auto &[copy, source] : untied)
+    if (params.contains(copy))
+      aliases += copy + "\t" + source + "\n";
+  if (!aliases.empty())
+    add(OTC_WEIGHTS_ALIASES_KEY, aliases);
+  bool ok = model.ByteSizeLong() <= size_t(INT32_MAX);
+  if (!ok)
+    error = quotedPath(name) + " holds more than 2 GiB of constants that are not parameters";
+  else
+    model.SerializeToString(&out);
+  g.mutable_initializer()->Swap(&full);
+  while (props.size() && props.rbegin()->key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0)
+    props.RemoveLast();
+  return ok;
+}
+
 mlir::OwningOpRef<mlir::ModuleOp>
 importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
               const std::string &modelDir, const std::string &name,
@@ -387,16 +460,11 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
   bool rewritten = loadedExternal || !tied.empty() || !untied.empty() || !options.ties.empty();
-  if (embeddedModel && !rewritten)
-    *embeddedModel = bytes;
-  if (embeddedModel && rewritten) {
-    if (model.ByteSizeLong() > size_t(INT32_MAX)) {
-      error = quotedPath(name) + " holds more than 2 GiB with its external data, "
-              "more than one ONNX file can carry";
-      return nullptr;
-    }
-    model.SerializeToString(embeddedModel);
-  }
+  llvm::StringSet<> stripped;
+  if (embeddedModel &&
+      !embedModel(model, rewritten ? nullptr : &bytes, name, options.embedWeights, untied,
+                  *embeddedModel, stripped, error))
+    return nullptr;
   // libonnx writes warnings (experimental ops) to std::cerr; otc's output
   // stays one line per error, so they are dropped.
   std::ostringstream libonnxChatter;
@@ -432,6 +500,26 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
   mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(model, name);
   if (!module)
     return module;
+  // What the executable reads at start is what the embedded model left out.
+  if (embeddedModel && !options.embedWeights) {
+    size_t params = 0;
+    for (auto f : module->getOps<mlir::func::FuncOp>())
+      for (unsigned i = 0; i < f.getNumArguments(); ++i)
+        if (auto p = f.getArgAttrOfType<mlir::StringAttr>(i, attr::kParam)) {
+          ++params;
+          if (!stripped.contains(p.getValue())) {
+            error = "internal error: parameter " + quoted(p.getValue().str()) +
+                    " keeps its values in the embedded model";
+            return nullptr;
+          }
+        }
+    if (params != stripped.size()) {
+      error = "internal error: the embedded model leaves out the values of " +
+              std::to_string(stripped.size()) + " initializers for " + std::to_string(params) +
+              " parameters";
+      return nullptr;
+    }
+  }
   mlir::Builder b(&ctx);
   for (auto f : module->getOps<mlir::func::FuncOp>())
     f->setAttr(attr::kMicroBatch, b.getI64IntegerAttr(options.microBatch));

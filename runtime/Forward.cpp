@@ -146,18 +146,15 @@ int run(int argc, char **argv) {
     fn.set_threads(int(opt.threads));
   std::map<int, InputData> data;
   int64_t runs = loadInputs(fn, opt.data, data);
-  std::map<std::string, int64_t> counts;
   std::map<std::string, std::vector<int64_t>> shapes;
   for (int i = 0; i < fn.num_args; ++i)
     if (fn.arg_roles[i] == OTC_ARG_PARAM) {
-      counts[fn.args[i].name] = elements(fn.args[i]);
       shapes[fn.args[i].name].assign(fn.args[i].shape, fn.args[i].shape + fn.args[i].rank);
     }
   std::map<std::string, std::vector<float>> values;
   std::string error;
   uint64_t hash = 0;
-  if (opt.init.empty() ? !readInitializers(counts, values, error)
-                       : !readInitializersFrom(opt.init, shapes, values, hash, error))
+  if (!readInitialParameters(opt.init, shapes, values, hash, error))
     die(error);
 
   std::unique_ptr<Backend> backend = makeBackend();

@@ -6,6 +6,7 @@
 
 #include "Hash.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,50 +24,6 @@ bool loadEmbedded(onnx::ModelProto &model, std::string &error) {
   }
   return true;
 }
-
-} // namespace
-
-bool readInitializers(const std::map<std::string, int64_t> &counts,
-                      std::map<std::string, std::vector<float>> &out,
-                      std::string &error) {
-  onnx::ModelProto model;
-  if (!loadEmbedded(model, error))
-    return false;
-  for (const auto &t : model.graph().initializer()) {
-    auto want = counts.find(t.name());
-    if (want == counts.end() || out.count(t.name()))
-      continue;
-    if (t.data_type() != onnx::TensorProto::FLOAT) {
-      error = "initializer '" + t.name() + "' is not float32";
-      return false;
-    }
-    // otc compile checked these sizes; a mismatch means the executable's
-    // embedded model is not the one it was compiled from.
-    int64_t have = t.has_raw_data() ? int64_t(t.raw_data().size() / sizeof(float))
-                                    : int64_t(t.float_data_size());
-    if (have != want->second ||
-        (t.has_raw_data() && t.raw_data().size() % sizeof(float) != 0)) {
-      error = "initializer '" + t.name() + "' holds " + std::to_string(have) +
-              " values in the embedded model, not " + std::to_string(want->second);
-      return false;
-    }
-    std::vector<float> &v = out[t.name()];
-    if (t.has_raw_data()) {
-      v.resize(have);
-      std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(float));
-    } else {
-      v.assign(t.float_data().begin(), t.float_data().end());
-    }
-  }
-  for (const auto &n : counts)
-    if (!out.count(n.first)) {
-      error = "initializer '" + n.first + "' is missing from the embedded model";
-      return false;
-    }
-  return true;
-}
-
-namespace {
 
 std::string shapeText(const int64_t *dims, size_t n) {
   std::string t = "[";
@@ -132,35 +89,35 @@ bool readExternal(const onnx::TensorProto &t, const std::string &dir, size_t byt
   return ok;
 }
 
-} // namespace
+/// The metadata entry `key` of `model`, or "".
+std::string metadata(const onnx::ModelProto &model, const char *key) {
+  for (const auto &p : model.metadata_props())
+    if (p.key() == key)
+      return p.value();
+  return "";
+}
 
-bool readInitializersFrom(const std::string &path,
-                          const std::map<std::string, std::vector<int64_t>> &shapes,
-                          std::map<std::string, std::vector<float>> &out, uint64_t &hash,
-                          std::string &error) {
-  std::string what = "--init '" + path.substr(0, 200) + "'";
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error = what + ": " + (fd < 0 ? std::strerror(errno) : "not a regular file");
-    if (fd >= 0)
-      close(fd);
-    return false;
-  }
-  onnx::ModelProto model;
-  bool parsed = model.ParseFromFileDescriptor(fd);
-  close(fd);
-  if (!parsed) {
-    error = what + " is not an ONNX model (it does not parse)";
-    return false;
-  }
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
-  for (const auto &t : model.graph().initializer()) {
-    auto want = shapes.find(t.name());
-    if (want == shapes.end() || out.count(t.name()))
-      continue;
-    const std::vector<int64_t> &shape = want->second;
+/// Reads the initializers named in `shapes` from `model` (external data
+/// from `dir`), where a name the model lacks may be held under its source's
+/// (`aliases`); `what` names the model in errors.
+bool readFromModel(const onnx::ModelProto &model, const std::string &dir, const std::string &what,
+                   const std::map<std::string, std::vector<int64_t>> &shapes,
+                   const std::map<std::string, std::string> &aliases,
+                   std::map<std::string, std::vector<float>> &out, uint64_t &hash,
+                   std::string &error) {
+  std::map<std::string, const onnx::TensorProto *> byName;
+  for (const auto &t : model.graph().initializer())
+    byName.emplace(t.name(), &t);
+  hash = 0xcbf29ce484222325ull;
+  for (const auto &[wanted, shape] : shapes) {
+    auto found = byName.find(wanted);
+    if (auto alias = aliases.find(wanted); found == byName.end() && alias != aliases.end())
+      found = byName.find(alias->second);
+    if (found == byName.end()) {
+      error = what + " has no initializer '" + wanted + "', a parameter of the compiled model";
+      return false;
+    }
+    const onnx::TensorProto &t = *found->second;
     std::string name = what + ": initializer '" + t.name() + "'";
     if (t.data_type() != onnx::TensorProto::FLOAT) {
       error = name + " is not float32";
@@ -174,7 +131,7 @@ bool readInitializersFrom(const std::string &path,
     int64_t count = 1;
     for (int64_t d : shape)
       count *= d;
-    std::vector<float> &v = out[t.name()];
+    std::vector<float> &v = out[wanted];
     size_t bytes = size_t(count) * sizeof(float);
     if (t.data_location() == onnx::TensorProto::EXTERNAL) {
       if (!readExternal(t, dir, bytes, v, error)) {
@@ -190,18 +147,77 @@ bool readInitializersFrom(const std::string &path,
       error = name + " does not hold the " + std::to_string(count) + " values its shape needs";
       return false;
     }
-  }
-  hash = 0xcbf29ce484222325ull;
-  for (const auto &[name, shape] : shapes) {
-    auto it = out.find(name);
-    if (it == out.end()) {
-      error = what + " has no initializer '" + name + "', a parameter of the compiled model";
-      return false;
-    }
-    hash = fingerprint(name.data(), name.size(), hash);
-    hash = fingerprint(it->second.data(), it->second.size() * sizeof(float), hash);
+    hash = fingerprint(wanted.data(), wanted.size(), hash);
+    hash = fingerprint(v.data(), v.size() * sizeof(float), hash);
   }
   return true;
+}
+
+/// Parses the ONNX file at `path`; `what` names it in errors.
+bool parseFile(const std::string &path, const std::string &what, const char *hint,
+               onnx::ModelProto &model, std::string &error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = what + ": " + (fd < 0 ? std::strerror(errno) : "not a regular file") + hint;
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  bool parsed = model.ParseFromFileDescriptor(fd);
+  close(fd);
+  if (!parsed)
+    error = what + " is not an ONNX model (it does not parse)" + hint;
+  return parsed;
+}
+
+std::string folderOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
+}
+
+} // namespace
+
+bool readInitialParameters(const std::string &init,
+                           const std::map<std::string, std::vector<int64_t>> &shapes,
+                           std::map<std::string, std::vector<float>> &out, uint64_t &hash,
+                           std::string &error) {
+  onnx::ModelProto embedded;
+  if (!loadEmbedded(embedded, error))
+    return false;
+  std::map<std::string, std::string> aliases;
+  std::string lines = metadata(embedded, OTC_WEIGHTS_ALIASES_KEY);
+  for (size_t b = 0, e; (e = lines.find('\n', b)) != std::string::npos; b = e + 1)
+    if (size_t tab = lines.find('\t', b); tab < e)
+      aliases[lines.substr(b, tab - b)] = lines.substr(tab + 1, e - tab - 1);
+  std::string file = init.empty() ? metadata(embedded, OTC_WEIGHTS_FILE_KEY) : init;
+  if (file.empty()) // compiled with --embed-weights
+    return readFromModel(embedded, "", "the embedded model", shapes, {}, out, hash, error);
+  std::string what = (init.empty() ? "the compiled model '" : "--init '") +
+                     file.substr(0, 4096) + "'";
+  const char *hint = init.empty() ? " (the executable reads its initial parameters from the "
+                                    "model it was compiled from: give another with --init "
+                                    "MODEL.onnx, or compile with --embed-weights)"
+                                  : "";
+  onnx::ModelProto model;
+  if (!parseFile(file, what, hint, model, error))
+    return false;
+  embedded.Clear(); // its graph may be large: the file's is read next
+  return readFromModel(model, folderOf(file), what, shapes, aliases, out, hash, error);
+}
+
+uint64_t compiledModelFingerprint() {
+  size_t size = size_t(otc_model_end - otc_model_begin);
+  onnx::ModelProto model;
+  std::string error;
+  if (!loadEmbedded(model, error) || metadata(model, OTC_WEIGHTS_FILE_KEY).empty())
+    return fingerprint(otc_model_begin, size);
+  auto &props = *model.mutable_metadata_props();
+  props.erase(std::remove_if(props.begin(), props.end(),
+                             [](const auto &p) { return p.key() == OTC_WEIGHTS_FILE_KEY; }),
+              props.end());
+  std::string bytes = model.SerializeAsString();
+  return fingerprint(bytes.data(), bytes.size());
 }
 
 bool writeTrainedModel(const std::string &path,
@@ -210,8 +226,23 @@ bool writeTrainedModel(const std::string &path,
   onnx::ModelProto model;
   if (!loadEmbedded(model, error))
     return false;
+  auto &props = *model.mutable_metadata_props();
+  props.erase(std::remove_if(props.begin(), props.end(),
+                             [](const auto &p) { return p.key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0; }),
+              props.end());
   for (auto &t : *model.mutable_graph()->mutable_initializer()) {
     auto it = values.find(t.name());
+    bool empty = !t.has_raw_data() && t.float_data_size() == 0 &&
+                 t.data_location() != onnx::TensorProto::EXTERNAL;
+    if (it == values.end() && empty && t.dims_size() > 0) {
+      int64_t count = 1;
+      for (int64_t d : t.dims())
+        count *= d;
+      if (count > 0) { // a parameter whose values the executable does not embed
+        error = "no values to save for initializer '" + t.name() + "'";
+        return false;
+      }
+    }
     if (it == values.end())
       continue;
     t.clear_float_data();

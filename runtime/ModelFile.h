@@ -1,4 +1,4 @@
-// The embedded ONNX model: initial parameter values in, trained values out.
+// The compiled ONNX model: initial parameter values in, trained values out.
 #ifndef OTC_RUNTIME_MODELFILE_H
 #define OTC_RUNTIME_MODELFILE_H
 
@@ -9,19 +9,20 @@
 
 namespace otc {
 
-/// Reads the float32 initializers named in `counts` from the embedded model,
-/// each of which must hold exactly its count of elements.
-bool readInitializers(const std::map<std::string, int64_t> &counts,
-                      std::map<std::string, std::vector<float>> &out,
-                      std::string &error);
+/// The initial parameters named in `shapes`, each float32 of exactly its
+/// shape: from the ONNX file `init` (--init) when given, else from the model
+/// the executable was compiled from, whose path the embedded model records
+/// (or from the embedded model itself, compiled with --embed-weights).
+/// External data comes from files inside the file's folder. `hash` receives
+/// the FNV-1a of the names and values.
+bool readInitialParameters(const std::string &init,
+                           const std::map<std::string, std::vector<int64_t>> &shapes,
+                           std::map<std::string, std::vector<float>> &out, uint64_t &hash,
+                           std::string &error);
 
-/// --init: reads the float32 initializers named in `shapes` from the ONNX
-/// file `path` (external data from files inside its folder), each of
-/// exactly its shape; `hash` receives the FNV-1a of their names and values.
-bool readInitializersFrom(const std::string &path,
-                          const std::map<std::string, std::vector<int64_t>> &shapes,
-                          std::map<std::string, std::vector<float>> &out, uint64_t &hash,
-                          std::string &error);
+/// The FNV-1a of the embedded model, less the path it was compiled from: an
+/// executable compiled from the same model elsewhere resumes its runs.
+uint64_t compiledModelFingerprint();
 
 /// Writes the embedded model with the given initializers replaced, through
 /// replaceFile: `path` holds either its old contents or the whole new model.

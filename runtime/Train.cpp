@@ -210,7 +210,7 @@ struct Trainer {
   int W = 1, R = 0;
   bool lead = true;
   std::vector<int64_t> stateOnRank; // --shard-optimizer: each rank's optimizer state bytes
-  std::string initFingerprint = "the compiled model"; // --init: its parameters' FNV-1a
+  std::string initFingerprint; // the initial parameters' FNV-1a
 
   /// Progress and notes, from the lead rank only (errors come from any).
   __attribute__((format(printf, 2, 3))) void say(const char *format, ...) const {
@@ -378,26 +378,22 @@ struct Trainer {
   /// Parameters from the embedded model, their 16-bit copies, gradient
   /// buffers and optimizer state on the device.
   void loadParams() {
-    std::map<std::string, int64_t> counts;
     std::map<std::string, std::vector<int64_t>> shapes;
     for (int i = 0; i < prog.num_params; ++i)
       if (prog.params[i].init == OTC_INIT_MODEL) {
         const otc_tensor_desc &d = prog.params[i];
-        counts[d.name] = elements(d);
         shapes[d.name].assign(d.shape, d.shape + d.rank);
       }
     std::map<std::string, std::vector<float>> values;
     std::string error;
     uint64_t initHash = 0;
-    if (opt.init.empty() ? !readInitializers(counts, values, error)
-                         : !readInitializersFrom(opt.init, shapes, values, initHash, error))
+    if (!readInitialParameters(opt.init, shapes, values, initHash, error))
       die(error);
-    if (!opt.init.empty()) {
-      char text[24];
-      std::snprintf(text, sizeof text, "%016llx", (unsigned long long)initHash);
-      initFingerprint = text;
+    char text[24];
+    std::snprintf(text, sizeof text, "%016llx", (unsigned long long)initHash);
+    initFingerprint = text;
+    if (!opt.init.empty())
       say("train: initial parameters from %s\n", opt.init.c_str());
-    }
     for (int i = 0; i < prog.num_params; ++i)
       if (prog.params[i].init != OTC_INIT_MODEL)
         values[prog.params[i].name] = initialValues(prog.params[i], opt.seed);
@@ -567,13 +563,13 @@ struct Trainer {
     args.blas = backend->blas();
   }
 
-  /// The embedded model's and parameter names' FNV-1a, hashed on first use
+  /// The compiled model's and parameter names' FNV-1a, hashed on first use
   /// and kept: the model may be gigabytes, and config() runs at every
   /// checkpoint.
   mutable std::string modelHash;
   const std::string &modelFingerprint() const {
     if (modelHash.empty()) {
-      uint64_t h = fingerprint(otc_model_begin, size_t(otc_model_end - otc_model_begin));
+      uint64_t h = compiledModelFingerprint();
       for (int i = 0; i < prog.num_params; ++i)
         h = fingerprint(prog.params[i].name, std::strlen(prog.params[i].name), h);
       char text[24];
@@ -685,12 +681,12 @@ struct Trainer {
   void resume() {
     Checkpoint c = loadCheckpoint(opt.resume);
     std::map<std::string, std::string> want = config();
-    for (const auto &[key, value] : want) {
+    // Another model first: its parameters differ too.
+    std::vector<std::pair<std::string, std::string>> order(want.begin(), want.end());
+    std::stable_partition(order.begin(), order.end(), [](const auto &kv) { return kv.first == "model"; });
+    for (const auto &[key, value] : order) {
       auto it = c.config.find(key);
-      // Checkpoints from before --init started from the compiled model.
-      std::string had = it != c.config.end() ? it->second
-                        : key == "init"      ? "the compiled model"
-                                             : "(none)";
+      std::string had = it != c.config.end() ? it->second : "(none)";
       if (had == value)
         continue;
       bool compiled = key == "optimizer" || key == "micro-batch" || key == "precision";
@@ -699,7 +695,7 @@ struct Trainer {
                              : key == "micro-batches" ? "a run of another length (--steps/--epochs)"
                              : key == "samples" ? "data of another size"
                              : key == "accum-steps" ? "--accum-steps times ranks " + had + " (this run has " + value + ")"
-                             : key == "init" ? "a run whose initial parameters were " + (it == c.config.end() || had == "the compiled model" ? had : "--init's " + had) + " (this run's are " + (opt.init.empty() ? value : "--init's " + value) + ")"
+                             : key == "init" ? "a run that started from other parameters (FNV-1a " + had + "; this run's, from " + (opt.init.empty() ? "the compiled model" : "--init") + ", are " + value + ")"
                                                 : "--" + key + " " + had + " (this run has " + value + ")";
       die("--resume: '" + checkpointFile(opt.resume) + "' is from " + what);
     }

@@ -18,7 +18,8 @@ for zc in gpt lenet; do
 done
 for dir in "$out"/models/*/; do
   for p in fp32 fp16 bf16; do
-    "$otc" compile "$dir/model.onnx" -o "$dir/train_$p" --target $target $(cat "$dir/compile_flags") --precision $p
+    "$otc" compile "$dir/model.onnx" -o "$dir/train_$p" --target $target $(cat "$dir/compile_flags") --precision $p \
+      --embed-weights # the device machine has none of these paths
     strip "$dir/train_$p"
   done
   # The executables embed the model. PyTorch loads the zoo's initial weights;

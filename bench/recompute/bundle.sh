@@ -19,7 +19,7 @@ for p in none selective blocks sqrt budget; do
   extra=()
   [ $p = budget ] && extra=(--memory-budget $budget)
   "$otc" compile "$d/model.onnx" -o "$d/train_$p" --target $target $(cat "$d/compile_flags") \
-    --recompute $p "${extra[@]}" --memory-report "$d/timeline_$p.svg" 2> "$d/compile_$p.log"
+    --recompute $p "${extra[@]}" --embed-weights --memory-report "$d/timeline_$p.svg" 2> "$d/compile_$p.log"
   strip "$d/train_$p"
 done
 rm "$d/model.onnx"

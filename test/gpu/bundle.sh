@@ -7,21 +7,23 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$root/gpu-bundle}
 otc=$root/build/bin/otc
+# Executables that carry their weights: the GPU machine has none of these paths.
+otc_compile() { "$otc" compile "$@" --embed-weights; }
 py=${PYTHON:-/usr/bin/python3} # Debian's, with numpy, onnx and torch
 fx=$root/test/e2e/fixtures
 rm -rf "$out" && mkdir -p "$out/lib"
 for opt in sgd momentum adam adamw; do
-  "$otc" compile "$fx/mlp_ce.onnx" -o "$out/train_$opt" --target cuda --optimizer $opt --micro-batch 2
+  otc_compile "$fx/mlp_ce.onnx" -o "$out/train_$opt" --target cuda --optimizer $opt --micro-batch 2
 done
-"$otc" compile "$fx/mlp_ce.onnx" -o "$out/train_large" --target cuda --optimizer sgd --micro-batch 8
+otc_compile "$fx/mlp_ce.onnx" -o "$out/train_large" --target cuda --optimizer sgd --micro-batch 8
 # The non-finite gradient check's CUDA kernel (test/e2e/train_hostile.test on the CPU).
-"$otc" compile "$root/test/lit/Inputs/hostile/grad_overflow.onnx" -o "$out/train_grad_overflow" \
+otc_compile "$root/test/lit/Inputs/hostile/grad_overflow.onnx" -o "$out/train_grad_overflow" \
   --target cuda --micro-batch 4
 # The zoo (test/zoo), each case with its own flags, data and reference.
 for dir in "$root"/test/zoo/fixtures/*/; do
   case=$(basename "$dir")
   mkdir -p "$out/zoo/$case"
-  "$otc" compile "$dir/model.onnx" -o "$out/zoo/$case/train" --target cuda $(cat "$dir/compile_flags")
+  otc_compile "$dir/model.onnx" -o "$out/zoo/$case/train" --target cuda $(cat "$dir/compile_flags")
   cp -r "$dir/data" "$dir/train_flags" "$out/zoo/$case/"
   if [ -e "$dir/expected.npz" ]; then cp "$dir/expected.npz" "$out/zoo/$case/"; fi
 done
@@ -35,23 +37,23 @@ mkdir -p "$out/run"
 "$py" "$root/test/e2e/schedule_reference.py" expected gpt "$out/run/gpt" "$out/run/gpt/expected.npz" \
   "$out/run/gpt/logs.npz" $flags
 echo "$flags" > "$out/run/gpt/train_flags"
-"$otc" compile "$root/test/zoo/fixtures/gpt/model.onnx" -o "$out/run/gpt/train" --target cuda --optimizer adamw --micro-batch 2
-"$otc" compile "$root/test/zoo/fixtures/dropout_mlp/model.onnx" -o "$out/run/mlp16" --target cuda \
+otc_compile "$root/test/zoo/fixtures/gpt/model.onnx" -o "$out/run/gpt/train" --target cuda --optimizer adamw --micro-batch 2
+otc_compile "$root/test/zoo/fixtures/dropout_mlp/model.onnx" -o "$out/run/mlp16" --target cuda \
   --optimizer adam --micro-batch 16 --precision fp16 --scale-window 7
 cp -r "$root/test/zoo/fixtures/dropout_mlp/data" "$out/run/mlp_data"
 # Adafactor (test/e2e/adafactor.test) against transformers' on LeNet.
-"$otc" compile "$root/test/zoo/fixtures/lenet/model.onnx" -o "$out/run/lenet_adafactor" --target cuda \
+otc_compile "$root/test/zoo/fixtures/lenet/model.onnx" -o "$out/run/lenet_adafactor" --target cuda \
   --optimizer adafactor --micro-batch 2
 cp -r "$root/test/zoo/fixtures/lenet/data" "$out/run/lenet_data"
 cp "$root"/test/e2e/fixtures/adafactor/lenet_*.npz "$out/run/"
 # 8-bit AdamW (test/e2e/adamw8bit.test): the CUDA run's 200-step curve
 # inside the envelope of float32 AdamW at lr x (1 -+ 0.09), run here.
 z=$root/test/zoo/fixtures
-"$otc" compile "$z/gpt/model.onnx" -o "$out/run/gpt_q8" --target cuda --optimizer adamw8bit \
+otc_compile "$z/gpt/model.onnx" -o "$out/run/gpt_q8" --target cuda --optimizer adamw8bit \
   --micro-batch 2 --min-8bit-size 1
 cp -r "$z/gpt/data" "$out/run/gpt_zoo_data"
 a32=$(mktemp -d)
-"$otc" compile "$z/gpt/model.onnx" -o "$a32/train" --target cpu --optimizer adamw --micro-batch 2 2> /dev/null
+otc_compile "$z/gpt/model.onnx" -o "$a32/train" --target cpu --optimizer adamw --micro-batch 2 2> /dev/null
 for lr in 0.003:a32 0.00273:low 0.00327:high; do
   "$a32/train" --data "$z/gpt/data" --steps 200 --lr "${lr%%:*}" --log "$out/run/q8_${lr##*:}.jsonl" 2> /dev/null
 done
@@ -59,15 +61,15 @@ rm -rf "$a32"
 # LoRA (test/e2e/lora.test) on the zoo's LLaMA block, in float32 and with
 # the frozen base stored only in fp16, against the PyTorch LoRA's weights.
 lora=(--optimizer adamw --micro-batch 2 --lora 4 --lora-alpha 8 --lora-targets 'w[qv]')
-"$otc" compile "$z/llama/model.onnx" -o "$out/run/lora32" --target cuda "${lora[@]}"
-"$otc" compile "$z/llama/model.onnx" -o "$out/run/lora16" --target cuda "${lora[@]}" --precision fp16
+otc_compile "$z/llama/model.onnx" -o "$out/run/lora32" --target cuda "${lora[@]}"
+otc_compile "$z/llama/model.onnx" -o "$out/run/lora16" --target cuda "${lora[@]}" --precision fp16
 cp -r "$z/llama/data" "$out/run/llama_data"
 "$py" "$root/test/e2e/lora_reference.py" expected "$out/run/lora32.npz" 0 4 8 3 2 0.01 0.1 'w[qv]'
 "$py" "$root/test/e2e/lora_reference.py" expected "$out/run/lora16.npz" 0.00048828125 4 8 3 2 0.01 0.1 'w[qv]'
 # Data parallelism over NCCL (test/e2e/data_parallel*.test on the CPU): the
 # zoo's GPT as a group of one through the rendezvous file (the GPU machine
 # has no mpirun). MPI's libraries travel so that it loads; nothing calls them.
-"$otc" compile "$z/gpt/model.onnx" -o "$out/run/gpt_dp" --target cuda $(cat "$z/gpt/compile_flags") \
+otc_compile "$z/gpt/model.onnx" -o "$out/run/gpt_dp" --target cuda $(cat "$z/gpt/compile_flags") \
   --data-parallel
 cp -r "$z/gpt/data" "$out/run/gpt_data"
 ldd "$out/run/gpt_dp" | awk '/libmpi|open-rte|open-pal|hwloc|libevent|libudev/ {print $3}' |

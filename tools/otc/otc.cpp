@@ -55,6 +55,7 @@ const char kUsage[] =
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
+    "  --embed-weights                 carry the initial parameters (default: read from MODEL at start)\n"
     "  --emit mlir|program|source      print the IR after the passes, the kernel program or the source\n"
     "  --freeze NAME|PATTERN*          do not train these parameters (repeatable; default: none)\n"
     "  --fixed-rows NAME=ROW,...       rows of an embedding that get no gradient (padding_idx)\n"
@@ -211,6 +212,10 @@ Args parseArgs(int argc, char **argv) {
       a.dataParallel = true;
       continue;
     }
+    if (arg == "--embed-weights") {
+      a.import.embedWeights = true;
+      continue;
+    }
     if (i + 1 >= argc)
       fail(arg + " needs a value", 2);
     std::string v = argv[++i];
@@ -325,6 +330,8 @@ void checkArgs(Args &a) {
     fail("--lora-targets: bad regex '" + a.lora.targets.substr(0, 80) + "': " + why, 2);
   if (a.import.forwardOnly && a.scaling.mode != otc::LossScaleMode::None)
     fail("--loss-scale does not apply to a forward-only executable", 2);
+  if (a.import.embedWeights && a.command != "compile")
+    fail("--embed-weights applies to otc compile", 2);
   if (a.dataParallel && (a.command != "compile" || a.import.forwardOnly))
     fail("--data-parallel applies to otc compile of a training step", 2);
   if (a.command != "import" && a.output.empty() && a.emit.empty() && a.memoryReport.empty())

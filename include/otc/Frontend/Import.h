@@ -33,6 +33,10 @@ struct ImportOptions {
   /// is the identity and BatchNorm normalises with its running statistics
   /// (model.eval() in PyTorch); nothing is assigned.
   bool evaluation = false;
+  /// The executable carries the parameters' values (--embed-weights), and
+  /// runs without the model's file; by default it reads them from that file
+  /// at start.
+  bool embedWeights = false;
 };
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding
@@ -40,8 +44,9 @@ struct ImportOptions {
 /// `forwardOnly`, `func.func @forward`). On failure
 /// returns null with one line in `error` naming the culprit. External data
 /// must lie in files inside the model's folder. `embeddedModel`, when given,
-/// receives the bytes a training executable embeds: the model as read, with
-/// any external data made inline.
+/// receives the bytes an executable embeds: the model as read, with any
+/// external data made inline and, unless `embedWeights`, without the
+/// parameters' values (abi.h).
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
                                                   const std::string &path,
                                                   const ImportOptions &options,

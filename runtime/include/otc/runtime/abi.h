@@ -193,8 +193,16 @@ typedef struct otc_function {
 const otc_program *otc_get_program(void);
 const otc_function *otc_get_function(void);
 
-/* The original ONNX model, embedded so the runtime can read the initial
- * parameter values and write the trained model. */
+/* The ONNX model, embedded so the runtime can read the initial parameter
+ * values and write the trained model. Unless compiled with --embed-weights,
+ * the parameters' initializers hold no values: the runtime reads them from
+ * the file named by the metadata entry OTC_WEIGHTS_FILE_KEY, where a copy
+ * that otc made is held under its source's name (OTC_WEIGHTS_ALIASES_KEY:
+ * lines "COPY\tSOURCE"). Keys with OTC_WEIGHTS_KEY_PREFIX are the
+ * runtime's: the compiler drops a model's own, and --save leaves them out. */
+#define OTC_WEIGHTS_KEY_PREFIX "otc.weights"
+#define OTC_WEIGHTS_FILE_KEY "otc.weights.file"
+#define OTC_WEIGHTS_ALIASES_KEY "otc.weights.aliases"
 extern const unsigned char otc_model_begin[];
 extern const unsigned char otc_model_end[];
 
