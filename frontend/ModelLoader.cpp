@@ -26,7 +26,9 @@
 namespace otc {
 namespace {
 
-bool readFile(const std::string &path, std::string &bytes, std::string &error) {
+/// Parses the model file at `path` straight from the file: no copy of its
+/// bytes is held beside the parsed model.
+bool readModel(const std::string &path, onnx::ModelProto &model, std::string &error) {
   // Non-blocking, so a FIFO is refused instead of waited on.
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
@@ -39,22 +41,11 @@ bool readFile(const std::string &path, std::string &bytes, std::string &error) {
       close(fd);
     return false;
   }
-  bytes.resize(size_t(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = read(fd, &bytes[done], bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    done += size_t(n);
-  }
+  bool parsed = model.ParseFromFileDescriptor(fd);
   close(fd);
-  if (done != bytes.size()) {
-    error = "cannot read model " + quotedPath(path);
-    return false;
-  }
-  return true;
+  if (!parsed || !model.has_graph())
+    error = quotedPath(path) + " is not an ONNX model (it does not parse as one)";
+  return parsed && model.has_graph();
 }
 
 std::string folderOf(const std::string &path) {
@@ -342,12 +333,11 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     }
 }
 
-/// The bytes an executable embeds: `model` as rewritten (`asRead` when it
-/// was not). Unless `withWeights`, the parameters' values are left out: the
+/// The bytes an executable embeds: `model` as rewritten. Unless `withWeights`, the parameters' values are left out: the
 /// executable reads them at start from the model's file, whose absolute
 /// path the metadata records with the sources of the copies that otc made
 /// (`untied`, which the file holds under their source's name).
-bool embedModel(onnx::ModelProto &model, const std::string *asRead, const std::string &name,
+bool embedModel(onnx::ModelProto &model, bool rewritten, const std::string &name,
                 bool withWeights, const std::vector<std::pair<std::string, std::string>> &untied,
                 std::string &out, llvm::StringSet<> &params, std::string &error) {
   // The runtime's keys: a model that brings its own is not trusted with them.
@@ -357,11 +347,7 @@ bool embedModel(onnx::ModelProto &model, const std::string *asRead, const std::s
                              [](const auto &p) { return p.key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0; }),
               props.end());
   if (withWeights) {
-    if (asRead && size_t(props.size()) == before) {
-      out = *asRead;
-      return true;
-    }
-    if (model.ByteSizeLong() > size_t(INT32_MAX)) {
+    if (rewritten && model.ByteSizeLong() > size_t(INT32_MAX)) {
       error = quotedPath(name) + " holds more than 2 GiB with its external data, "
               "more than one ONNX file can carry (compile without --embed-weights)";
       return false;
@@ -413,18 +399,12 @@ bool embedModel(onnx::ModelProto &model, const std::string *asRead, const std::s
 }
 
 mlir::OwningOpRef<mlir::ModuleOp>
-importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
+importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
               const std::string &modelDir, const std::string &name,
               const ImportOptions &options, std::string &error,
               std::string *embeddedModel) {
   if (options.microBatch < 1 || options.microBatch > OTC_MAX_MICRO_BATCH) {
     error = "--micro-batch must lie in [1, " + std::to_string(OTC_MAX_MICRO_BATCH) + "]";
-    return nullptr;
-  }
-  onnx::ModelProto model;
-  if (bytes.size() > size_t(INT32_MAX) || !model.ParseFromString(bytes) ||
-      !model.has_graph()) {
-    error = quotedPath(name) + " is not an ONNX model (it does not parse as one)";
     return nullptr;
   }
   // Before any library reads the tensors: libonnx trusts their sizes.
@@ -462,9 +442,20 @@ importChecked(mlir::MLIRContext &ctx, const std::string &bytes,
   bool rewritten = loadedExternal || !tied.empty() || !untied.empty() || !options.ties.empty();
   llvm::StringSet<> stripped;
   if (embeddedModel &&
-      !embedModel(model, rewritten ? nullptr : &bytes, name, options.embedWeights, untied,
-                  *embeddedModel, stripped, error))
+      !embedModel(model, rewritten, name, options.embedWeights, untied, *embeddedModel, stripped,
+                  error))
     return nullptr;
+  // The parameters' values are the executable's to read: import needs their
+  // types and shapes, so the model holds no copy of the weights from here.
+  // One zero element stands in for them: libonnx's checker wants a value
+  // field, and nothing reads a parameter's values at compile time.
+  llvm::StringSet<> params = parameterInitializers(model.graph(), defaultOpset(model));
+  for (auto &t : *model.mutable_graph()->mutable_initializer())
+    if (params.contains(t.name())) {
+      t.clear_float_data();
+      t.clear_double_data();
+      std::string(t.data_type() == onnx::TensorProto::DOUBLE ? 8 : 4, '\0').swap(*t.mutable_raw_data());
+    }
   // libonnx writes warnings (experimental ops) to std::cerr; otc's output
   // stays one line per error, so they are dropped.
   std::ostringstream libonnxChatter;
@@ -540,7 +531,13 @@ importOnnxBytes(mlir::MLIRContext &ctx, const std::string &bytes,
                 const ImportOptions &options, std::string &error,
                 std::string *embeddedModel) {
   try {
-    return importChecked(ctx, bytes, modelDir, name, options, error, embeddedModel);
+    auto model = std::make_unique<onnx::ModelProto>();
+    if (bytes.size() > size_t(INT32_MAX) || !model->ParseFromString(bytes) ||
+        !model->has_graph()) {
+      error = quotedPath(name) + " is not an ONNX model (it does not parse as one)";
+      return nullptr;
+    }
+    return importChecked(ctx, *model, modelDir, name, options, error, embeddedModel);
   } catch (const std::bad_alloc &) {
     error = "out of memory importing " + quotedPath(name);
     return nullptr;
@@ -552,11 +549,15 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
                                                   const ImportOptions &options,
                                                   std::string &error,
                                                   std::string *embeddedModel) {
-  std::string bytes;
-  if (!readFile(path, bytes, error))
+  try {
+    auto model = std::make_unique<onnx::ModelProto>();
+    if (!readModel(path, *model, error))
+      return nullptr;
+    return importChecked(ctx, *model, folderOf(path), path, options, error, embeddedModel);
+  } catch (const std::bad_alloc &) {
+    error = "out of memory importing " + quotedPath(path);
     return nullptr;
-  return importOnnxBytes(ctx, bytes, folderOf(path), path, options, error,
-                         embeddedModel);
+  }
 }
 
 } // namespace otc
