@@ -65,8 +65,8 @@ int64_t parseCount(const std::string &s) {
 
 class Checker {
 public:
-  Checker(const std::string &modelDir, std::string &error)
-      : modelDir(modelDir), error(error) {}
+  Checker(const std::string &modelDir, const llvm::StringSet<> &leave, std::string &error)
+      : modelDir(modelDir), leave(leave), error(error) {}
 
   bool graph(onnx::GraphProto &g, int depth);
   bool node(onnx::NodeProto &n, int depth);
@@ -86,6 +86,8 @@ private:
 
   static constexpr int64_t kMaxInlineBytes = INT32_MAX;
   std::string modelDir;
+  const llvm::StringSet<> &leave; // main-graph initializers whose data stays put
+  bool atTop = false;             // checking the main graph's initializers
   std::string &error;
   int64_t externalBytes = 0;
 };
@@ -141,7 +143,8 @@ bool Checker::tensor(TensorProto &t, const std::string &what) {
     return fail(what + " lists external data but does not say its data is external");
   }
 
-  TypedCounts want = t.has_raw_data() ? TypedCounts() : expectedCounts(t.data_type(), count);
+  bool elsewhere = t.has_raw_data() || t.data_location() == TensorProto::EXTERNAL;
+  TypedCounts want = elsewhere ? TypedCounts() : expectedCounts(t.data_type(), count);
   auto check = [&](int64_t have, int64_t expected, const char *field) {
     if (have == expected)
       return true;
@@ -182,6 +185,7 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
     }
   }
   std::string where = "external data " + quoted(location) + " of " + what;
+  bool load = !(atTop && leave.contains(t.name()));
   if (location.empty() || location.size() > PATH_MAX)
     return fail(what + " uses external data without a valid location");
   if (location[0] == '/' || location.find('\0') != std::string::npos)
@@ -223,10 +227,10 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
   // The model with its data inline must fit one protobuf (2 GiB); checked
   // before allocating, so many tensors naming one large file cannot exhaust
   // memory.
-  if (ok && bytes > kMaxInlineBytes - externalBytes)
+  if (ok && load && bytes > kMaxInlineBytes - externalBytes)
     ok = fail(where + " brings the model past 2 GiB, the most one ONNX file carries");
   std::string data;
-  if (ok) {
+  if (ok && load) {
     externalBytes += bytes;
     data.resize(bytes);
     for (int64_t done = 0; ok && done < bytes;) {
@@ -237,8 +241,8 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
     }
   }
   close(fd);
-  if (!ok)
-    return false;
+  if (!ok || !load)
+    return ok;
   t.clear_external_data();
   t.set_data_location(TensorProto::DEFAULT);
   t.set_raw_data(std::move(data));
@@ -265,9 +269,11 @@ bool Checker::graph(onnx::GraphProto &g, int depth) {
   if (g.sparse_initializer_size() > 0)
     return fail("sparse initializer " + quoted(g.sparse_initializer(0).values().name()) +
                 " is not supported");
+  atTop = depth == 0;
   for (auto &t : *g.mutable_initializer())
     if (!tensor(t, "initializer " + quoted(t.name())))
       return false;
+  atTop = false;
   for (const auto &v : g.input())
     if (!valueInfo(v, "input"))
       return false;
@@ -323,8 +329,8 @@ int64_t boundedVolume(const int64_t *dims, size_t rank) {
 }
 
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
-                bool &loadedExternal, std::string &error) {
-  Checker c(modelDir, error);
+                const llvm::StringSet<> &leave, bool &loadedExternal, std::string &error) {
+  Checker c(modelDir, leave, error);
   bool ok = c.graph(*model.mutable_graph(), 0);
   for (auto &f : *model.mutable_functions())
     for (auto &n : *f.mutable_node())

@@ -6,17 +6,20 @@
 #define OTC_FRONTEND_MODELCHECKS_H
 
 #include "onnx/onnx_pb.h"
+#include "llvm/ADT/StringSet.h"
 #include <string>
 
 namespace otc {
 
 /// Checks every tensor (initializers and node attributes, in subgraphs too)
 /// and every declared value shape against the input contract. Tensors with
-/// external data are read from files inside `modelDir` and become inline;
-/// `loadedExternal` tells whether any did. With an empty `modelDir`, external
-/// data is rejected. Returns false with one line in `error`.
+/// external data are read from files inside `modelDir` and become inline,
+/// but for the main graph's initializers named in `leave`, whose data is
+/// checked where it lies; `loadedExternal` tells whether any became inline.
+/// With an empty `modelDir`, external data is rejected. Returns false with
+/// one line in `error`.
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
-                bool &loadedExternal, std::string &error);
+                const llvm::StringSet<> &leave, bool &loadedExternal, std::string &error);
 
 /// The product of `dims` with zeros counted as ones, or -1 when a dim is
 /// negative or it passes OTC_MAX_ELEMENTS: a zero-sized tensor may not hide

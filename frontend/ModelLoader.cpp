@@ -3,6 +3,7 @@
 #include "GraphImporter.h"
 #include "ModelChecks.h"
 #include "TiedWeights.h"
+#include "WeightFiles.h"
 #include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
 #include "otc/runtime/abi.h"
@@ -27,8 +28,10 @@ namespace otc {
 namespace {
 
 /// Parses the model file at `path` straight from the file: no copy of its
-/// bytes is held beside the parsed model.
-bool readModel(const std::string &path, onnx::ModelProto &model, std::string &error) {
+/// bytes is held beside the parsed model, and unless `withWeights` its large
+/// tensors stay in the file (parseLeavingWeights).
+bool readModel(const std::string &path, bool withWeights, onnx::ModelProto &model,
+               std::string &error) {
   // Non-blocking, so a FIFO is refused instead of waited on.
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat st;
@@ -41,7 +44,8 @@ bool readModel(const std::string &path, onnx::ModelProto &model, std::string &er
       close(fd);
     return false;
   }
-  bool parsed = model.ParseFromFileDescriptor(fd);
+  bool parsed = (!withWeights && parseLeavingWeights(path, model)) ||
+                (model.Clear(), model.ParseFromFileDescriptor(fd));
   close(fd);
   if (!parsed || !model.has_graph())
     error = quotedPath(path) + " is not an ONNX model (it does not parse as one)";
@@ -407,10 +411,15 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     error = "--micro-batch must lie in [1, " + std::to_string(OTC_MAX_MICRO_BATCH) + "]";
     return nullptr;
   }
-  // Before any library reads the tensors: libonnx trusts their sizes.
+  // Before any library reads the tensors: libonnx trusts their sizes. The
+  // parameters' external data is read only to be embedded; else it is
+  // checked and left where it lies, read there to tie copies.
+  llvm::StringSet<> params = parameterInitializers(model.graph(), defaultOpset(model));
   bool loadedExternal = false;
-  if (!checkModel(model, modelDir, loadedExternal, error))
+  if (!checkModel(model, modelDir, options.embedWeights ? llvm::StringSet<>() : params,
+                  loadedExternal, error))
     return nullptr;
+  TensorBytes bytes(modelDir);
   // Unsupported operators are refused before libonnx's checker and shape
   // inference run on them (and on any subgraphs they carry).
   int opset = defaultOpset(model);
@@ -422,14 +431,14 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // Before embedding: a saved model keeps the tie (as a Transpose node) and
   // the split (as initializers).
   auto untied = untieMergedCopies(model);
-  if (error = tieAsAsked(model, options.ties); !error.empty())
+  if (error = tieAsAsked(model, options.ties, bytes); !error.empty())
     return nullptr;
   llvm::erase_if(untied, [&](const auto &u) {
     return llvm::any_of(options.ties, [&](const auto &t) { return t.second == u.first || t.second == u.second; });
   });
-  std::vector<std::string> tied = tieTransposedCopies(model);
+  std::vector<std::string> tied = tieTransposedCopies(model, bytes);
   static std::set<std::string> told; // auto-fit imports again: say it once
-  std::vector<std::pair<std::string, std::string>> equal = equalInitializers(model);
+  std::vector<std::pair<std::string, std::string>> equal = equalInitializers(model, bytes);
   if (!untied.empty() && told.insert("untied").second)
     llvm::errs() << "otc: note: " << untied.size()
                  << " parameters that the export merged with an equal one (as '"
@@ -449,11 +458,13 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // types and shapes, so the model holds no copy of the weights from here.
   // One zero element stands in for them: libonnx's checker wants a value
   // field, and nothing reads a parameter's values at compile time.
-  llvm::StringSet<> params = parameterInitializers(model.graph(), defaultOpset(model));
+  params = parameterInitializers(model.graph(), defaultOpset(model));
   for (auto &t : *model.mutable_graph()->mutable_initializer())
     if (params.contains(t.name())) {
       t.clear_float_data();
       t.clear_double_data();
+      t.clear_external_data();
+      t.clear_data_location();
       std::string(t.data_type() == onnx::TensorProto::DOUBLE ? 8 : 4, '\0').swap(*t.mutable_raw_data());
     }
   // libonnx writes warnings (experimental ops) to std::cerr; otc's output
@@ -551,7 +562,7 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
                                                   std::string *embeddedModel) {
   try {
     auto model = std::make_unique<onnx::ModelProto>();
-    if (!readModel(path, *model, error))
+    if (!readModel(path, options.embedWeights, *model, error))
       return nullptr;
     return importChecked(ctx, *model, folderOf(path), path, options, error, embeddedModel);
   } catch (const std::bad_alloc &) {

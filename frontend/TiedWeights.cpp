@@ -13,34 +13,32 @@
 namespace otc {
 namespace {
 
-/// The float32 values of a checked initializer, or null for another type.
-const float *floatsOf(const onnx::TensorProto &t, int64_t count) {
-  if (t.data_type() != onnx::TensorProto::FLOAT)
-    return nullptr;
-  if (t.has_raw_data())
-    return t.raw_data().size() == size_t(count) * 4
-               ? reinterpret_cast<const float *>(t.raw_data().data())
-               : nullptr;
-  return t.float_data_size() == count ? t.float_data().data() : nullptr;
-}
-
-/// The bytes of a float32 or float64 initializer's values, or "" when the
-/// tensor is another type or its size does not match its dims.
-std::string_view valuesOf(const onnx::TensorProto &t) {
+/// The bytes of a checked float32 or float64 initializer's values, inline
+/// or where they lie, or "" when the tensor is another type or holds none
+/// (a dropped parameter's stand-in).
+std::string_view valuesOf(const onnx::TensorProto &t, TensorBytes &bytes) {
   int64_t count = 1;
   for (int64_t d : t.dims())
     count *= d;
-  if (t.data_type() == onnx::TensorProto::FLOAT)
-    if (const float *v = floatsOf(t, count))
-      return {reinterpret_cast<const char *>(v), size_t(count) * 4};
+  if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (t.float_data_size() == count && count > 0)
+      return {reinterpret_cast<const char *>(t.float_data().data()), size_t(count) * 4};
+    return bytes.of(t, size_t(count) * 4);
+  }
   if (t.data_type() == onnx::TensorProto::DOUBLE) {
-    if (t.has_raw_data())
-      return t.raw_data().size() == size_t(count) * 8 ? std::string_view(t.raw_data())
-                                                      : std::string_view();
-    if (t.double_data_size() == count)
+    if (t.double_data_size() == count && count > 0)
       return {reinterpret_cast<const char *>(t.double_data().data()), size_t(count) * 8};
+    return bytes.of(t, size_t(count) * 8);
   }
   return {};
+}
+
+/// The float32 values of a checked initializer, or null for another type.
+const float *floatsOf(const onnx::TensorProto &t, TensorBytes &bytes) {
+  if (t.data_type() != onnx::TensorProto::FLOAT)
+    return nullptr;
+  std::string_view v = valuesOf(t, bytes);
+  return v.empty() ? nullptr : reinterpret_cast<const float *>(v.data());
 }
 
 /// One value repeated (a fresh zero or one initialisation, or a scalar):
@@ -116,7 +114,7 @@ void replaceByNodes(onnx::GraphProto &g, const std::map<std::string, std::string
 
 } // namespace
 
-std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model) {
+std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorBytes &bytes) {
   onnx::GraphProto &g = *model.mutable_graph();
   // Candidates by shape: a copy's source has the reversed shape.
   std::multimap<std::pair<int64_t, int64_t>, Matrix> byShape;
@@ -125,7 +123,7 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model) {
     const onnx::TensorProto &t = g.initializer(i);
     if (t.dims_size() != 2 || t.dims(0) < 2 || t.dims(1) < 2)
       continue;
-    Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, t.dims(0) * t.dims(1)), i};
+    Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i};
     if (m.values && !uniform(m))
       matrices.push_back(m);
   }
@@ -206,7 +204,8 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
 }
 
 std::string tieAsAsked(onnx::ModelProto &model,
-                       const std::vector<std::pair<std::string, std::string>> &ties) {
+                       const std::vector<std::pair<std::string, std::string>> &ties,
+                       TensorBytes &bytes) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::map<std::string, const onnx::TensorProto *> byName;
   for (const auto &t : g.initializer())
@@ -215,7 +214,7 @@ std::string tieAsAsked(onnx::ModelProto &model,
   for (const auto &[keep, copy] : ties) {
     std::string tie = "--tie " + keep + "=" + copy + ": ";
     for (const std::string &name : {keep, copy})
-      if (!byName.count(name) || valuesOf(*byName[name]).empty())
+      if (!byName.count(name) || valuesOf(*byName[name], bytes).empty())
         return tie + "'" + name + "' is not a float initializer of the model";
     if (keep == copy)
       return tie + "a tensor cannot be tied to itself";
@@ -224,15 +223,15 @@ std::string tieAsAsked(onnx::ModelProto &model,
     const onnx::TensorProto &a = *byName[keep], &b = *byName[copy];
     bool sameShape = a.data_type() == b.data_type() &&
                      std::equal(a.dims().begin(), a.dims().end(), b.dims().begin(), b.dims().end());
-    if (sameShape && valuesOf(a) == valuesOf(b)) {
+    if (sameShape && valuesOf(a, bytes) == valuesOf(b, bytes)) {
       equalTo[copy] = keep;
       continue;
     }
     bool matrices = a.data_type() == onnx::TensorProto::FLOAT &&
                     b.data_type() == onnx::TensorProto::FLOAT && a.dims_size() == 2 &&
                     b.dims_size() == 2;
-    if (matrices && isTransposeOf(Matrix{&b, b.dims(0), b.dims(1), floatsOf(b, b.dims(0) * b.dims(1)), 0},
-                                  Matrix{&a, a.dims(0), a.dims(1), floatsOf(a, a.dims(0) * a.dims(1)), 0})) {
+    if (matrices && isTransposeOf(Matrix{&b, b.dims(0), b.dims(1), floatsOf(b, bytes), 0},
+                                  Matrix{&a, a.dims(0), a.dims(1), floatsOf(a, bytes), 0})) {
       transposeOf[copy] = keep;
       continue;
     }
@@ -247,20 +246,38 @@ std::string tieAsAsked(onnx::ModelProto &model,
   return "";
 }
 
-std::vector<std::pair<std::string, std::string>> equalInitializers(const onnx::ModelProto &model) {
-  std::unordered_map<std::string_view, const onnx::TensorProto *> seen;
-  std::vector<std::pair<std::string, std::string>> pairs;
-  for (const auto &t : model.graph().initializer()) {
-    std::string_view v = valuesOf(t);
-    size_t width = t.data_type() == onnx::TensorProto::FLOAT ? 4 : 8;
-    if (t.dims_size() < 2 || v.empty() || repeated(v, width))
+std::vector<std::pair<std::string, std::string>> equalInitializers(const onnx::ModelProto &model,
+                                                                   TensorBytes &bytes) {
+  // Only tensors that share a type and shape with another are read.
+  const auto &inits = model.graph().initializer();
+  std::map<std::pair<int, std::vector<int64_t>>, std::vector<int>> byShape;
+  for (int i = 0; i < inits.size(); ++i)
+    if (inits[i].dims_size() >= 2)
+      byShape[{inits[i].data_type(), {inits[i].dims().begin(), inits[i].dims().end()}}].push_back(i);
+  std::vector<std::pair<int, int>> found; // (first, later), in the order met
+  for (const auto &[shape, members] : byShape) {
+    if (members.size() < 2)
       continue;
-    auto [it, fresh] = seen.emplace(v, &t);
-    const onnx::TensorProto &first = *it->second;
-    if (!fresh && first.data_type() == t.data_type() &&
-        std::equal(first.dims().begin(), first.dims().end(), t.dims().begin(), t.dims().end()))
-      pairs.emplace_back(first.name(), t.name());
+    // By their first bytes, then whole: tensors that differ early (any two
+    // trained or randomly initialised ones) are read no further.
+    std::unordered_map<std::string_view, std::vector<std::pair<int, std::string_view>>> firsts;
+    for (int i : members) {
+      std::string_view v = valuesOf(inits[i], bytes);
+      if (v.empty() || repeated(v, inits[i].data_type() == onnx::TensorProto::FLOAT ? 4 : 8))
+        continue;
+      auto &candidates = firsts[v.substr(0, 256)];
+      auto same = std::find_if(candidates.begin(), candidates.end(),
+                               [&](const auto &c) { return c.second == v; });
+      if (same != candidates.end())
+        found.emplace_back(same->first, i);
+      else
+        candidates.emplace_back(i, v);
+    }
   }
+  std::sort(found.begin(), found.end(), [](auto a, auto b) { return a.second < b.second; });
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (auto [first, later] : found)
+    pairs.emplace_back(inits[first].name(), inits[later].name());
   return pairs;
 }
 

@@ -5,6 +5,7 @@
 #ifndef OTC_FRONTEND_TIEDWEIGHTS_H
 #define OTC_FRONTEND_TIEDWEIGHTS_H
 
+#include "WeightFiles.h"
 #include "onnx/onnx_pb.h"
 #include <string>
 #include <utility>
@@ -17,7 +18,7 @@ namespace otc {
 /// graph, so that both uses train A. A matrix of one repeated value (a
 /// fresh zero or one initialisation) is never tied: equal values there say
 /// nothing about the model. Returns one "B is A transposed" line per tie.
-std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model);
+std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorBytes &bytes);
 
 /// The converse: in eval mode torch.onnx.export keeps one of several
 /// parameters whose values are equal (fresh LayerNorm weights, zero biases)
@@ -31,12 +32,15 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
 /// other values are an error: the two could not start as one tensor).
 /// Returns "" or the error naming the tie.
 std::string tieAsAsked(onnx::ModelProto &model,
-                       const std::vector<std::pair<std::string, std::string>> &ties);
+                       const std::vector<std::pair<std::string, std::string>> &ties,
+                       TensorBytes &bytes);
 
 /// Pairs of float initializers of 2 or more dimensions holding equal values
+/// (values read where they lie: `bytes`)
 /// (not one repeated value), in the order met: the user may have meant one
 /// parameter. Each later tensor pairs with the first equal one.
-std::vector<std::pair<std::string, std::string>> equalInitializers(const onnx::ModelProto &model);
+std::vector<std::pair<std::string, std::string>> equalInitializers(const onnx::ModelProto &model,
+                                                                   TensorBytes &bytes);
 
 } // namespace otc
 

@@ -4,7 +4,10 @@ checks that an executable does not carry the weights it reads at start:
 
   x [N, 1024] -> Gemm(w1, b1) -> Relu -> Gemm(w2, b2) -> cross-entropy(y)
 
-  make_wide_mlp.py OUT_DIR     writes OUT_DIR/model.onnx and OUT_DIR/data
+  make_wide_mlp.py OUT_DIR [HIDDEN]   writes OUT_DIR/model.onnx and OUT_DIR/data
+
+HIDDEN (default 1024) sets w1's rows: 65536 makes it 256 MiB, mostly zeros
+past its first rows (quick to write), for the compile's memory.
 """
 import sys
 from pathlib import Path
@@ -20,10 +23,13 @@ D, C, N = 1024, 10, 8
 
 def main():
     out = Path(sys.argv[1])
+    hidden = int(sys.argv[2]) if len(sys.argv) > 2 else D
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array((rng.standard_normal(s) / np.sqrt(s[1])).astype(np.float32), n)
-             for n, s in (("w1", (D, D)), ("w2", (C, D)))]
-    inits += [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in (("b1", (D,)), ("b2", (C,)))]
+    w1 = np.zeros((hidden, D), np.float32)
+    w1[:D] = rng.standard_normal((min(hidden, D), D)) / np.sqrt(D)
+    w2 = (rng.standard_normal((C, hidden)) / np.sqrt(hidden)).astype(np.float32)
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")]
+    inits += [numpy_helper.from_array(np.zeros(s, np.float32), n) for n, s in (("b1", (hidden,)), ("b2", (C,)))]
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
         helper.make_node("Relu", ["h"], ["r"]),
