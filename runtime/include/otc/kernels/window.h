@@ -236,15 +236,95 @@ struct AvgPoolGrad {
   }
 };
 
+#ifndef __CUDACC__
+// The CPU's forms: rows of columns and planes of gradients, with no index
+// arithmetic per element. A gradient plane adds each window's share in the
+// order of kh, then kw, as the gather form does, so both give the same bits.
+
+/// im2col by rows of [C, KH, KW, N, OH] x OW.
+template <OTC_WINDOW>
+void im2col_rows(const float *x, float *cols) {
+#pragma omp parallel for if (C * KH * KW * N * OH * OW >= (1 << 14))
+  for (long long row = 0; row < C * KH * KW * N; ++row) {
+    long long n = row % N, kw = (row / N) % KW, kh = (row / (N * KW)) % KH, c = row / (N * KW * KH);
+    for (long long oh = 0; oh < OH; ++oh) {
+      float *out = cols + (row * OH + oh) * OW;
+      long long ih = oh * SH - PT + kh * DH;
+      if (ih < 0 || ih >= H) {
+        for (long long ow = 0; ow < OW; ++ow)
+          out[ow] = 0.0f;
+        continue;
+      }
+      const float *in = x + ((n * C + c) * H + ih) * W;
+      for (long long ow = 0; ow < OW; ++ow) {
+        long long iw = ow * SW - PL + kw * DW;
+        out[ow] = iw >= 0 && iw < W ? in[iw] : 0.0f;
+      }
+    }
+  }
+}
+
+/// For each plane of [N, C] (of dx, H x W): sum[] holds the plane's
+/// gradient, built by add(plane, sum) and then stored or added into dx.
+template <OTC_WINDOW, class Add>
+void gradient_planes(float *dx, int zero, Add add) {
+#pragma omp parallel if (N * C * H * W >= (1 << 14))
+  {
+    float *sum = new float[H * W];
+#pragma omp for
+    for (long long plane = 0; plane < N * C; ++plane) {
+      for (long long i = 0; i < H * W; ++i)
+        sum[i] = 0.0f;
+      add(plane, sum);
+      float *out = dx + plane * H * W;
+      for (long long i = 0; i < H * W; ++i)
+        out[i] = zero ? sum[i] : out[i] + sum[i];
+    }
+    delete[] sum;
+  }
+}
+
+/// Calls f(kh, kw, ih * W + iw, oh * OW + ow) for each tap (kh, kw), in
+/// that order, of each window (oh, ow) that lands inside the input.
+template <OTC_WINDOW, class F>
+void for_taps(F f) {
+  for (long long kh = 0; kh < KH; ++kh)
+    for (long long kw = 0; kw < KW; ++kw)
+      for (long long oh = 0; oh < OH; ++oh) {
+        long long ih = oh * SH - PT + kh * DH;
+        if (ih < 0 || ih >= H)
+          continue;
+        for (long long ow = 0; ow < OW; ++ow) {
+          long long iw = ow * SW - PL + kw * DW;
+          if (iw >= 0 && iw < W)
+            f(kh, kw, ih * W + iw, oh * OW + ow);
+        }
+      }
+}
+#endif
+
 // The launchers generated code calls.
 template <OTC_WINDOW>
 void im2col(const float *x, float *cols OTC_WINDOW_STREAM) {
+#ifdef __CUDACC__
   OTC_WINDOW_RUN(C * KH * KW * N * OH * OW, (Im2Col<OTC_WINDOW_ARGS>{x, cols}));
+#else
+  im2col_rows<OTC_WINDOW_ARGS>(x, cols);
+#endif
 }
 
 template <OTC_WINDOW>
 void col2im(const float *cols, float *dx, int zero OTC_WINDOW_STREAM) {
+#ifdef __CUDACC__
   OTC_WINDOW_RUN(N * C * H * W, (Col2Im<OTC_WINDOW_ARGS>{cols, dx, zero}));
+#else
+  gradient_planes<OTC_WINDOW_ARGS>(dx, zero, [&](long long plane, float *sum) {
+    long long n = plane / C, c = plane % C;
+    for_taps<OTC_WINDOW_ARGS>([&](long long kh, long long kw, long long in, long long out) {
+      sum[in] += cols[(((c * KH + kh) * KW + kw) * N + n) * OH * OW + out];
+    });
+  });
+#endif
 }
 
 template <OTC_WINDOW>
@@ -254,7 +334,18 @@ void max_pool(const float *x, float *y, long long *idx OTC_WINDOW_STREAM) {
 
 template <OTC_WINDOW>
 void max_pool_grad(const float *dy, const long long *idx, float *dx, int zero OTC_WINDOW_STREAM) {
+#ifdef __CUDACC__
   OTC_WINDOW_RUN(N * C * H * W, (MaxPoolGrad<OTC_WINDOW_ARGS>{dy, idx, dx, zero}));
+#else
+  gradient_planes<OTC_WINDOW_ARGS>(dx, zero, [&](long long plane, float *sum) {
+    const float *g = dy + plane * OH * OW;
+    const long long *at = idx + plane * OH * OW;
+    for_taps<OTC_WINDOW_ARGS>([&](long long, long long, long long in, long long out) {
+      if (at[out] == in)
+        sum[in] += g[out];
+    });
+  });
+#endif
 }
 
 template <OTC_WINDOW, long long CountPad>
@@ -264,7 +355,16 @@ void avg_pool(const float *x, float *y OTC_WINDOW_STREAM) {
 
 template <OTC_WINDOW, long long CountPad>
 void avg_pool_grad(const float *dy, float *dx, int zero OTC_WINDOW_STREAM) {
+#ifdef __CUDACC__
   OTC_WINDOW_RUN(N * C * H * W, (AvgPoolGrad<OTC_WINDOW_ARGS, CountPad != 0>{dy, dx, zero}));
+#else
+  gradient_planes<OTC_WINDOW_ARGS>(dx, zero, [&](long long plane, float *sum) {
+    const float *g = dy + plane * OH * OW;
+    for_taps<OTC_WINDOW_ARGS>([&](long long, long long, long long in, long long out) {
+      sum[in] += g[out] / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad != 0>(out / OW, out % OW);
+    });
+  });
+#endif
 }
 
 #undef OTC_MEMBER
