@@ -1,4 +1,5 @@
 #include "ModelChecks.h"
+#include "WeightFiles.h"
 
 #include "otc/runtime/limits.h"
 
@@ -16,7 +17,8 @@ namespace {
 
 using onnx::TensorProto;
 
-/// Bytes per element, or 0 for types otc cannot size (strings, unknown).
+} // namespace
+
 int64_t elementSize(int type) {
   switch (type) {
   case TensorProto::UINT8: case TensorProto::INT8: case TensorProto::BOOL:
@@ -35,6 +37,8 @@ int64_t elementSize(int type) {
     return 0;
   }
 }
+
+namespace {
 
 /// How many values of each typed field a tensor of `type` with `count`
 /// elements holds (onnx.proto: which field carries which type).
@@ -70,7 +74,6 @@ public:
 
   bool graph(onnx::GraphProto &g, int depth);
   bool node(onnx::NodeProto &n, int depth);
-  bool loadedExternal = false;
 
 private:
   bool fail(const std::string &message) {
@@ -173,7 +176,9 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
     return fail(what + " uses external data, which needs the model's folder");
   std::string location;
   int64_t offset = 0, length = -1;
+  bool lifted = false; // inline raw_data that import left in the model's file
   for (const auto &kv : t.external_data()) {
+    lifted |= kv.key() == kLiftedKey;
     if (kv.key() == "location") {
       location = kv.value();
     } else if (kv.key() == "offset" || kv.key() == "length") {
@@ -219,8 +224,10 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
   }
   bool ok = true;
   if (length >= 0 && length != bytes)
-    ok = fail(where + " has length " + std::to_string(length) +
-              ", but the tensor's shape needs " + std::to_string(bytes) + " bytes");
+    ok = lifted ? fail(what + " holds " + std::to_string(length) +
+                       " bytes of raw_data, but its shape needs " + std::to_string(bytes))
+                : fail(where + " has length " + std::to_string(length) +
+                       ", but the tensor's shape needs " + std::to_string(bytes) + " bytes");
   else if (offset > st.st_size || bytes > st.st_size - offset)
     ok = fail(where + " holds " + std::to_string(st.st_size) + " bytes, too few for " +
               std::to_string(bytes) + " at offset " + std::to_string(offset));
@@ -246,7 +253,6 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
   t.clear_external_data();
   t.set_data_location(TensorProto::DEFAULT);
   t.set_raw_data(std::move(data));
-  loadedExternal = true;
   return true;
 }
 
@@ -329,13 +335,12 @@ int64_t boundedVolume(const int64_t *dims, size_t rank) {
 }
 
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
-                const llvm::StringSet<> &leave, bool &loadedExternal, std::string &error) {
+                const llvm::StringSet<> &leave, std::string &error) {
   Checker c(modelDir, leave, error);
   bool ok = c.graph(*model.mutable_graph(), 0);
   for (auto &f : *model.mutable_functions())
     for (auto &n : *f.mutable_node())
       ok = ok && c.node(n, 1);
-  loadedExternal = c.loadedExternal;
   return ok;
 }
 

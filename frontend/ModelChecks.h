@@ -15,11 +15,14 @@ namespace otc {
 /// and every declared value shape against the input contract. Tensors with
 /// external data are read from files inside `modelDir` and become inline,
 /// but for the main graph's initializers named in `leave`, whose data is
-/// checked where it lies; `loadedExternal` tells whether any became inline.
-/// With an empty `modelDir`, external data is rejected. Returns false with
-/// one line in `error`.
+/// checked where it lies. With an empty `modelDir`, external data is
+/// rejected. Returns false with one line in `error`.
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
-                const llvm::StringSet<> &leave, bool &loadedExternal, std::string &error);
+                const llvm::StringSet<> &leave, std::string &error);
+
+/// Bytes per element of an ONNX data type, or 0 for types otc cannot size
+/// (strings, unknown).
+int64_t elementSize(int type);
 
 /// The product of `dims` with zeros counted as ones, or -1 when a dim is
 /// negative or it passes OTC_MAX_ELEMENTS: a zero-sized tensor may not hide

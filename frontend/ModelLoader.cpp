@@ -205,6 +205,10 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
     error = "--loss names " + quoted(out) + ", which is not a model output";
     return false;
   }
+  if (llvm::any_of(g.initializer(), [&](const auto &t) { return t.name() == out; })) {
+    error = "--loss names " + quoted(out) + ", an initializer, not a value the graph computes";
+    return false;
+  }
   std::string extra = kind == "mse" ? "targets" : "labels";
   for (const char *name : {extra.c_str(), "otc_loss", "otc_loss/diff", "otc_loss/sq"})
     if (nameTaken(g, name)) {
@@ -337,64 +341,90 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     }
 }
 
-/// The bytes an executable embeds: `model` as rewritten. Unless `withWeights`, the parameters' values are left out: the
-/// executable reads them at start from the model's file, whose absolute
-/// path the metadata records with the sources of the copies that otc made
-/// (`untied`, which the file holds under their source's name).
-bool embedModel(onnx::ModelProto &model, bool rewritten, const std::string &name,
-                bool withWeights, const std::vector<std::pair<std::string, std::string>> &untied,
-                std::string &out, llvm::StringSet<> &params, std::string &error) {
+/// The bytes an executable embeds: `model` as rewritten. Unless
+/// `withWeights`, the parameters' values are left out: the executable reads
+/// them at start from the model's file, whose absolute path the metadata
+/// records. Either way it records the sources of the copies otc made
+/// (`untied`), which a model file holds under their source's name (--init).
+/// An initializer whose data import left in its file without it becoming a
+/// parameter (one only copies read) is read here, so the model is whole.
+bool embedModel(onnx::ModelProto &model, const std::string &name, bool withWeights,
+                const std::vector<std::pair<std::string, std::string>> &untied,
+                TensorBytes &bytes, std::string &out, llvm::StringSet<> &params,
+                std::string &error) {
   // The runtime's keys: a model that brings its own is not trusted with them.
   auto &props = *model.mutable_metadata_props();
-  size_t before = size_t(props.size());
   props.erase(std::remove_if(props.begin(), props.end(),
                              [](const auto &p) { return p.key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0; }),
               props.end());
-  if (withWeights) {
-    if (rewritten && model.ByteSizeLong() > size_t(INT32_MAX)) {
-      error = quotedPath(name) + " holds more than 2 GiB with its external data, "
-              "more than one ONNX file can carry (compile without --embed-weights)";
-      return false;
-    }
-    return model.SerializeToString(&out);
-  }
-  char *real = realpath(name.c_str(), nullptr);
-  std::string path = real ? real : "";
-  std::free(real);
-  if (path.empty()) {
-    error = "cannot resolve the path of " + quotedPath(name) + ", which the executable reads";
-    return false;
-  }
-  params = parameterInitializers(model.graph(), defaultOpset(model));
-  onnx::GraphProto &g = *model.mutable_graph();
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> full;
-  full.Swap(g.mutable_initializer());
-  for (const onnx::TensorProto &t : full) {
-    onnx::TensorProto *e = g.add_initializer();
-    if (!params.contains(t.name())) {
-      *e = t;
-      continue;
-    }
-    e->set_name(t.name());
-    e->set_data_type(t.data_type());
-    *e->mutable_dims() = t.dims();
-  }
+  params = withWeights ? llvm::StringSet<>()
+                       : parameterInitializers(model.graph(), defaultOpset(model));
   auto add = [&](const char *key, const std::string &value) {
     auto *p = props.Add();
     p->set_key(key);
     p->set_value(value);
   };
-  add(OTC_WEIGHTS_FILE_KEY, path);
+  if (!withWeights) {
+    // The folder's real path and the file's own name: external data lies
+    // beside the name import read, even where that name is a link.
+    size_t slash = name.rfind('/');
+    std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : name.substr(0, slash);
+    char *real = realpath(folder.c_str(), nullptr);
+    std::string path = real ? std::string(real) + "/" + name.substr(slash + 1) : "";
+    std::free(real);
+    if (path.empty()) {
+      error = "cannot resolve the path of " + quotedPath(name) + ", which the executable reads";
+      return false;
+    }
+    add(OTC_WEIGHTS_FILE_KEY, path);
+  }
+  // Each copy's source in the file: chains of copies lead to the first.
+  std::map<std::string, std::string> sourceOf(untied.begin(), untied.end());
   std::string aliases;
-  for (const auto &[copy, source] : untied)
-    if (params.contains(copy))
-      aliases += copy + "\t" + source + "\n";
+  for (auto [copy, source] : untied) {
+    for (size_t hops = 0; sourceOf.count(source) && hops < untied.size(); ++hops)
+      source = sourceOf[source];
+    aliases += copy + "\t" + source + "\n";
+  }
   if (!aliases.empty())
     add(OTC_WEIGHTS_ALIASES_KEY, aliases);
-  bool ok = model.ByteSizeLong() <= size_t(INT32_MAX);
-  if (!ok)
-    error = quotedPath(name) + " holds more than 2 GiB of constants that are not parameters";
-  else
+  onnx::GraphProto &g = *model.mutable_graph();
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> full;
+  full.Swap(g.mutable_initializer());
+  bool ok = true;
+  for (const onnx::TensorProto &t : full) {
+    onnx::TensorProto *e = g.add_initializer();
+    if (params.contains(t.name())) {
+      e->set_name(t.name());
+      e->set_data_type(t.data_type());
+      *e->mutable_dims() = t.dims();
+      continue;
+    }
+    *e = t;
+    if (t.data_location() != onnx::TensorProto::EXTERNAL)
+      continue;
+    int64_t count = 1;
+    for (int64_t d : t.dims())
+      count *= d;
+    std::string_view data = bytes.of(t, size_t(count) * size_t(elementSize(t.data_type())));
+    if (data.empty() && count > 0) {
+      error = "cannot read the data of initializer " + quoted(t.name()) + " of " + quotedPath(name);
+      ok = false;
+      break;
+    }
+    e->clear_external_data();
+    e->clear_data_location();
+    e->set_raw_data(std::string(data));
+  }
+  if (ok && model.ByteSizeLong() > size_t(INT32_MAX)) {
+    error = quotedPath(name) + (withWeights ? " holds more than 2 GiB with its external data, more "
+                                             "than one ONNX file can carry (compile without "
+                                             "--embed-weights)"
+                                           : " holds more than 2 GiB of constants that are not "
+                                             "parameters");
+    ok = false;
+  }
+  if (ok)
     model.SerializeToString(&out);
   g.mutable_initializer()->Swap(&full);
   while (props.size() && props.rbegin()->key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0)
@@ -415,9 +445,7 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // parameters' external data is read only to be embedded; else it is
   // checked and left where it lies, read there to tie copies.
   llvm::StringSet<> params = parameterInitializers(model.graph(), defaultOpset(model));
-  bool loadedExternal = false;
-  if (!checkModel(model, modelDir, options.embedWeights ? llvm::StringSet<>() : params,
-                  loadedExternal, error))
+  if (!checkModel(model, modelDir, options.embedWeights ? llvm::StringSet<>() : params, error))
     return nullptr;
   TensorBytes bytes(modelDir);
   // Unsupported operators are refused before libonnx's checker and shape
@@ -433,6 +461,7 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   auto untied = untieMergedCopies(model);
   if (error = tieAsAsked(model, options.ties, bytes); !error.empty())
     return nullptr;
+  auto aliases = untied; // every copy's source, for the runtime
   llvm::erase_if(untied, [&](const auto &u) {
     return llvm::any_of(options.ties, [&](const auto &t) { return t.second == u.first || t.second == u.second; });
   });
@@ -448,19 +477,18 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     if (told.insert(t).second)
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
-  bool rewritten = loadedExternal || !tied.empty() || !untied.empty() || !options.ties.empty();
   llvm::StringSet<> stripped;
-  if (embeddedModel &&
-      !embedModel(model, rewritten, name, options.embedWeights, untied, *embeddedModel, stripped,
-                  error))
+  if (embeddedModel && !embedModel(model, name, options.embedWeights, aliases, bytes,
+                                   *embeddedModel, stripped, error))
     return nullptr;
   // The parameters' values are the executable's to read: import needs their
   // types and shapes, so the model holds no copy of the weights from here.
   // One zero element stands in for them: libonnx's checker wants a value
   // field, and nothing reads a parameter's values at compile time.
+  // (Data still in a file is an initializer that only copies read.)
   params = parameterInitializers(model.graph(), defaultOpset(model));
   for (auto &t : *model.mutable_graph()->mutable_initializer())
-    if (params.contains(t.name())) {
+    if (params.contains(t.name()) || t.data_location() == onnx::TensorProto::EXTERNAL) {
       t.clear_float_data();
       t.clear_double_data();
       t.clear_external_data();

@@ -34,11 +34,19 @@ std::string_view valuesOf(const onnx::TensorProto &t, TensorBytes &bytes) {
 }
 
 /// The float32 values of a checked initializer, or null for another type.
-const float *floatsOf(const onnx::TensorProto &t, TensorBytes &bytes) {
+/// They may lie anywhere in a mapped file: read them with at().
+const char *floatsOf(const onnx::TensorProto &t, TensorBytes &bytes) {
   if (t.data_type() != onnx::TensorProto::FLOAT)
     return nullptr;
   std::string_view v = valuesOf(t, bytes);
-  return v.empty() ? nullptr : reinterpret_cast<const float *>(v.data());
+  return v.empty() ? nullptr : v.data();
+}
+
+/// Value `i` of float32 values at any alignment.
+float at(const char *values, int64_t i) {
+  float v;
+  std::memcpy(&v, values + i * 4, sizeof v);
+  return v;
 }
 
 /// One value repeated (a fresh zero or one initialisation, or a scalar):
@@ -53,8 +61,8 @@ bool repeated(std::string_view bytes, size_t width) {
 struct Matrix {
   const onnx::TensorProto *tensor;
   int64_t rows, cols;
-  const float *values;
-  int index; // in the initializers
+  const char *values; // float32, read with at()
+  int index;          // in the initializers
 };
 
 /// Bitwise equal floats (so -0 and 0 differ, and a NaN matches itself).
@@ -65,14 +73,14 @@ bool isTransposeOf(const Matrix &b, const Matrix &a) {
     return false;
   for (int64_t i = 0; i < b.rows; ++i)
     for (int64_t j = 0; j < b.cols; ++j)
-      if (!same(b.values[i * b.cols + j], a.values[j * a.cols + i]))
+      if (!same(at(b.values, i * b.cols + j), at(a.values, j * a.cols + i)))
         return false;
   return true;
 }
 
 bool uniform(const Matrix &m) {
   for (int64_t i = 1; i < m.rows * m.cols; ++i)
-    if (!same(m.values[i], m.values[0]))
+    if (!same(at(m.values, i), at(m.values, 0)))
       return false;
   return true;
 }

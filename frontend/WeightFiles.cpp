@@ -128,6 +128,7 @@ bool tensor(std::string_view in, const char *base, const std::string &location,
   entry("location", location);
   entry("offset", std::to_string(raw.payload.data() - base));
   entry("length", std::to_string(raw.payload.size()));
+  entry(kLiftedKey, "1");
   return true;
 }
 
@@ -158,6 +159,10 @@ bool parseLeavingWeights(const std::string &path, onnx::ModelProto &model) {
   std::string_view file = mapFile(path, false);
   if (file.empty())
     return false;
+  struct Unmap {
+    std::string_view f;
+    ~Unmap() { munmap(const_cast<char *>(f.data()), f.size()); }
+  } unmap{file};
   size_t slash = path.rfind('/');
   std::string location = slash == std::string::npos ? path : path.substr(slash + 1);
   std::string skeleton;
@@ -166,7 +171,6 @@ bool parseLeavingWeights(const std::string &path, onnx::ModelProto &model) {
       return tensor(t, file.data(), location, o);
     });
   });
-  munmap(const_cast<char *>(file.data()), file.size());
   return ok && skeleton.size() <= size_t(INT32_MAX) && model.ParseFromString(skeleton);
 }
 

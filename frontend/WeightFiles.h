@@ -14,6 +14,10 @@
 
 namespace otc {
 
+/// The external-data key that marks a tensor whose raw_data import left in
+/// the model's file (its errors speak of raw_data).
+inline constexpr const char *kLiftedKey = "otc.left_in_file";
+
 /// Parses the regular file `path` (not a symbolic link) into `model`, each
 /// main-graph initializer's raw_data of 64 KiB or more left in the file:
 /// the tensor names it as external data (location: the file's name, offset,

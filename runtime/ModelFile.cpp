@@ -7,6 +7,7 @@
 #include "Hash.h"
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -206,6 +207,19 @@ bool readInitialParameters(const std::string &init,
   return readFromModel(model, folderOf(file), what, shapes, aliases, out, hash, error);
 }
 
+bool checkSavable(int64_t parameterBytes, std::string &error) {
+  onnx::ModelProto model;
+  if (!loadEmbedded(model, error))
+    return false;
+  int64_t bytes = int64_t(otc_model_end - otc_model_begin) +
+                  (metadata(model, OTC_WEIGHTS_FILE_KEY).empty() ? 0 : parameterBytes);
+  if (bytes <= INT32_MAX)
+    return true;
+  error = "the trained model would hold " + std::to_string(bytes >> 20) +
+          " MiB, more than the 2 GiB one ONNX file carries (keep the run with --checkpoint)";
+  return false;
+}
+
 uint64_t compiledModelFingerprint() {
   size_t size = size_t(otc_model_end - otc_model_begin);
   onnx::ModelProto model;
@@ -234,7 +248,7 @@ bool writeTrainedModel(const std::string &path,
     auto it = values.find(t.name());
     bool empty = !t.has_raw_data() && t.float_data_size() == 0 &&
                  t.data_location() != onnx::TensorProto::EXTERNAL;
-    if (it == values.end() && empty && t.dims_size() > 0) {
+    if (it == values.end() && empty) {
       int64_t count = 1;
       for (int64_t d : t.dims())
         count *= d;

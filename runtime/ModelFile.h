@@ -20,6 +20,11 @@ bool readInitialParameters(const std::string &init,
                            std::map<std::string, std::vector<float>> &out, uint64_t &hash,
                            std::string &error);
 
+/// Whether --save can write the trained model, which adds
+/// `parameterBytes` of values to the embedded model where it left them out:
+/// one ONNX file holds at most 2 GiB.
+bool checkSavable(int64_t parameterBytes, std::string &error);
+
 /// The FNV-1a of the embedded model, less the path it was compiled from: an
 /// executable compiled from the same model elsewhere resumes its runs.
 uint64_t compiledModelFingerprint();

@@ -348,6 +348,11 @@ struct Trainer {
       opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear(), opt.trace.clear();
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
+    int64_t parameterBytes = 0;
+    for (int i = 0; i < prog.num_params; ++i)
+      parameterBytes += elements(prog.params[i]) * int64_t(sizeof(float));
+    if (!opt.save.empty() && !checkSavable(parameterBytes, error))
+      die("--save: " + error);
     if (!opt.trace.empty() && !checkReplaceable(opt.trace, error))
       die("--trace: " + error);
     if (!opt.saveAdapter.empty() && prog.num_lora == 0)
