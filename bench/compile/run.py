@@ -13,6 +13,7 @@ executable. The CUDA target compiles and links here without a GPU.
 usage: run.py [WORK_DIR] [--runs N]     (build/bin/otc built; Debian's
 python3 with torch)
 """
+import argparse
 import statistics
 import subprocess
 import sys
@@ -56,13 +57,12 @@ def compile_once(model, exe, target, embed):
 
 
 def main():
-    args = sys.argv[1:]
-    runs = 3
-    if "--runs" in args:
-        i = args.index("--runs")
-        runs = int(args[i + 1])
-        del args[i:i + 2]
-    work = Path(args[0]) if args else Path(tempfile.mkdtemp(prefix="otc-compile-bench-"))
+    p = argparse.ArgumentParser(description="otc compile at GPT-2 124M")
+    p.add_argument("work", nargs="?", help="folder for the model and executables")
+    p.add_argument("--runs", type=int, default=3)
+    a = p.parse_args()
+    runs = a.runs
+    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="otc-compile-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     model = work / "gpt2_124m.onnx"
     if not model.exists():

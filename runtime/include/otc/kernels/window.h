@@ -63,11 +63,12 @@ OTC_HD float col2im_at(const float *cols, long long i) {
   return sum;
 }
 
-/// Max pooling at output i of [N, C, OH, OW]: the value, and the flat index
-/// ih * W + iw of the first maximum in the plane (NaN wins, as in PyTorch).
+/// Max pooling of window (oh, ow) of the plane `x` (H x W): the value, and
+/// the flat index ih * W + iw of the first maximum in the plane (NaN wins,
+/// as in PyTorch).
 template <OTC_WINDOW>
-OTC_HD void max_pool_at(const float *x, long long i, float &best, long long &at) {
-  long long ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+OTC_HD void max_pool_window(const float *x, long long oh, long long ow, float &best,
+                            long long &at) {
   best = -INFINITY;
   at = -1;
   for (long long kh = 0; kh < KH; ++kh) {
@@ -78,7 +79,7 @@ OTC_HD void max_pool_at(const float *x, long long i, float &best, long long &at)
       long long iw = ow * SW - PL + kw * DW;
       if (iw < 0 || iw >= W)
         continue;
-      float v = x[(plane * H + ih) * W + iw];
+      float v = x[ih * W + iw];
       if (at < 0 || v > best || isnan(v)) {
         best = v;
         at = ih * W + iw;
@@ -87,6 +88,13 @@ OTC_HD void max_pool_at(const float *x, long long i, float &best, long long &at)
       }
     }
   }
+}
+
+/// Max pooling at output i of [N, C, OH, OW] (max_pool_window).
+template <OTC_WINDOW>
+OTC_HD void max_pool_at(const float *x, long long i, float &best, long long &at) {
+  long long ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
+  max_pool_window<OTC_WINDOW_ARGS>(x + plane * H * W, oh, ow, best, at);
 }
 
 template <OTC_WINDOW>
@@ -329,7 +337,17 @@ void col2im(const float *cols, float *dx, int zero OTC_WINDOW_STREAM) {
 
 template <OTC_WINDOW>
 void max_pool(const float *x, float *y, long long *idx OTC_WINDOW_STREAM) {
+#ifdef __CUDACC__
   OTC_WINDOW_RUN(N * C * OH * OW, (MaxPool<OTC_WINDOW_ARGS>{x, y, idx}));
+#else
+#pragma omp parallel for if (N * C * OH * OW >= (1 << 14))
+  for (long long plane = 0; plane < N * C; ++plane)
+    for (long long oh = 0; oh < OH; ++oh)
+      for (long long ow = 0; ow < OW; ++ow) {
+        long long o = (plane * OH + oh) * OW + ow;
+        max_pool_window<OTC_WINDOW_ARGS>(x + plane * H * W, oh, ow, y[o], idx[o]);
+      }
+#endif
 }
 
 template <OTC_WINDOW>
@@ -337,9 +355,18 @@ void max_pool_grad(const float *dy, const long long *idx, float *dx, int zero OT
 #ifdef __CUDACC__
   OTC_WINDOW_RUN(N * C * H * W, (MaxPoolGrad<OTC_WINDOW_ARGS>{dy, idx, dx, zero}));
 #else
+  // Windows that do not overlap cover each input once: each output's share
+  // goes straight to its maximum, in any order.
+  constexpr bool apart = SH >= (KH - 1) * DH + 1 && SW >= (KW - 1) * DW + 1;
   gradient_planes<OTC_WINDOW_ARGS>(dx, zero, [&](long long plane, float *sum) {
     const float *g = dy + plane * OH * OW;
     const long long *at = idx + plane * OH * OW;
+    if (apart) {
+      for (long long o = 0; o < OH * OW; ++o)
+        if (at[o] >= 0)
+          sum[at[o]] += g[o];
+      return;
+    }
     for_taps<OTC_WINDOW_ARGS>([&](long long, long long, long long in, long long out) {
       if (at[out] == in)
         sum[in] += g[out];
