@@ -3,10 +3,11 @@
 // parameter list (OTC_WINDOW): kernel KH x KW, strides, pads top/left/
 // bottom/right and dilations, output OH x OW. A 1-D window is H = KH = 1.
 //
-// Every gradient is in gather form: each input element sums the windows
-// that cover it, in a fixed order, so runs and targets agree bit for bit
-// and no atomics are needed. `zero` is 1, or the window's first-micro-batch
-// flag when the output is a gradient buffer.
+// Every gradient sums, for each input element, the windows that cover it
+// in the order of kh, then kw: in gather form on CUDA (no atomics), by
+// planes on the CPU, so runs and targets agree bit for bit. `zero` is 1,
+// or the window's first-micro-batch flag when the output is a gradient
+// buffer.
 #ifndef OTC_KERNELS_WINDOW_H
 #define OTC_KERNELS_WINDOW_H
 
