@@ -207,12 +207,20 @@ bool readInitialParameters(const std::string &init,
   return readFromModel(model, folderOf(file), what, shapes, aliases, out, hash, error);
 }
 
+/// The model file the embedded model names, or "" where it carries the
+/// weights: parsed once (with --embed-weights the embedded model is large).
+static const std::string &compiledWeightsFile() {
+  static const std::string file = [] {
+    onnx::ModelProto model;
+    std::string error;
+    return loadEmbedded(model, error) ? metadata(model, OTC_WEIGHTS_FILE_KEY) : std::string();
+  }();
+  return file;
+}
+
 bool checkSavable(int64_t parameterBytes, std::string &error) {
-  onnx::ModelProto model;
-  if (!loadEmbedded(model, error))
-    return false;
   int64_t bytes = int64_t(otc_model_end - otc_model_begin) +
-                  (metadata(model, OTC_WEIGHTS_FILE_KEY).empty() ? 0 : parameterBytes);
+                  (compiledWeightsFile().empty() ? 0 : parameterBytes);
   if (bytes <= INT32_MAX)
     return true;
   error = "the trained model would hold " + std::to_string(bytes >> 20) +
@@ -224,7 +232,7 @@ uint64_t compiledModelFingerprint() {
   size_t size = size_t(otc_model_end - otc_model_begin);
   onnx::ModelProto model;
   std::string error;
-  if (!loadEmbedded(model, error) || metadata(model, OTC_WEIGHTS_FILE_KEY).empty())
+  if (compiledWeightsFile().empty() || !loadEmbedded(model, error))
     return fingerprint(otc_model_begin, size);
   auto &props = *model.mutable_metadata_props();
   props.erase(std::remove_if(props.begin(), props.end(),
