@@ -1,5 +1,6 @@
 // Element types, dim collapsing and the printed form of the kernel program.
 #include "Program.h"
+#include "Lowering.h"
 
 #include <algorithm>
 #include <sstream>
@@ -30,6 +31,15 @@ int64_t byteSize(ElemType t) {
 
 bool isFloat(ElemType t) {
   return t == ElemType::F32 || t == ElemType::F16 || t == ElemType::BF16;
+}
+
+std::string scalarText(const LibraryCall::Scalar &s) {
+  switch (s.kind) {
+  case LibraryCall::Scalar::First: return "first";
+  case LibraryCall::Scalar::Int: return intLiteral(s.value);
+  case LibraryCall::Scalar::Float: return floatLiteral(s.real);
+  }
+  return "?";
 }
 
 const char *kernelTemplate(LibraryCall::Kernel k) {
@@ -197,7 +207,7 @@ std::string printProgram(const Program &p) {
       for (int b : s.call.buffers)
         os << " b" << b;
       for (const LibraryCall::Scalar &a : s.call.scalars)
-        os << " " << (a.kind == LibraryCall::Scalar::First ? "first" : std::to_string(a.value));
+        os << " " << scalarText(a);
       os << "\n";
       continue;
     }

@@ -107,7 +107,9 @@ struct LibraryCall {
   X(MaxPool, "max_pool")                                                       \
   X(MaxPoolGrad, "max_pool_grad")                                              \
   X(AvgPool, "avg_pool")                                                       \
-  X(AvgPoolGrad, "avg_pool_grad")
+  X(AvgPoolGrad, "avg_pool_grad")                                              \
+  X(AttentionForward, "attention_forward")                                     \
+  X(AttentionBackward, "attention_backward")
   enum class Kernel : uint8_t {
 #define OTC_KERNEL_ENUM(Kind, name) Kind,
     OTC_LIBRARY_KERNELS(OTC_KERNEL_ENUM)
@@ -116,11 +118,13 @@ struct LibraryCall {
   Kernel kernel = Kernel::GatherBackward;
   std::vector<int64_t> constants;
   std::vector<int> buffers;
-  /// Run-time arguments after the buffers: integers, or the window's
-  /// first-micro-batch flag (for kernels that accumulate into gradients).
+  /// Run-time arguments after the buffers: integers, floats, or the
+  /// window's first-micro-batch flag (for kernels that accumulate into
+  /// gradients).
   struct Scalar {
-    enum Kind : uint8_t { Int, First } kind;
+    enum Kind : uint8_t { Int, First, Float } kind;
     int64_t value = 0;
+    double real = 0; // Float
   };
   std::vector<Scalar> scalars;
   /// The trailing `outputs` buffers are written; the others are read.
@@ -258,6 +262,8 @@ MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer);
 
 /// The library template `k` names (otc_kernels::NAME).
 const char *kernelTemplate(LibraryCall::Kernel k);
+/// A library call's run-time scalar as C: `first`, or a literal.
+std::string scalarText(const LibraryCall::Scalar &s);
 
 /// Merges adjacent iteration dims that every access walks contiguously, so
 /// an identity map becomes one flat loop. Keeps a RowReduce's last dim.

@@ -14,6 +14,7 @@ const RuleRegistry &RuleRegistry::get() {
     registerDataMovementRules(r);
     registerWindowRules(r);
     registerRotaryRules(r);
+    registerAttentionRules(r);
     registerStructuralRules(r);
     return r;
   }();

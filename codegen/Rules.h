@@ -55,6 +55,7 @@ void registerDataMovementRules(RuleRegistry &r);
 void registerStructuralRules(RuleRegistry &r);
 void registerWindowRules(RuleRegistry &r);
 void registerRotaryRules(RuleRegistry &r);
+void registerAttentionRules(RuleRegistry &r);
 
 /// Numpy broadcasting: the operand dims aligned to the result's trailing
 /// dims, size-1 dims read at 0.

@@ -64,4 +64,28 @@ int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * tap
 int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }
 int64_t AvgPoolGradOp::getFlopCount() { return elements(getGrad().getType()) * taps(getKernel()); }
 
+// Attention: the two products over every (t, s) pair, masked or not, as
+// PyTorch's FLOP counter counts them; the backward recomputes the scores
+// and makes four more.
+namespace {
+
+int64_t attentionPairs(Value q, Value k) {
+  auto qs = cast<ShapedType>(q.getType()).getShape();
+  return qs[0] * qs[1] * qs[2] * cast<ShapedType>(k.getType()).getShape()[2];
+}
+
+} // namespace
+
+int64_t AttentionOp::getFlopCount() {
+  int64_t d = cast<ShapedType>(getQuery().getType()).getShape()[3];
+  int64_t dv = cast<ShapedType>(getValue().getType()).getShape()[3];
+  return 2 * attentionPairs(getQuery(), getKey()) * (d + dv);
+}
+
+int64_t AttentionGradOp::getFlopCount() {
+  int64_t d = cast<ShapedType>(getQuery().getType()).getShape()[3];
+  int64_t dv = cast<ShapedType>(getValue().getType()).getShape()[3];
+  return 2 * attentionPairs(getQuery(), getKey()) * (3 * d + 2 * dv);
+}
+
 } // namespace otc

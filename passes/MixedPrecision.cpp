@@ -219,8 +219,9 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
         continue;
       SmallVector<unsigned> floats;
       bool anyF64 = false, allLow = true, anyStrong = false;
+      auto facts = cast<OpFactsInterface>(op);
       for (auto [i, v] : llvm::enumerate(op->getOperands()))
-        if (isFloatTensor(v.getType())) {
+        if (isFloatTensor(v.getType()) && facts.followsAutocast(i)) {
           Type e = cast<RankedTensorType>(v.getType()).getElementType();
           anyF64 |= e.isF64();
           if (!splatConstant(v)) {
@@ -242,14 +243,22 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
       for (unsigned i : floats)
         op->setOperand(i, castTo(b, op->getOperand(i), target, op->getLoc()));
       op->setAttr("otc.precision", b.getStringAttr(stringifyPrecisionClass(p)));
-      // Float results take the target type: the op is rebuilt when that
-      // changes them.
-      SmallVector<Type> results;
+      // Float results take the target type, or what the op infers from its
+      // new operands (attention's log-sum-exp stays float32): the op is
+      // rebuilt when that changes them.
+      SmallVector<Type> results, inferred;
+      auto infer = dyn_cast<InferTypeOpInterface>(op);
+      if (infer && failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                                 op->getAttrDictionary(),
+                                                 op->getPropertiesStorage(), op->getRegions(),
+                                                 inferred)))
+        return signalPassFailure();
       bool changed = false;
-      for (Type t : op->getResultTypes()) {
-        bool f = isFloatTensor(t) && cast<RankedTensorType>(t).getElementType() != target;
-        results.push_back(f ? withElement(t, target) : t);
-        changed |= f;
+      for (auto [i, t] : llvm::enumerate(op->getResultTypes())) {
+        Type r = infer ? inferred[i]
+                       : isFloatTensor(t) ? withElement(t, target) : t;
+        results.push_back(r);
+        changed |= r != t;
       }
       if (!changed)
         continue;

@@ -269,7 +269,7 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
   for (int b : call.buffers)
     args.push_back(bufferName(b));
   for (const LibraryCall::Scalar &s : call.scalars)
-    args.push_back(s.kind == LibraryCall::Scalar::First ? "first" : intLiteral(s.value));
+    args.push_back(scalarText(s));
   if (cuda)
     args.push_back("stream");
   for (size_t i = 0; i < args.size(); ++i)

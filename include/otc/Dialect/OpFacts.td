@@ -40,7 +40,8 @@ def Otc_OpFactsInterface : OpInterface<"OpFactsInterface"> {
     The facts about an op that passes other than its own need: its autocast
     class, its recompute class and its FLOP count. Each comes from a trait
     in the op's definition (Otc_Low, Otc_Cheap, Otc_Flops<1>, ...); there is
-    no default.
+    no default. `followsAutocast` alone has one (every operand follows the
+    class), which an op with an exception declares over.
   }];
   let cppNamespace = "::otc";
   let methods = [
@@ -50,6 +51,10 @@ def Otc_OpFactsInterface : OpInterface<"OpFactsInterface"> {
       "::otc::RecomputeClass", "getRecomputeClass">,
     InterfaceMethod<"The floating-point operations of one execution.",
       "int64_t", "getFlopCount">,
+    InterfaceMethod<[{Whether otc-mixed-precision casts float operand `operand` to the
+      type of the op's class. An op whose operand must keep its type (an
+      additive attention mask) declares its own.}],
+      "bool", "followsAutocast", (ins "unsigned":$operand), "", "return true;">,
   ];
 }
 

@@ -529,6 +529,7 @@ def Otc_SoftmaxOp : Otc_SoftmaxLikeOp<"softmax", "exp(x - max) / sum(exp(x - max
 def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 
 include "otc/Dialect/WindowOps.td"
+include "otc/Dialect/AttentionOps.td"
 
 //===----------------------------------------------------------------------===//
 // Losses

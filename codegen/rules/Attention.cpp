@@ -1,0 +1,93 @@
+// Fused attention: one call of the kernel library's attention_forward or
+// attention_backward (kernels/attention.h), with the geometry, the mask's
+// broadcast strides and the element types in the template.
+#include "../Rules.h"
+
+#include "otc/Dialect/Helpers.h"
+#include "otc/Dialect/OtcDialect.h"
+
+using namespace mlir;
+using Kernel = otc::LibraryCall::Kernel;
+
+namespace otc {
+namespace {
+
+/// The template constants: B, H, G, T, S, D, DV, Causal, Mask, and the
+/// mask's strides over [B, H, T, S] (0 where it broadcasts).
+template <class OpTy>
+std::vector<int64_t> constants(OpTy op) {
+  auto q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()), v = shapeOf(op.getValue());
+  std::vector<int64_t> c = {q[0], q[1], q[1] / k[1], q[2], k[2], q[3], v[3], op.getCausal()};
+  std::vector<int64_t> strides(4, 0);
+  int64_t kind = 0;
+  if (Value m = op.getMask()) {
+    kind = tensorType(m).getElementType().isInteger(1) ? 1 : 2;
+    auto own = shapeOf(m);
+    std::vector<int64_t> s = stridesOf(own);
+    for (size_t j = 0; j < own.size(); ++j)
+      if (own[j] != 1)
+        strides[j + 4 - own.size()] = s[j];
+  }
+  c.push_back(kind);
+  c.insert(c.end(), strides.begin(), strides.end());
+  return c;
+}
+
+/// The call's buffers for `inputs` (the mask appended when there is one),
+/// then `scratch`, then the results; its scale and fill.
+template <class OpTy>
+bool call(OpTy op, Lowering &l, Kernel kernel, ArrayRef<Value> inputs, ArrayRef<int> scratch,
+          ArrayRef<Value> results) {
+  LibraryCall c;
+  c.kernel = kernel;
+  c.constants = constants(op);
+  SmallVector<Value> reads(inputs);
+  if (Value m = op.getMask())
+    reads.push_back(m);
+  for (Value v : reads) {
+    int b = l.buffer(v, op);
+    if (b < 0)
+      return false;
+    c.buffers.push_back(b);
+  }
+  c.buffers.insert(c.buffers.end(), scratch.begin(), scratch.end());
+  for (Value v : results) {
+    int b = l.ownResult(v, op);
+    if (b < 0)
+      return false;
+    c.buffers.push_back(b);
+  }
+  c.outputs = int(scratch.size() + results.size());
+  LibraryCall::Scalar scale{LibraryCall::Scalar::Float}, fill{LibraryCall::Scalar::Float};
+  scale.real = op.getScale().convertToDouble();
+  fill.real = op.getFill() ? op.getFill()->convertToDouble() : 0.0;
+  c.scalars = {scale, fill};
+  l.newStep(Step::LibraryCall, op).call = c;
+  return true;
+}
+
+bool lowerAttention(Operation *op, Lowering &l) {
+  auto a = cast<AttentionOp>(op);
+  return call(a, l, Kernel::AttentionForward, {a.getQuery(), a.getKey(), a.getValue()}, {},
+              {a.getResult(), a.getStats()});
+}
+
+bool lowerAttentionGrad(Operation *op, Lowering &l) {
+  auto a = cast<AttentionGradOp>(op);
+  auto q = shapeOf(a.getQuery());
+  // Δ = dO · O per query row, which the dk/dv pass reads on CUDA.
+  int delta = l.scratch(ElemType::F32, {q[0], q[1], q[2]}, "attention_delta");
+  return call(a, l, Kernel::AttentionBackward,
+              {a.getGrad(), a.getQuery(), a.getKey(), a.getValue(), a.getOutput(), a.getStats()},
+              {delta}, {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()});
+}
+
+} // namespace
+
+void registerAttentionRules(RuleRegistry &r) {
+  auto own = StepRule::Output::Own;
+  r.steps[AttentionOp::getOperationName()] = {lowerAttention, nullptr, own};
+  r.steps[AttentionGradOp::getOperationName()] = {lowerAttentionGrad, nullptr, own};
+}
+
+} // namespace otc

@@ -1,0 +1,356 @@
+// Kernel library: fused scaled dot-product attention, forward and backward
+// (otc.attention, otc.attention_grad). Nothing T x S is stored: the forward
+// keeps each query row's maximum m and log-sum l, from which the backward
+// recomputes the probabilities exp(x - m - l) (FlashAttention's scheme; m
+// and l apart, so that a row masked everywhere by -3.4e38 stays uniform).
+//
+// Layouts are contiguous: q [B, H, T, D], k [B, H/G, S, D], v [B, H/G, S,
+// DV], out [B, H, T, DV], stats [B, H, T, 2] (m, l), delta [B, H, T]. Query head h reads key
+// head h / G. The mask (Mask 1: i1, scores set to `fill` where false;
+// Mask 2: added to the scores) is read at b MB + h MH + t MT + s MS, so any
+// broadcast costs nothing. With Causal (T = S) only keys s <= t take part.
+// Sums are float32 whatever Q is; a run's bits do not depend on threads.
+#ifndef OTC_KERNELS_ATTENTION_H
+#define OTC_KERNELS_ATTENTION_H
+
+#include "otc/runtime/kernel_support.h"
+
+#include <math.h>
+
+#define OTC_ATTENTION                                                                     \
+  long long B, long long H, long long G, long long T, long long S, long long D,           \
+      long long DV, long long Causal, long long Mask, long long MB, long long MH,         \
+      long long MT, long long MS
+#define OTC_ATTENTION_ARGS B, H, G, T, S, D, DV, Causal, Mask, MB, MH, MT, MS
+
+namespace otc_kernels {
+
+/// The score of query row (b, h, t) against key s, given q · k, and
+/// whether an i1 mask removed it (its gradient is then 0).
+template <OTC_ATTENTION, class M>
+OTC_HD float attention_score(float dot, const M *mask, long long b, long long h, long long t,
+                             long long s, float scale, float fill, bool &masked) {
+  float x = scale * dot;
+  masked = false;
+  if constexpr (Mask == 2)
+    x += otc_ld(mask[b * MB + h * MH + t * MT + s * MS]);
+  if constexpr (Mask == 1)
+    if (!mask[b * MB + h * MH + t * MT + s * MS]) {
+      masked = true;
+      x = fill;
+    }
+  return x;
+}
+
+#ifdef __CUDACC__
+// A warp per row: lanes split the dot products' D and hold DV / 32 of the
+// row's accumulators. Rows are query rows (forward, dq) or key rows (dk, dv).
+constexpr long long attention_lanes(long long n) { return (n + 31) / 32; }
+
+template <OTC_ATTENTION, class Q>
+__device__ float attention_dot(const Q *a, const Q *b, long long n, int lane) {
+  float sum = 0.0f;
+  for (long long i = lane; i < n; i += 32)
+    sum += otc_ld(a[i]) * otc_ld(b[i]);
+  return otc_warp_sum(sum);
+}
+
+template <OTC_ATTENTION, class Q, class M>
+__global__ void attention_forward_kernel(const Q *q, const Q *k, const Q *v, const M *mask,
+                                         Q *out, float *stats, float scale, float fill) {
+  constexpr long long HK = H / G, R = attention_lanes(DV);
+  int lane = threadIdx.x & 31;
+  for (long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; row < B * H * T;
+       row += (long long)gridDim.x * blockDim.x / 32) {
+    long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * HK + h / G) * S;
+    float m = -INFINITY, l = 0.0f, acc[R];
+    for (long long r = 0; r < R; ++r)
+      acc[r] = 0.0f;
+    long long end = Causal ? t + 1 : S;
+    for (long long s = 0; s < end; ++s) {
+      bool masked;
+      float x = attention_score<OTC_ATTENTION_ARGS>(
+          attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + (kv + s) * D, D, lane), mask, b, h, t,
+          s, scale, fill, masked);
+      float next = fmaxf(m, x);
+      // Rescale what was summed against the old maximum (none yet: -inf).
+      float c = m == -INFINITY ? 0.0f : expf(m - next), p = next == -INFINITY ? 0.0f : expf(x - next);
+      l = l * c + p;
+      for (long long r = 0; r < R; ++r) {
+        long long j = lane + 32 * r;
+        acc[r] = acc[r] * c + (j < DV ? p * otc_ld(v[(kv + s) * DV + j]) : 0.0f);
+      }
+      m = next;
+    }
+    for (long long r = 0; r < R; ++r)
+      if (lane + 32 * r < DV)
+        otc_store(out + row * DV + lane + 32 * r, acc[r] / l);
+    if (lane == 0) {
+      stats[2 * row] = m;
+      stats[2 * row + 1] = logf(l);
+    }
+  }
+}
+
+/// dq per query row; also writes delta = dO · O for the key-row kernel.
+template <OTC_ATTENTION, class Q, class M>
+__global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const Q *v,
+                                    const Q *out, const float *stats, const M *mask,
+                                    float *delta, Q *dq, float scale, float fill) {
+  constexpr long long HK = H / G, R = attention_lanes(D);
+  int lane = threadIdx.x & 31;
+  for (long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; row < B * H * T;
+       row += (long long)gridDim.x * blockDim.x / 32) {
+    long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * HK + h / G) * S;
+    float dd = attention_dot<OTC_ATTENTION_ARGS>(dout + row * DV, out + row * DV, DV, lane);
+    if (lane == 0)
+      delta[row] = dd;
+    float acc[R];
+    for (long long r = 0; r < R; ++r)
+      acc[r] = 0.0f;
+    long long end = Causal ? t + 1 : S;
+    for (long long s = 0; s < end; ++s) {
+      bool masked;
+      float x = attention_score<OTC_ATTENTION_ARGS>(
+          attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + (kv + s) * D, D, lane), mask, b, h, t,
+          s, scale, fill, masked);
+      float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
+      float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + row * DV, v + (kv + s) * DV, DV, lane);
+      float ds = masked ? 0.0f : p * (dp - dd);
+      for (long long r = 0; r < R; ++r)
+        if (lane + 32 * r < D)
+          acc[r] += ds * otc_ld(k[(kv + s) * D + lane + 32 * r]);
+    }
+    for (long long r = 0; r < R; ++r)
+      if (lane + 32 * r < D)
+        otc_store(dq + row * D + lane + 32 * r, scale * acc[r]);
+  }
+}
+
+/// dk and dv per key row, summed over the G query heads and the query rows
+/// that read it, in order.
+template <OTC_ATTENTION, class Q, class M>
+__global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, const Q *v,
+                                     const float *stats, const M *mask, const float *delta,
+                                     Q *dk, Q *dv, float scale, float fill) {
+  constexpr long long HK = H / G, RK = attention_lanes(D), RV = attention_lanes(DV);
+  int lane = threadIdx.x & 31;
+  for (long long key = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; key < B * HK * S;
+       key += (long long)gridDim.x * blockDim.x / 32) {
+    long long s = key % S, j = (key / S) % HK, b = key / (S * HK);
+    float ak[RK], av[RV];
+    for (long long r = 0; r < RK; ++r)
+      ak[r] = 0.0f;
+    for (long long r = 0; r < RV; ++r)
+      av[r] = 0.0f;
+    for (long long g = 0; g < G; ++g) {
+      long long h = j * G + g;
+      for (long long t = Causal ? s : 0; t < T; ++t) {
+        long long row = (b * H + h) * T + t;
+        bool masked;
+        float x = attention_score<OTC_ATTENTION_ARGS>(
+            attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + key * D, D, lane), mask, b, h, t, s,
+            scale, fill, masked);
+        float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
+        float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + row * DV, v + key * DV, DV, lane);
+        float ds = masked ? 0.0f : p * (dp - delta[row]);
+        for (long long r = 0; r < RV; ++r)
+          if (lane + 32 * r < DV)
+            av[r] += p * otc_ld(dout[row * DV + lane + 32 * r]);
+        for (long long r = 0; r < RK; ++r)
+          if (lane + 32 * r < D)
+            ak[r] += ds * otc_ld(q[row * D + lane + 32 * r]);
+      }
+    }
+    for (long long r = 0; r < RK; ++r)
+      if (lane + 32 * r < D)
+        otc_store(dk + key * D + lane + 32 * r, scale * ak[r]);
+    for (long long r = 0; r < RV; ++r)
+      if (lane + 32 * r < DV)
+        otc_store(dv + key * DV + lane + 32 * r, av[r]);
+  }
+}
+
+inline unsigned attention_blocks(long long rows) {
+  long long blocks = (rows + 7) / 8; // 8 warps of 256 threads
+  return (unsigned)(blocks < 65535 ? blocks : 65535);
+}
+
+template <OTC_ATTENTION, class Q, class M>
+void attention_forward(const Q *q, const Q *k, const Q *v, const M *mask, Q *out, float *stats,
+                       float scale, float fill, cudaStream_t stream) {
+  attention_forward_kernel<OTC_ATTENTION_ARGS>
+      <<<attention_blocks(B * H * T), 256, 0, stream>>>(q, k, v, mask, out, stats, scale, fill);
+}
+
+template <OTC_ATTENTION, class Q, class M>
+void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const Q *out,
+                        const float *stats, const M *mask, float *delta, Q *dq, Q *dk, Q *dv,
+                        float scale, float fill, cudaStream_t stream) {
+  attention_dq_kernel<OTC_ATTENTION_ARGS><<<attention_blocks(B * H * T), 256, 0, stream>>>(
+      dout, q, k, v, out, stats, mask, delta, dq, scale, fill);
+  attention_dkv_kernel<OTC_ATTENTION_ARGS><<<attention_blocks(B * (H / G) * S), 256, 0, stream>>>(
+      dout, q, k, v, stats, mask, delta, dk, dv, scale, fill);
+}
+
+// Without a mask.
+template <OTC_ATTENTION, class Q>
+void attention_forward(const Q *q, const Q *k, const Q *v, Q *out, float *stats, float scale,
+                       float fill, cudaStream_t stream) {
+  attention_forward<OTC_ATTENTION_ARGS>(q, k, v, (const float *)nullptr, out, stats, scale, fill,
+                                        stream);
+}
+
+template <OTC_ATTENTION, class Q>
+void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const Q *out,
+                        const float *stats, float *delta, Q *dq, Q *dk, Q *dv, float scale,
+                        float fill, cudaStream_t stream) {
+  attention_backward<OTC_ATTENTION_ARGS>(dout, q, k, v, out, stats, (const float *)nullptr, delta,
+                                         dq, dk, dv, scale, fill, stream);
+}
+#else
+// A query row per iteration: the row's scores in x[S], its output summed in
+// acc[DV]. The probabilities are normalised before the product with v, as
+// softmax then a matmul would.
+template <OTC_ATTENTION, class Q, class M>
+void attention_forward(const Q *q, const Q *k, const Q *v, const M *mask, Q *out, float *stats,
+                       float scale, float fill) {
+  constexpr long long HK = H / G;
+#pragma omp parallel if (B * H * T * S * (D + DV) >= (1 << 16))
+  {
+    float *x = new float[S], *acc = new float[DV], *qr = new float[D];
+#pragma omp for
+    for (long long row = 0; row < B * H * T; ++row) {
+      long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * HK + h / G) * S;
+      for (long long d = 0; d < D; ++d)
+        qr[d] = otc_ld(q[row * D + d]);
+      long long end = Causal ? t + 1 : S;
+      float m = -INFINITY;
+      for (long long s = 0; s < end; ++s) {
+        const Q *kr = k + (kv + s) * D;
+        float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+        for (long long d = 0; d < D; ++d)
+          dot += qr[d] * otc_ld(kr[d]);
+        bool masked;
+        x[s] = attention_score<OTC_ATTENTION_ARGS>(dot, mask, b, h, t, s, scale, fill, masked);
+        m = x[s] > m ? x[s] : m;
+      }
+      float sum = 0.0f;
+      for (long long s = 0; s < end; ++s) {
+        x[s] = expf(x[s] - m);
+        sum += x[s];
+      }
+      for (long long j = 0; j < DV; ++j)
+        acc[j] = 0.0f;
+      for (long long s = 0; s < end; ++s) {
+        const Q *vr = v + (kv + s) * DV;
+        float p = x[s] / sum;
+#pragma omp simd
+        for (long long j = 0; j < DV; ++j)
+          acc[j] += p * otc_ld(vr[j]);
+      }
+      for (long long j = 0; j < DV; ++j)
+        otc_store(out + row * DV + j, acc[j]);
+      stats[2 * row] = m;
+      stats[2 * row + 1] = logf(sum);
+    }
+    delete[] x;
+    delete[] acc;
+    delete[] qr;
+  }
+}
+
+// A key/value head per iteration, which owns its dk and dv: the G query
+// heads that read it add into them in order, so no two threads share one.
+template <OTC_ATTENTION, class Q, class M>
+void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const Q *out,
+                        const float *stats, const M *mask, float *delta, Q *dq, Q *dk, Q *dv,
+                        float scale, float fill) {
+  constexpr long long HK = H / G;
+#pragma omp parallel if (B * H * T * S * (D + DV) >= (1 << 16))
+  {
+    float *ak = new float[S * D], *av = new float[S * DV], *aq = new float[D];
+    float *qr = new float[D], *go = new float[DV];
+#pragma omp for
+    for (long long head = 0; head < B * HK; ++head) {
+      long long b = head / HK, j = head % HK;
+      const Q *kb = k + head * S * D, *vb = v + head * S * DV;
+      for (long long i = 0; i < S * D; ++i)
+        ak[i] = 0.0f;
+      for (long long i = 0; i < S * DV; ++i)
+        av[i] = 0.0f;
+      for (long long g = 0; g < G; ++g) {
+        long long h = j * G + g;
+        for (long long t = 0; t < T; ++t) {
+          long long row = (b * H + h) * T + t;
+          for (long long d = 0; d < D; ++d) {
+            qr[d] = otc_ld(q[row * D + d]);
+            aq[d] = 0.0f;
+          }
+          float dd = 0.0f;
+          for (long long c = 0; c < DV; ++c) {
+            go[c] = otc_ld(dout[row * DV + c]);
+            dd += go[c] * otc_ld(out[row * DV + c]);
+          }
+          delta[row] = dd;
+          long long end = Causal ? t + 1 : S;
+          for (long long s = 0; s < end; ++s) {
+            const Q *kr = kb + s * D, *vr = vb + s * DV;
+            float dot = 0.0f, dp = 0.0f;
+#pragma omp simd reduction(+ : dot)
+            for (long long d = 0; d < D; ++d)
+              dot += qr[d] * otc_ld(kr[d]);
+#pragma omp simd reduction(+ : dp)
+            for (long long c = 0; c < DV; ++c)
+              dp += go[c] * otc_ld(vr[c]);
+            bool masked;
+            float x = attention_score<OTC_ATTENTION_ARGS>(dot, mask, b, h, t, s, scale, fill, masked);
+            float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
+            float ds = masked ? 0.0f : p * (dp - dd);
+            float *vs = av + s * DV, *ks = ak + s * D;
+#pragma omp simd
+            for (long long c = 0; c < DV; ++c)
+              vs[c] += p * go[c];
+#pragma omp simd
+            for (long long d = 0; d < D; ++d) {
+              aq[d] += ds * otc_ld(kr[d]);
+              ks[d] += ds * qr[d];
+            }
+          }
+          for (long long d = 0; d < D; ++d)
+            otc_store(dq + row * D + d, scale * aq[d]);
+        }
+      }
+      for (long long i = 0; i < S * D; ++i)
+        otc_store(dk + head * S * D + i, scale * ak[i]);
+      for (long long i = 0; i < S * DV; ++i)
+        otc_store(dv + head * S * DV + i, av[i]);
+    }
+    delete[] ak;
+    delete[] av;
+    delete[] aq;
+    delete[] qr;
+    delete[] go;
+  }
+}
+
+// Without a mask.
+template <OTC_ATTENTION, class Q>
+void attention_forward(const Q *q, const Q *k, const Q *v, Q *out, float *stats, float scale,
+                       float fill) {
+  attention_forward<OTC_ATTENTION_ARGS>(q, k, v, (const float *)nullptr, out, stats, scale, fill);
+}
+
+template <OTC_ATTENTION, class Q>
+void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const Q *out,
+                        const float *stats, float *delta, Q *dq, Q *dk, Q *dv, float scale,
+                        float fill) {
+  attention_backward<OTC_ATTENTION_ARGS>(dout, q, k, v, out, stats, (const float *)nullptr, delta,
+                                         dq, dk, dv, scale, fill);
+}
+#endif
+
+} // namespace otc_kernels
+
+#endif

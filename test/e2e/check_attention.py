@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Compiles otc.attention and otc.attention_grad with `otc kernel`, runs them
+on random inputs and checks the output, the log-sum-exp and the query, key
+and value gradients against a float64 reference, element by element.
+
+usage: check_attention.py OTC TMPDIR --type f32|f16|bf16 [--heads H]
+           [--kv-heads HK] [--queries T] [--keys S] [--causal]
+           [--mask none|add|keep] [--target cpu|cuda] [--build-only]
+
+Inputs are rounded to the storage type first, so the reference sees what
+the kernel sees. The bounds follow the kernel's float32 arithmetic, with
+g(n) = n 2^-24 the bound of a float32 sum of n terms relative to the sum
+of the terms' magnitudes:
+- a score x = scale q . k is off by ex = g(D) scale sum|q k|;
+- a probability p = exp(x - m) / sum is off relatively by
+  Ep = 2 max ex + (S + 8) 2^-24 (the max's shift, exp, the sum, the
+  division);
+- out = sum p v by Ep sum p|v| + g(S) sum p|v|; the row's statistics,
+  m = max x by max ex, and l = log sum exp(x - m) by
+  2 max ex + (S + 4) 2^-24 (1 + |l|);
+- dp = dO . v by g(DV) sum|dO v|, and delta = dO . O by g(DV) sum|dO O|
+  plus sum |dO| times O's own bound (the backward reads the computed O);
+- ds = p (dp - delta) by Ep |ds| + p (dp's + delta's);
+- dq = scale sum ds k by scale sum |ds's bound| |k| + g(S) scale sum|ds k|;
+  dk and dv likewise over the G T query rows that read a key.
+Results stored in 16 bits add u |v| (u = 2^-11 for f16, 2^-8 for bf16),
+and f16 2^-25 for its subnormals.
+
+An i1 mask sets the score to fill = -3.4028234663852886e38 where false, as
+Hugging Face's masked_fill with finfo.min: a row masked everywhere is then
+uniform, and its scores get no gradient. One row of the keep mask is
+masked everywhere; with the additive mask, the padded keys of sample 1
+with the causal mask mask its first rows everywhere.
+"""
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+U = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8, "f32": 0.0}
+EPS = 2.0 ** -24
+FILL = -3.4028234663852886e38
+
+
+def round_to(x, t):
+    x = np.asarray(x, dtype=np.float32)
+    if t == "f32":
+        return x
+    if t == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16  # nearest even
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def g(n):
+    return n * EPS
+
+
+def mlir(a, shapes, scale):
+    t = a.type
+    ty = lambda s, e=t: "tensor<" + "x".join(map(str, s)) + "x" + e + ">"
+    q, k, v, o = (ty(shapes[n]) for n in ("q", "k", "v", "o"))
+    lse = ty(shapes["lse"], "f32")
+    attrs = f"scale = {scale:.17e} : f64"
+    if a.causal:
+        attrs += ", causal = true"
+    args = [f"%q: {q}", f"%k: {k}", f"%v: {v}", f"%g: {o}"]
+    mask, mtype = "", ""
+    if a.mask != "none":
+        mt = ty(shapes["mask"], "i1" if a.mask == "keep" else "f32")
+        args.append(f"%m: {mt}")
+        mask, mtype = " mask %m", ", " + mt
+        if a.mask == "keep":
+            attrs += f", fill = {FILL:.17e} : f64"
+    return (f"func.func @attention({', '.join(args)}) -> ({o}, {lse}, {q}, {k}, {v}) {{\n"
+            f"  %o, %lse = otc.attention %q, %k, %v{mask} {{{attrs}}} : {q}, {k}, {v}{mtype} -> {o}, {lse}\n"
+            f"  %dq, %dk, %dv = otc.attention_grad %g, %q, %k, %v, %o, %lse{mask} {{{attrs}}}"
+            f" : {o}, {q}, {k}, {v}, {o}, {lse}{mtype} -> {q}, {k}, {v}\n"
+            f"  return %o, %lse, %dq, %dk, %dv : {o}, {lse}, {q}, {k}, {v}\n}}\n")
+
+
+def reference(q, k, v, mask, dO, a, scale, B, H, G, T, S, D, DV):
+    """Float64 values and bounds; mask broadcast to [B, H, T, S]."""
+    kk = np.repeat(k, G, axis=1)  # query head h reads key head h // G
+    vv = np.repeat(v, G, axis=1)
+    x = scale * np.einsum("bhtd,bhsd->bhts", q, kk)
+    ex = g(D) * scale * np.einsum("bhtd,bhsd->bhts", np.abs(q), np.abs(kk))
+    keep = np.ones((B, H, T, S), bool)
+    if a.causal:
+        keep &= np.tril(np.ones((T, S), bool))
+    masked = np.zeros((B, H, T, S), bool)
+    if a.mask == "add":
+        x = x + mask
+    elif a.mask == "keep":
+        masked = ~np.broadcast_to(mask, x.shape)
+        x = np.where(masked, FILL, x)
+        ex = np.where(masked, 0.0, ex)
+    x = np.where(keep, x, -np.inf)
+    m = x.max(-1, keepdims=True)
+    e = np.where(keep, np.exp(x - m), 0.0)
+    p = e / e.sum(-1, keepdims=True)
+    out = np.einsum("bhts,bhsc->bhtc", p, vv)
+    stats = np.stack([m[..., 0], np.log(e.sum(-1))], -1)
+    Ep = 2 * np.where(keep, ex, 0).max(-1, keepdims=True) + (S + 8) * EPS
+    pv = np.einsum("bhts,bhsc->bhtc", p, np.abs(vv))
+    b_out = (Ep + g(S)) * pv
+    emax = np.where(keep, ex, 0).max(-1)
+    b_stats = np.stack([emax, 2 * emax + (S + 4) * EPS * (1 + np.abs(stats[..., 1]))], -1)
+    u = U[a.type]
+    b_out_stored = b_out + u * np.abs(out)
+    dp = np.einsum("bhtc,bhsc->bhts", dO, vv)
+    delta = (dO * out).sum(-1, keepdims=True)
+    ds = np.where(masked, 0.0, p * (dp - delta))
+    e_dp = g(DV) * np.einsum("bhtc,bhsc->bhts", np.abs(dO), np.abs(vv))
+    e_delta = g(DV) * (np.abs(dO * out)).sum(-1, keepdims=True) + \
+        (np.abs(dO) * b_out_stored).sum(-1, keepdims=True)
+    e_ds = np.where(masked, 0.0, Ep * np.abs(ds) + p * (e_dp + e_delta))
+    dq = scale * np.einsum("bhts,bhsd->bhtd", ds, kk)
+    b_dq = scale * (np.einsum("bhts,bhsd->bhtd", e_ds, np.abs(kk)) +
+                    g(S) * np.einsum("bhts,bhsd->bhtd", np.abs(ds), np.abs(kk)))
+    fold = lambda y: y.reshape(B, H // G, G, *y.shape[2:]).sum(2)  # sum a key's query heads
+    dk = fold(scale * np.einsum("bhts,bhtd->bhsd", ds, q))
+    b_dk = fold(scale * (np.einsum("bhts,bhtd->bhsd", e_ds, np.abs(q)) +
+                         g(G * T) * np.einsum("bhts,bhtd->bhsd", np.abs(ds), np.abs(q))))
+    dv = fold(np.einsum("bhts,bhtc->bhsc", p, dO))
+    b_dv = fold(np.einsum("bhts,bhtc->bhsc", (Ep + g(G * T)) * p, np.abs(dO)))
+    sub = 2.0 ** -25 if a.type == "f16" else 0.0
+    stored = lambda want, b: b + u * np.abs(want) + sub
+    return [("out", out, b_out_stored + sub), ("stats", stats, b_stats),
+            ("dq", dq, stored(dq, b_dq)), ("dk", dk, stored(dk, b_dk)), ("dv", dv, stored(dv, b_dv))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("otc")
+    ap.add_argument("tmp")
+    ap.add_argument("--type", default="f32", choices=["f32", "f16", "bf16"])
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--kv-heads", type=int, default=4)
+    ap.add_argument("--queries", type=int, default=8)
+    ap.add_argument("--keys", type=int, default=8)
+    ap.add_argument("--dim", type=int, default=16)
+    ap.add_argument("--value-dim", type=int, default=8)
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--mask", default="none", choices=["none", "add", "keep"])
+    ap.add_argument("--target", default="cpu")
+    ap.add_argument("--build-only", action="store_true")
+    a = ap.parse_args()
+    B, H, HK, T, S, D, DV = a.batch, a.heads, a.kv_heads, a.queries, a.keys, a.dim, a.value_dim
+    G = H // HK
+    scale = 1 / np.sqrt(D)
+    shapes = {"q": (B, H, T, D), "k": (B, HK, S, D), "v": (B, HK, S, DV), "o": (B, H, T, DV),
+              "lse": (B, H, T, 2)}
+    rng = np.random.default_rng(11)
+    mask = None
+    if a.mask == "add":  # padding: the last keys of sample 1, as BERT's [B, 1, 1, S]
+        shapes["mask"] = (B, 1, 1, S)
+        mask = np.zeros(shapes["mask"], np.float32)
+        mask[1, ..., :3] = np.finfo(np.float32).min
+        mask[0, ..., 0] = -1.5  # and a finite bias
+    elif a.mask == "keep":  # per-query, shared by the batch and heads
+        shapes["mask"] = (1, 1, T, S)
+        mask = rng.random(shapes["mask"]) < 0.6
+        mask[..., :, 0] = True
+        mask[..., T // 2, :] = False  # a row masked everywhere
+    tmp = Path(a.tmp)
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "attention.mlir").write_text(mlir(a, shapes, scale))
+    exe = tmp / "attention"
+    subprocess.run([a.otc, "kernel", str(tmp / "attention.mlir"), "-o", str(exe), "--target", a.target],
+                   check=True)
+    if a.build_only:
+        return 0
+    q = round_to(rng.normal(0, 1, shapes["q"]), a.type)
+    k = round_to(rng.normal(0, 1, shapes["k"]), a.type)
+    v = round_to(rng.normal(0, 1, shapes["v"]), a.type)
+    dO = round_to(rng.normal(0, 1, shapes["o"]), a.type)
+    args = [q, k, v, dO] + ([mask] if mask is not None else [])
+    data = tmp / "data"
+    data.mkdir(exist_ok=True)
+    for i, x in enumerate(args):
+        np.save(data / f"arg{i}.npy", x)
+    subprocess.run([str(exe), str(data)], check=True)
+    got = [np.load(data / f"result{i}.npy").astype(np.float64) for i in range(5)]
+    f64 = lambda x: np.asarray(x, np.float64)
+    want = reference(f64(q), f64(k), f64(v), None if mask is None else (mask if a.mask == "keep" else f64(mask)),
+                     f64(dO), a, scale, B, H, G, T, S, D, DV)
+    ok = True
+    for r, (name, w, b) in zip(got, want):
+        err = np.abs(r - w)
+        worst = float(np.max(err - b))
+        good = worst <= 0 and np.all(np.isfinite(r))
+        ok &= good
+        print(f"{'ok' if good else 'FAIL'} {name}: max |err| {float(err.max()):.3g}, "
+              f"max bound {float(b.max()):.3g}, max err - bound {worst:.3g}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
