@@ -14,6 +14,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
+  pm.addPass(createFuseAttention());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createAutodiff());
   pm.addPass(createGradAccumulation());
@@ -31,6 +32,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
+  pm.addPass(createFuseAttention());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());
 }

@@ -3,9 +3,14 @@
 on random inputs and checks the output, the log-sum-exp and the query, key
 and value gradients against a float64 reference, element by element.
 
-usage: check_attention.py OTC TMPDIR --type f32|f16|bf16 [--heads H]
+usage: check_attention.py OTC DIR --type f32|f16|bf16 [--heads H]
            [--kv-heads HK] [--queries T] [--keys S] [--causal]
-           [--mask none|add|keep] [--target cpu|cuda] [--build-only]
+           [--mask none|add|keep] [--target cpu|cuda]
+           [--build-only | --run-only]
+
+DIR receives the function and the executable; --build-only stops there
+and --run-only (OTC unused) runs one built before, as on a GPU machine
+without MLIR (test/gpu/bundle.sh).
 
 Inputs are rounded to the storage type first, so the reference sees what
 the kernel sees. The bounds follow the kernel's float32 arithmetic, with
@@ -149,6 +154,7 @@ def main():
     ap.add_argument("--mask", default="none", choices=["none", "add", "keep"])
     ap.add_argument("--target", default="cpu")
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--run-only", action="store_true")
     a = ap.parse_args()
     B, H, HK, T, S, D, DV = a.batch, a.heads, a.kv_heads, a.queries, a.keys, a.dim, a.value_dim
     G = H // HK
@@ -169,10 +175,11 @@ def main():
         mask[..., T // 2, :] = False  # a row masked everywhere
     tmp = Path(a.tmp)
     tmp.mkdir(parents=True, exist_ok=True)
-    (tmp / "attention.mlir").write_text(mlir(a, shapes, scale))
     exe = tmp / "attention"
-    subprocess.run([a.otc, "kernel", str(tmp / "attention.mlir"), "-o", str(exe), "--target", a.target],
-                   check=True)
+    if not a.run_only:
+        (tmp / "attention.mlir").write_text(mlir(a, shapes, scale))
+        subprocess.run([a.otc, "kernel", str(tmp / "attention.mlir"), "-o", str(exe), "--target", a.target],
+                       check=True)
     if a.build_only:
         return 0
     q = round_to(rng.normal(0, 1, shapes["q"]), a.type)

@@ -199,6 +199,29 @@ std::vector<Case> cases() {
        "%s: tensor<3x4xf64> {otc.param = \"s\", otc.trainable}",
        "  %y = otc.rotary %x, %c, %s {transposed = true} : tensor<2x3x4xf64>, tensor<1x4xf64>, tensor<3x4xf64> -> tensor<2x3x4xf64>",
        "tensor<2x3x4xf64>", {2, 3, 4}},
+      // Fused attention, causal with grouped queries (4 query heads on 2
+      // key heads), then padded by an added mask and by an i1 mask with a
+      // row masked everywhere (uniform, no score gradient), T != S.
+      {"attention_causal_gqa", "%q: tensor<1x4x3x2xf64> {otc.param = \"q\", otc.trainable}, "
+       "%k: tensor<1x2x3x2xf64> {otc.param = \"k\", otc.trainable}, "
+       "%v: tensor<1x2x3x3xf64> {otc.param = \"v\", otc.trainable}",
+       "  %y, %st = otc.attention %q, %k, %v {causal = true, scale = 0.7 : f64} : tensor<1x4x3x2xf64>, "
+       "tensor<1x2x3x2xf64>, tensor<1x2x3x3xf64> -> tensor<1x4x3x3xf64>, tensor<1x4x3x2xf32>",
+       "tensor<1x4x3x3xf64>", {1, 4, 3, 3}},
+      {"attention_added_mask", "%q: tensor<2x1x2x3xf64> {otc.param = \"q\", otc.trainable}, "
+       "%k: tensor<2x1x4x3xf64> {otc.param = \"k\", otc.trainable}, "
+       "%v: tensor<2x1x4x2xf64> {otc.param = \"v\", otc.trainable}",
+       "  %m = otc.constant dense<[[[[0.0, 0.0, -1.5, 0.0]]], [[[0.0, 0.0, -3.0e38, -3.0e38]]]]> : tensor<2x1x1x4xf64>\n"
+       "  %y, %st = otc.attention %q, %k, %v mask %m {scale = 0.5 : f64} : tensor<2x1x2x3xf64>, "
+       "tensor<2x1x4x3xf64>, tensor<2x1x4x2xf64>, tensor<2x1x1x4xf64> -> tensor<2x1x2x2xf64>, tensor<2x1x2x2xf32>",
+       "tensor<2x1x2x2xf64>", {2, 1, 2, 2}},
+      {"attention_keep_mask", "%q: tensor<1x2x3x2xf64> {otc.param = \"q\", otc.trainable}, "
+       "%k: tensor<1x2x4x2xf64> {otc.param = \"k\", otc.trainable}, "
+       "%v: tensor<1x2x4x2xf64> {otc.param = \"v\", otc.trainable}",
+       "  %m = otc.constant dense<[[true, false, true, true], [false, false, false, false], [true, true, false, true]]> : tensor<3x4xi1>\n"
+       "  %y, %st = otc.attention %q, %k, %v mask %m {scale = 1.0 : f64, fill = -3.4028234663852886e38 : f64} : "
+       "tensor<1x2x3x2xf64>, tensor<1x2x4x2xf64>, tensor<1x2x4x2xf64>, tensor<3x4xi1> -> tensor<1x2x3x2xf64>, tensor<1x2x3x2xf32>",
+       "tensor<1x2x3x2xf64>", {1, 2, 3, 2}},
       // Where with a condition computed from the parameter itself (away
       // from the boundary), and a broadcast right-hand side.
       {"where_compare", kA23 + ", " + kB3,

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -144,6 +145,42 @@ const llvm::StringMap<double (*)(double)> kUnaryNodes = {
 #include "../../codegen/Nodes.def"
 };
 
+
+/// otc.attention and its gradient in float64, row by row: the scores x[s]
+/// of query row (b, h, t) against key head h / G, masked and causal as the
+/// op says; p = exp(x - m - l) from the row statistics (m, l).
+template <typename OpTy>
+struct AttentionRef {
+  mutable OpTy op; // generated accessors are not const
+  const Tensor &q, &k, &v;
+  const Tensor *mask;
+  int64_t B, H, G, T, S, D, DV;
+
+  AttentionRef(OpTy op, const Tensor &q, const Tensor &k, const Tensor &v, const Tensor *mask)
+      : op(op), q(q), k(k), v(v), mask(mask), B(q.shape[0]), H(q.shape[1]),
+        G(q.shape[1] / k.shape[1]), T(q.shape[2]), S(k.shape[2]), D(q.shape[3]), DV(v.shape[3]) {}
+
+  int64_t kv(int64_t b, int64_t h, int64_t s) const { return (b * (H / G) + h / G) * S + s; }
+  int64_t end(int64_t t) const { return op.getCausal() ? t + 1 : S; }
+  double score(int64_t b, int64_t h, int64_t t, int64_t s, bool &masked) const {
+    double x = 0;
+    for (int64_t d = 0; d < D; ++d)
+      x += q.data[((b * H + h) * T + t) * D + d] * k.data[kv(b, h, s) * D + d];
+    x *= op.getScale().convertToDouble();
+    masked = false;
+    if (mask) {
+      double m = at(*mask, {B, H, T, S}, ((b * H + h) * T + t) * S + s);
+      if (!op.getFill())
+        x += m;
+      else if (m == 0) {
+        masked = true;
+        x = op.getFill()->convertToDouble();
+      }
+    }
+    return x;
+  }
+};
+
 } // namespace
 
 std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args) {
@@ -243,6 +280,61 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
               r.data[i] = src.data[at];
           }
           return r;
+        })
+        .Case([&](AttentionOp op) {
+          AttentionRef<AttentionOp> a(op, get(op.getQuery()), get(op.getKey()), get(op.getValue()),
+                                      op.getMask() ? &get(op.getMask()) : nullptr);
+          Tensor out{shape, std::vector<double>(count(shape), 0.0)};
+          Tensor stats{shapeOf(op.getStats()), std::vector<double>(a.B * a.H * a.T * 2)};
+          for (int64_t row = 0; row < a.B * a.H * a.T; ++row) {
+            int64_t t = row % a.T, h = row / a.T % a.H, b = row / (a.T * a.H);
+            std::vector<double> x(a.end(t));
+            bool masked;
+            for (int64_t s = 0; s < a.end(t); ++s)
+              x[s] = a.score(b, h, t, s, masked);
+            double m = *std::max_element(x.begin(), x.end()), l = 0;
+            for (double &e : x)
+              l += e = std::exp(e - m);
+            for (int64_t s = 0; s < a.end(t); ++s)
+              for (int64_t c = 0; c < a.DV; ++c)
+                out.data[row * a.DV + c] += x[s] / l * a.v.data[a.kv(b, h, s) * a.DV + c];
+            stats.data[2 * row] = m;
+            stats.data[2 * row + 1] = std::log(l);
+          }
+          env[op.getStats()] = stats;
+          return out;
+        })
+        .Case([&](AttentionGradOp op) {
+          AttentionRef<AttentionGradOp> a(op, get(op.getQuery()), get(op.getKey()), get(op.getValue()),
+                                          op.getMask() ? &get(op.getMask()) : nullptr);
+          const Tensor &g = get(op.getGrad()), &o = get(op.getOutput()), &st = get(op.getStats());
+          Tensor dq{a.q.shape, std::vector<double>(a.q.data.size(), 0.0)};
+          Tensor dk{a.k.shape, std::vector<double>(a.k.data.size(), 0.0)};
+          Tensor dv{a.v.shape, std::vector<double>(a.v.data.size(), 0.0)};
+          double scale = op.getScale().convertToDouble();
+          for (int64_t row = 0; row < a.B * a.H * a.T; ++row) {
+            int64_t t = row % a.T, h = row / a.T % a.H, b = row / (a.T * a.H);
+            double delta = 0;
+            for (int64_t c = 0; c < a.DV; ++c)
+              delta += g.data[row * a.DV + c] * o.data[row * a.DV + c];
+            for (int64_t s = 0; s < a.end(t); ++s) {
+              bool masked;
+              double p = std::exp(a.score(b, h, t, s, masked) - st.data[2 * row] - st.data[2 * row + 1]);
+              double dp = 0;
+              for (int64_t c = 0; c < a.DV; ++c) {
+                dp += g.data[row * a.DV + c] * a.v.data[a.kv(b, h, s) * a.DV + c];
+                dv.data[a.kv(b, h, s) * a.DV + c] += p * g.data[row * a.DV + c];
+              }
+              double ds = masked ? 0 : p * (dp - delta);
+              for (int64_t d = 0; d < a.D; ++d) {
+                dq.data[row * a.D + d] += scale * ds * a.k.data[a.kv(b, h, s) * a.D + d];
+                dk.data[a.kv(b, h, s) * a.D + d] += scale * ds * a.q.data[row * a.D + d];
+              }
+            }
+          }
+          env[op.getKeyGrad()] = dk;
+          env[op.getValueGrad()] = dv;
+          return dq;
         })
         .Case([&](RotaryOp r) {
           // y[c] = x[c] cos[c] + s(c) x[c ± h] sin[c] (transposed: -sin[c ± h]).

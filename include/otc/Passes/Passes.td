@@ -91,6 +91,43 @@ def FuseRotary : Pass<"otc-fuse-rotary", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def FuseAttention : Pass<"otc-fuse-attention", "mlir::ModuleOp"> {
+  let summary = "Forms otc.attention from exported scaled dot-product attention";
+  let description = [{
+    Exported attention is `MatMul(q, kᵀ)`, an optional scale (a Mul or Div
+    by a constant scalar, sqrt(d) built from constants included), an
+    optional additive mask and an optional `Where(mask, scores, fill)`, a
+    Softmax over the last dim and a `MatMul` with v, on [B, H, T, D] or
+    [N, T, D] operands. This pass replaces it with one `otc.attention`,
+    which keeps nothing T x S and whose gradient recomputes the
+    probabilities. Keys and values repeated for grouped-query attention
+    (Hugging Face's repeat_kv: Unsqueeze, Expand, Reshape) are read
+    unrepeated. A constant mask that is the causal pattern (True, or 0,
+    where s <= t; False, or -1e30 and below, elsewhere) becomes the
+    `causal` flag.
+
+    Left unfused, and so still correct: a mask that a trained parameter
+    reaches (T5's relative position bias, ALiBi learned slopes), dropout on
+    the probabilities, probabilities used elsewhere (returned attentions),
+    and a Where applied inside an additive mask that is not causal.
+
+    ```mlir
+    %s = otc.matmul %q, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
+    %c = otc.constant dense<4.0> : tensor<f32>
+    %d = otc.div %s, %c : tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xf32>
+    %m = otc.add %d, %mask : tensor<2x4x8x8xf32>, tensor<2x1x1x8xf32> -> tensor<2x4x8x8xf32>
+    %p = otc.softmax %m {axis = 3 : i64} : tensor<2x4x8x8xf32>
+    %o = otc.matmul %p, %v : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+    // becomes
+    %k = otc.transpose %kt [0, 1, 3, 2] : tensor<2x4x16x8xf32> -> tensor<2x4x8x16xf32>
+    %o, %stats = otc.attention %q, %k, %v mask %mask {scale = 2.5e-01 : f64}
+        : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>,
+          tensor<2x1x1x8xf32> -> tensor<2x4x8x16xf32>, tensor<2x4x8x2xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let summary = "Forms otc.normalize {center = false} from hand-written RMSNorm";
   let description = [{

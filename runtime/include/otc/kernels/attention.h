@@ -45,7 +45,7 @@ OTC_HD float attention_score(float dot, const M *mask, long long b, long long h,
 #ifdef __CUDACC__
 // A warp per row: lanes split the dot products' D and hold DV / 32 of the
 // row's accumulators. Rows are query rows (forward, dq) or key rows (dk, dv).
-constexpr long long attention_lanes(long long n) { return (n + 31) / 32; }
+#define OTC_LANES(n) (((n) + 31) / 32) // accumulators per lane for n columns
 
 template <OTC_ATTENTION, class Q>
 __device__ float attention_dot(const Q *a, const Q *b, long long n, int lane) {
@@ -58,7 +58,7 @@ __device__ float attention_dot(const Q *a, const Q *b, long long n, int lane) {
 template <OTC_ATTENTION, class Q, class M>
 __global__ void attention_forward_kernel(const Q *q, const Q *k, const Q *v, const M *mask,
                                          Q *out, float *stats, float scale, float fill) {
-  constexpr long long HK = H / G, R = attention_lanes(DV);
+  constexpr long long HK = H / G, R = OTC_LANES(DV);
   int lane = threadIdx.x & 31;
   for (long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; row < B * H * T;
        row += (long long)gridDim.x * blockDim.x / 32) {
@@ -97,7 +97,7 @@ template <OTC_ATTENTION, class Q, class M>
 __global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const Q *v,
                                     const Q *out, const float *stats, const M *mask,
                                     float *delta, Q *dq, float scale, float fill) {
-  constexpr long long HK = H / G, R = attention_lanes(D);
+  constexpr long long HK = H / G, R = OTC_LANES(D);
   int lane = threadIdx.x & 31;
   for (long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; row < B * H * T;
        row += (long long)gridDim.x * blockDim.x / 32) {
@@ -133,7 +133,7 @@ template <OTC_ATTENTION, class Q, class M>
 __global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, const Q *v,
                                      const float *stats, const M *mask, const float *delta,
                                      Q *dk, Q *dv, float scale, float fill) {
-  constexpr long long HK = H / G, RK = attention_lanes(D), RV = attention_lanes(DV);
+  constexpr long long HK = H / G, RK = OTC_LANES(D), RV = OTC_LANES(DV);
   int lane = threadIdx.x & 31;
   for (long long key = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; key < B * HK * S;
        key += (long long)gridDim.x * blockDim.x / 32) {
@@ -353,4 +353,5 @@ void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const
 
 } // namespace otc_kernels
 
+#undef OTC_LANES
 #endif
