@@ -87,10 +87,25 @@ for k in unary softmax normalize gather logic slice steps rotary; do
   "$otc" kernel "$root/test/e2e/kernels/${k}_f32.mlir" -o "$out/kernel_${k}_f32" --target cuda
 done
 "$otc" kernel "$root/test/e2e/kernels/dropout_f32.mlir" -o "$out/kernel_dropout" --target cuda
+# Fused attention (test/e2e/attention.test on the CPU): the same cases, and
+# a GPT-2-sized head (T 1024, D 64) in bf16.
+while read -r name flags; do
+  "$py" "$root/test/e2e/check_attention.py" "$otc" "$out/attention/$name" --target cuda \
+    --build-only $flags > /dev/null
+  echo "$flags" > "$out/attention/$name/flags"
+done <<'CASES'
+causal --causal
+padded_gqa --mask add --kv-heads 2
+padded_causal --mask add --causal --kv-heads 1
+keep --mask keep --queries 6 --keys 9
+bf16 --type bf16 --causal --kv-heads 2
+f16 --type f16 --mask keep --heads 2 --kv-heads 1 --dim 64 --value-dim 40
+gpt2_bf16 --type bf16 --causal --batch 1 --heads 2 --kv-heads 2 --queries 1024 --keys 1024 --dim 64 --value-dim 64
+CASES
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
-  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
+  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
   "$root/bench/gpu_kernels.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"

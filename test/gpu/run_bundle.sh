@@ -112,6 +112,12 @@ for k in unary softmax normalize gather logic slice steps rotary; do
     pass=$((pass + 1)); echo "PASS $k f32"
   else fail=$((fail + 1)); echo "FAIL $k f32"; fi
 done
+# Fused attention against float64 within check_attention.py's bounds.
+for d in "$dir"/attention/*/; do
+  if "$py" "$dir/check_attention.py" - "$d" --run-only $(cat "$d/flags"); then
+    pass=$((pass + 1)); echo "PASS attention $(basename "$d")"
+  else fail=$((fail + 1)); echo "FAIL attention $(basename "$d")"; fi
+done
 # The same dropout mask on the GPU as numpy's Philox draws.
 if "$py" "$dir/check_dropout.py" "$dir/kernel_dropout"; then
   pass=$((pass + 1)); echo "PASS dropout mask"

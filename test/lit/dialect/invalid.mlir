@@ -130,3 +130,52 @@ func.func @rotary_broadcast(%x: tensor<2x4xf32>, %c: tensor<3x4xf32>) -> tensor<
   %y = otc.rotary %x, %c, %c : tensor<2x4xf32>, tensor<3x4xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// Grouped queries: the query heads are a whole number of key heads.
+func.func @attention_heads(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> tensor<1x3x4x8xf32> {
+  // expected-error @+2 {{the query's 3 heads are not a multiple of the key's 2}}
+  // expected-error @+1 {{'otc.attention' op failed to infer returned types}}
+  %o, %s = otc.attention %q, %k, %k {scale = 1.0 : f64} : tensor<1x3x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x3x4x8xf32>, tensor<1x3x4x2xf32>
+  return %o : tensor<1x3x4x8xf32>
+}
+
+// -----
+
+// Causal attention is over a square of queries and keys.
+func.func @attention_causal(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x4x8xf32>) -> tensor<1x2x3x8xf32> {
+  // expected-error @+2 {{causal attention needs as many queries as keys, not 3 and 4}}
+  // expected-error @+1 {{'otc.attention' op failed to infer returned types}}
+  %o, %s = otc.attention %q, %k, %k {scale = 1.0 : f64, causal = true} : tensor<1x2x3x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x3x8xf32>, tensor<1x2x3x2xf32>
+  return %o : tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// An i1 mask says what masked scores become.
+func.func @attention_fill(%q: tensor<1x2x4x8xf32>, %m: tensor<4x4xi1>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{an i1 mask needs a fill value}}
+  // expected-error @+1 {{'otc.attention' op failed to infer returned types}}
+  %o, %s = otc.attention %q, %q, %q mask %m {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xi1> -> tensor<1x2x4x8xf32>, tensor<1x2x4x2xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// The mask broadcasts to the scores.
+func.func @attention_mask_shape(%q: tensor<1x2x4x8xf32>, %m: tensor<3x4xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+2 {{the mask 'tensor<3x4xf32>' does not broadcast to the scores [1, 2, 4, 4]}}
+  // expected-error @+1 {{'otc.attention' op failed to infer returned types}}
+  %o, %s = otc.attention %q, %q, %q mask %m {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<3x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x2xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// The gradient reads the forward's row statistics, two per row.
+func.func @attention_grad_stats(%q: tensor<1x2x4x8xf32>, %st: tensor<1x2x4xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{'otc.attention_grad' op the row statistics must be 'tensor<1x2x4x2xf32>'}}
+  %dq, %dk, %dv = otc.attention_grad %q, %q, %q, %q, %q, %st {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  return %dq : tensor<1x2x4x8xf32>
+}
