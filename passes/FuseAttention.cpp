@@ -67,13 +67,17 @@ std::optional<double> scalarValue(Value v, int depth = 0) {
   return std::nullopt;
 }
 
-/// Whether a trained parameter reaches `v`: such a mask would need a
-/// gradient, which the fused op does not give.
+/// Whether a gradient could flow from `v` to a trained parameter: such a
+/// mask would need one, which the fused op does not give. Gradients flow
+/// only through float values and differentiable ops (a mask buffer read
+/// through a comparison has none).
 bool trained(Value v) {
   SmallVector<Value> work = {v};
   llvm::SmallPtrSet<Operation *, 16> seen;
   while (!work.empty()) {
     Value x = work.pop_back_val();
+    if (!isa<FloatType>(tensorType(x).getElementType()))
+      continue;
     if (auto arg = dyn_cast<BlockArgument>(x)) {
       auto f = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
       if (f && f.getArgAttr(arg.getArgNumber(), attr::kTrainable))
@@ -81,7 +85,7 @@ bool trained(Value v) {
       continue;
     }
     Operation *d = x.getDefiningOp();
-    if (d && seen.insert(d).second)
+    if (d && !d->hasTrait<trait::NotDifferentiable>() && seen.insert(d).second)
       work.append(d->operand_begin(), d->operand_end());
   }
   return false;

@@ -132,6 +132,26 @@ func.func @small_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: ten
 
 // -----
 
+// nanoGPT's: the mask a buffer (a parameter as imported) read through a
+// comparison, which passes it no gradient, filled with -inf.
+// CHECK-LABEL: func.func @nanogpt
+// CHECK: %[[C:.*]] = otc.compare eq, %arg3
+// CHECK: %[[N:.*]] = otc.not %[[C]]
+// CHECK: otc.attention %arg0, %{{.*}}, %arg2 mask %[[N]] {fill = 0xFFF0000000000000 : f64
+func.func @nanogpt(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>,
+                   %bias: tensor<1x1x3x3xf32> {otc.param = "bias", otc.trainable}) -> tensor<1x2x3x4xf32> {
+  %s = otc.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %z = otc.constant dense<0.0> : tensor<f32>
+  %c = otc.compare eq, %bias, %z : tensor<1x1x3x3xf32>, tensor<f32> -> tensor<1x1x3x3xi1>
+  %f = otc.constant dense<0xFF800000> : tensor<f32>
+  %w = otc.where %c, %f, %s : tensor<1x1x3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  %p = otc.softmax %w {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = otc.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // Left as they are: a trained bias (T5's, Swin's relative positions),
 // dropout on the probabilities, probabilities returned too, a non-causal
 // Where inside an added mask, and a softmax over another axis.
