@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/APFloat.h"
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace otc {
@@ -127,11 +128,24 @@ std::string emitSource(const Program &program, Target target, bool training, int
           "#include <cblas.h>\n#include <omp.h>\n";
   os << "\nnamespace {\n\n";
   emitConstants(os, program, cuda);
+  // One kernel per distinct body: a model's repeated layers launch the
+  // same kernels on other buffers, and the host compiler's time is per kernel.
+  std::map<std::string, std::string> kernels; // body -> name
+  std::vector<std::string> launched(program.steps.size());
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const Step &s = program.steps[k];
     if (s.kind == Step::Gemm || s.kind == Step::LibraryCall)
       continue;
-    cuda ? emitCudaKernel(os, program, s, (int)k) : emitCpuKernel(os, program, s, (int)k);
+    std::string name = kernelName(s, (int)k);
+    std::ostringstream text;
+    cuda ? emitCudaKernel(text, program, s, "@") : emitCpuKernel(text, program, s, "@");
+    auto [it, fresh] = kernels.emplace(text.str(), name);
+    launched[k] = it->second;
+    if (!fresh)
+      continue;
+    std::string body = text.str();
+    size_t at = body.find('@');
+    os << "// " << s.origin << "\n" << body.replace(at, 1, name);
   }
   os << "} // namespace\n\n";
 
@@ -183,7 +197,7 @@ std::string emitSource(const Program &program, Target target, bool training, int
       if (cuda)
         os << "  OTC_CUDA_CHECK(cudaGetLastError());\n";
     } else {
-      cuda ? emitCudaLaunch(os, program, s, (int)k) : emitCpuLaunch(os, program, s, (int)k);
+      cuda ? emitCudaLaunch(os, program, s, launched[k]) : emitCpuLaunch(os, program, s, launched[k]);
     }
     for (int g : gradsDoneAfter[k])
       os << "  if (a->grad_ready) a->grad_ready(a->grad_ready_ctx, " << g << ");\n";

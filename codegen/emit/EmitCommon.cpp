@@ -25,7 +25,23 @@ const char *valueType(ElemType t) {
 }
 
 std::string var(int node) { return "v" + std::to_string(node); }
-std::string bufferName(int id) { return "b" + std::to_string(id); }
+namespace {
+/// While a kernel is printed: its buffer parameters, named by position.
+const std::vector<int> *kernelParamBuffers = nullptr;
+} // namespace
+
+KernelParamNames::KernelParamNames(const std::vector<int> &buffers) {
+  kernelParamBuffers = &buffers;
+}
+KernelParamNames::~KernelParamNames() { kernelParamBuffers = nullptr; }
+
+std::string bufferName(int id) {
+  if (kernelParamBuffers)
+    for (size_t i = 0; i < kernelParamBuffers->size(); ++i)
+      if ((*kernelParamBuffers)[i] == id)
+        return "p" + std::to_string(i);
+  return "b" + std::to_string(id);
+}
 
 std::string kernelName(const Step &s, int k) {
   std::string op = s.origin.rfind("otc.", 0) == 0 ? s.origin.substr(4) : s.origin;

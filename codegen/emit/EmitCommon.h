@@ -66,7 +66,14 @@ private:
 };
 
 std::string var(int node);
+/// `b<id>`; inside a kernel, while a KernelParamNames lives, `p<position>`
+/// of its parameters, so that steps that differ only in their buffers print
+/// the same kernel and the source keeps one (emitSource).
 std::string bufferName(int id);
+struct KernelParamNames {
+  explicit KernelParamNames(const std::vector<int> &buffers);
+  ~KernelParamNames();
+};
 /// Kernel `k`'s name, saying what it computes: k7_softmax_cross_entropy,
 /// k12_tanh_grad_recomputed.
 std::string kernelName(const Step &s, int k);

@@ -133,10 +133,10 @@ bool isColumnReduce(const Step &s) {
   return s.kind == Step::Reduce && !s.shape.empty() && !s.reduced.back();
 }
 
-void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, int k) {
+void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, const std::string &name) {
   LoopInfo info(s);
-  os << "// " << s.origin << "\nstatic void " << kernelName(s, k) << "(" << kernelParams(p, info)
-     << ") {\n";
+  KernelParamNames params(info.buffers);
+  os << "static void " << name << "(" << kernelParams(p, info) << ") {\n";
   if (s.kind == Step::Elementwise)
     elementwise(os, p, s);
   else if (isColumnReduce(s))
@@ -146,8 +146,8 @@ void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, int k) {
   os << "}\n\n";
 }
 
-void emitCpuLaunch(std::ostream &os, const Program &, const Step &s, int k) {
-  os << "  " << kernelName(s, k) << "(" << kernelArgs(LoopInfo(s)) << ");\n";
+void emitCpuLaunch(std::ostream &os, const Program &, const Step &s, const std::string &name) {
+  os << "  " << name << "(" << kernelArgs(LoopInfo(s)) << ");\n";
 }
 
 void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {

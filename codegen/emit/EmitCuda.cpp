@@ -196,11 +196,12 @@ const char *cudaType(ElemType t) {
 
 } // namespace
 
-void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k) {
+void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, const std::string &name) {
   LoopInfo info(s);
+  KernelParamNames params(info.buffers);
   const char *it = indexType(p, info);
-  os << "// " << s.origin << "\n__global__ void __launch_bounds__(" << kThreads << ") "
-     << kernelName(s, k) << "(" << kernelParams(p, info) << ") {\n";
+  os << "__global__ void __launch_bounds__(" << kThreads << ") " << name << "("
+     << kernelParams(p, info) << ") {\n";
   if (s.kind == Step::Elementwise)
     elementwise(os, p, s, it);
   else if (isColumnReduce(s))
@@ -210,8 +211,8 @@ void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k) {
   os << "}\n\n";
 }
 
-void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, int k) {
-  os << "  " << kernelName(s, k) << "<<<" << gridOf(p, s) << ", " << kThreads << ", 0, stream>>>("
+void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, const std::string &name) {
+  os << "  " << name << "<<<" << gridOf(p, s) << ", " << kThreads << ", 0, stream>>>("
      << kernelArgs(LoopInfo(s)) << ");\n  OTC_CUDA_CHECK(cudaGetLastError());\n";
 }
 

@@ -7,15 +7,16 @@
 #include "../Program.h"
 
 #include <ostream>
+#include <string>
 
 namespace otc {
 
-void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, int k);
-void emitCpuLaunch(std::ostream &os, const Program &p, const Step &s, int k);
+void emitCpuKernel(std::ostream &os, const Program &p, const Step &s, const std::string &name);
+void emitCpuLaunch(std::ostream &os, const Program &p, const Step &s, const std::string &name);
 void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g);
 
-void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, int k);
-void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, int k);
+void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, const std::string &name);
+void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, const std::string &name);
 void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g);
 
 /// A kernel-library call: `otc_kernels::NAME<constants...>(buffers...)`,
