@@ -103,10 +103,13 @@ f16 --type f16 --mask keep --heads 2 --kv-heads 1 --dim 64 --value-dim 40
 gpt2_bf16 --type bf16 --causal --batch 1 --heads 2 --kv-heads 2 --queries 1024 --keys 1024 --dim 64 --value-dim 64
 CASES
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
+"$py" "$root/test/e2e/check_attention.py" "$otc" "$out/bench_attention" --target cuda --build-only \
+  --type bf16 --causal --batch 8 --heads 12 --kv-heads 12 --queries 1024 --keys 1024 --dim 64 \
+  --value-dim 64 > /dev/null
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
   "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
-  "$root/bench/gpu_kernels.py" "$out/"
+  "$root/bench/gpu_kernels.py" "$root/bench/attention_gpu.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"
 echo "bundle ready: $out (run: bash $out/run_bundle.sh)"

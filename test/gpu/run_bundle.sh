@@ -124,6 +124,8 @@ if "$py" "$dir/check_dropout.py" "$dir/kernel_dropout"; then
 else fail=$((fail + 1)); echo "FAIL dropout mask"; fi
 # Bandwidth against the device's copy (done-means point 6); record it in bench/RESULTS.md.
 "$py" "$dir/gpu_kernels.py" "$dir" || echo "gpu_kernels.py failed"
+# Attention's TFLOP/s against PyTorch's SDPA (cuDNN); record it in bench/RESULTS.md.
+(cd "$dir" && "$py" attention_gpu.py "$dir") || echo "attention_gpu.py failed"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
