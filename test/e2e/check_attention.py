@@ -44,20 +44,11 @@ from pathlib import Path
 
 import numpy as np
 
+from check_kernel import round_to
+
 U = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8, "f32": 0.0}
 EPS = 2.0 ** -24
 FILL = -3.4028234663852886e38
-
-
-def round_to(x, t):
-    x = np.asarray(x, dtype=np.float32)
-    if t == "f32":
-        return x
-    if t == "f16":
-        return x.astype(np.float16).astype(np.float32)
-    bits = x.view(np.uint32).astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16  # nearest even
-    return bits.astype(np.uint32).view(np.float32)
 
 
 def g(n):

@@ -55,23 +55,36 @@ __device__ float attention_dot(const Q *a, const Q *b, long long n, int lane) {
   return otc_warp_sum(sum);
 }
 
+/// Query row `row`'s score against key s of the head it reads.
+template <OTC_ATTENTION, class Q, class M>
+__device__ float attention_row_score(const Q *q, const Q *k, const M *mask, long long row,
+                                     long long s, int lane, float scale, float fill, bool &masked) {
+  long long t = row % T, h = (row / T) % H, b = row / (T * H), key = (b * (H / G) + h / G) * S + s;
+  float dot = attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + key * D, D, lane);
+  return attention_score<OTC_ATTENTION_ARGS>(dot, mask, b, h, t, s, scale, fill, masked);
+}
+
+/// f(i, lane) for i in [0, count), a warp each.
+template <class F>
+__device__ void for_warp_rows(long long count, F f) {
+  for (long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; i < count;
+       i += (long long)gridDim.x * blockDim.x / 32)
+    f(i, int(threadIdx.x & 31));
+}
+
 template <OTC_ATTENTION, class Q, class M>
 __global__ void attention_forward_kernel(const Q *q, const Q *k, const Q *v, const M *mask,
                                          Q *out, float *stats, float scale, float fill) {
-  constexpr long long HK = H / G, R = OTC_LANES(DV);
-  int lane = threadIdx.x & 31;
-  for (long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; row < B * H * T;
-       row += (long long)gridDim.x * blockDim.x / 32) {
-    long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * HK + h / G) * S;
+  constexpr long long R = OTC_LANES(DV);
+  for_warp_rows(B * H * T, [&](long long row, int lane) {
+    long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * (H / G) + h / G) * S;
     float m = -INFINITY, l = 0.0f, acc[R];
     for (long long r = 0; r < R; ++r)
       acc[r] = 0.0f;
     long long end = Causal ? t + 1 : S;
     for (long long s = 0; s < end; ++s) {
       bool masked;
-      float x = attention_score<OTC_ATTENTION_ARGS>(
-          attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + (kv + s) * D, D, lane), mask, b, h, t,
-          s, scale, fill, masked);
+      float x = attention_row_score<OTC_ATTENTION_ARGS>(q, k, mask, row, s, lane, scale, fill, masked);
       float next = fmaxf(m, x);
       // Rescale what was summed against the old maximum (none yet: -inf).
       float c = m == -INFINITY ? 0.0f : expf(m - next), p = next == -INFINITY ? 0.0f : expf(x - next);
@@ -89,7 +102,7 @@ __global__ void attention_forward_kernel(const Q *q, const Q *k, const Q *v, con
       stats[2 * row] = m;
       stats[2 * row + 1] = logf(l);
     }
-  }
+  });
 }
 
 /// dq per query row; also writes delta = dO · O for the key-row kernel.
@@ -97,11 +110,9 @@ template <OTC_ATTENTION, class Q, class M>
 __global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const Q *v,
                                     const Q *out, const float *stats, const M *mask,
                                     float *delta, Q *dq, float scale, float fill) {
-  constexpr long long HK = H / G, R = OTC_LANES(D);
-  int lane = threadIdx.x & 31;
-  for (long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; row < B * H * T;
-       row += (long long)gridDim.x * blockDim.x / 32) {
-    long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * HK + h / G) * S;
+  constexpr long long R = OTC_LANES(D);
+  for_warp_rows(B * H * T, [&](long long row, int lane) {
+    long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * (H / G) + h / G) * S;
     float dd = attention_dot<OTC_ATTENTION_ARGS>(dout + row * DV, out + row * DV, DV, lane);
     if (lane == 0)
       delta[row] = dd;
@@ -111,9 +122,7 @@ __global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const
     long long end = Causal ? t + 1 : S;
     for (long long s = 0; s < end; ++s) {
       bool masked;
-      float x = attention_score<OTC_ATTENTION_ARGS>(
-          attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + (kv + s) * D, D, lane), mask, b, h, t,
-          s, scale, fill, masked);
+      float x = attention_row_score<OTC_ATTENTION_ARGS>(q, k, mask, row, s, lane, scale, fill, masked);
       float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
       float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + row * DV, v + (kv + s) * DV, DV, lane);
       float ds = masked ? 0.0f : p * (dp - dd);
@@ -124,7 +133,7 @@ __global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const
     for (long long r = 0; r < R; ++r)
       if (lane + 32 * r < D)
         otc_store(dq + row * D + lane + 32 * r, scale * acc[r]);
-  }
+  });
 }
 
 /// dk and dv per key row, summed over the G query heads and the query rows
@@ -134,9 +143,7 @@ __global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, cons
                                      const float *stats, const M *mask, const float *delta,
                                      Q *dk, Q *dv, float scale, float fill) {
   constexpr long long HK = H / G, RK = OTC_LANES(D), RV = OTC_LANES(DV);
-  int lane = threadIdx.x & 31;
-  for (long long key = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; key < B * HK * S;
-       key += (long long)gridDim.x * blockDim.x / 32) {
+  for_warp_rows(B * HK * S, [&](long long key, int lane) {
     long long s = key % S, j = (key / S) % HK, b = key / (S * HK);
     float ak[RK], av[RV];
     for (long long r = 0; r < RK; ++r)
@@ -148,9 +155,7 @@ __global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, cons
       for (long long t = Causal ? s : 0; t < T; ++t) {
         long long row = (b * H + h) * T + t;
         bool masked;
-        float x = attention_score<OTC_ATTENTION_ARGS>(
-            attention_dot<OTC_ATTENTION_ARGS>(q + row * D, k + key * D, D, lane), mask, b, h, t, s,
-            scale, fill, masked);
+        float x = attention_row_score<OTC_ATTENTION_ARGS>(q, k, mask, row, s, lane, scale, fill, masked);
         float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
         float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + row * DV, v + key * DV, DV, lane);
         float ds = masked ? 0.0f : p * (dp - delta[row]);
@@ -168,7 +173,7 @@ __global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, cons
     for (long long r = 0; r < RV; ++r)
       if (lane + 32 * r < DV)
         otc_store(dv + key * DV + lane + 32 * r, av[r]);
-  }
+  });
 }
 
 inline unsigned attention_blocks(long long rows) {
