@@ -340,6 +340,17 @@ bool Lowering::makeBuffers() {
         live = c;
       }
     }
+    int64_t last = position[&op];
+    for (Operation *u : live.getUsers())
+      last = std::max(last, usePosition(u));
+    if (int in = producer ? inPlaceBuffer(&op, producer->inPlace, type, r) : -1; in >= 0) {
+      buffers[r] = in;
+      if (live != r)
+        buffers[live] = in;
+      Interval &iv = intervals[size_t(llvm::find(intervalBuffer, in) - intervalBuffer.begin())];
+      iv.end = std::max(iv.end, last);
+      continue;
+    }
     int id = addBuffer(type, shapeOf(r).vec(), Buffer::Place::Arena, 0, name);
     buffers[r] = id;
     if (isa<CastOp>(op) && (type == ElemType::F16 || type == ElemType::BF16)) {
@@ -354,14 +365,30 @@ bool Lowering::makeBuffers() {
       auto arg = dyn_cast<BlockArgument>(v);
       prog->buffers[id].lowCopy = arg && func.getArgAttr(arg.getArgNumber(), attr::kParam);
     }
-    int64_t last = position[&op];
-    for (Operation *u : live.getUsers())
-      last = std::max(last, usePosition(u));
     intervals.push_back({prog->buffers[id].bytes(), position[&op], last});
     intervalBuffer.push_back(id);
    }
   }
   return true;
+}
+
+int Lowering::inPlaceBuffer(Operation *op, int operand, ElemType type, Value result) {
+  if (operand < 0 || op->getNumResults() != 1)
+    return -1;
+  // Through a widening cast computed in this op's loads (16-bit logits).
+  Value in = op->getOperand(operand);
+  if (auto c = in.getDefiningOp<CastOp>(); c && inlined.contains(in))
+    in = c.getInput();
+  auto it = buffers.find(viewBase(in));
+  if (it == buffers.end())
+    return -1;
+  const Buffer &b = prog->buffers[size_t(it->second)];
+  auto slot = llvm::find(intervalBuffer, it->second);
+  if (b.place != Buffer::Place::Arena || b.lowCopy || b.type != type ||
+      b.count() != cast<RankedTensorType>(result.getType()).getNumElements() || slot == intervalBuffer.end() ||
+      intervals[size_t(slot - intervalBuffer.begin())].end != position[op])
+    return -1;
+  return it->second;
 }
 
 bool Lowering::placeArena() {

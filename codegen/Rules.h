@@ -31,6 +31,10 @@ struct StepRule {
   /// For Output::Own: whether this op can accumulate into a gradient buffer
   /// itself (a GEMM through beta), given by Lowering::accumulatorOf.
   bool (*accumulates)(mlir::Operation *op) = nullptr;
+  /// An operand whose arena buffer the result takes over when the op is its
+  /// last reader and the two have one type and size, or -1: for a row kernel
+  /// that reads each row whole before it writes it, on both targets.
+  int inPlace = -1;
 };
 
 /// For StepRule::accumulates.

@@ -115,7 +115,12 @@ bool readsAll(Operation *, unsigned) { return true; }
 
 void registerLossRules(RuleRegistry &r) {
   r.steps[SoftmaxCrossEntropyOp::getOperationName()] = {lowerForward, readsAll};
-  r.steps[SoftmaxCrossEntropyGradOp::getOperationName()] = {lowerBackward, readsAll};
+  // The gradient overwrites the logits it was computed from: its stores run
+  // after the row's max and sum passes, each element read then written by
+  // one thread, so the step's peak holds one [N, V] tensor rather than two.
+  StepRule backward{lowerBackward, readsAll};
+  backward.inPlace = 1;
+  r.steps[SoftmaxCrossEntropyGradOp::getOperationName()] = backward;
 }
 
 } // namespace otc
