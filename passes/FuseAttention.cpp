@@ -145,7 +145,7 @@ std::pair<Value, int64_t> unrepeated(Value v) {
   auto in = tensorType(split.getInput()).getShape(), narrow = tensorType(split).getShape();
   // [B, K, S, D] -> [B, K, 1, S, D] -> [B, K, G, S, D] -> [B, K G, S, D]
   if (out.size() != 4 || in.size() != 4 || narrow.size() != 5 || wide.size() != 5 ||
-      narrow[0] != in[0] || narrow[1] != in[1] || narrow[2] != 1 ||
+      out[0] != in[0] || out.drop_front(2) != in.drop_front(2) || narrow[0] != in[0] || narrow[1] != in[1] || narrow[2] != 1 ||
       narrow.drop_front(3) != in.drop_front(2) || wide[0] != in[0] || wide[1] != in[1] ||
       wide.drop_front(3) != in.drop_front(2) || out[1] != in[1] * wide[2])
     return {v, 1};
@@ -180,7 +180,6 @@ struct Chain {
   bool invertKeep = false; // where(mask, fill, scores): kept where false
   double fill = 0;
   bool causal = false;
-  bool whereOutside = false; // where(keep, add(...)) rather than add(where(keep, ...))
   /// The [B, H, T, S] view the masks apply to (the exporter may reshape the
   /// scores between [B H, T, S] and [B, H, T, S] around them).
   SmallVector<int64_t> view;
@@ -258,7 +257,6 @@ bool matchChain(Value x, Chain &c) {
         return false;
       c.keep = w.getCondition();
       c.fill = *fill;
-      c.whereOutside = !c.bias; // met first, walking inward
       x = scores;
       continue;
     }
@@ -308,22 +306,23 @@ struct FuseAttentionPattern : OpRewritePattern<MatMulOp> {
         return failure();
     int64_t t = c.view[2];
     bool square = t == c.view[3];
-    // A causal constant becomes the flag: its masked scores sit below any
-    // real one, so they take no part either way.
+    // A causal constant, the only mask, becomes the flag: its masked scores
+    // sit below any real one, so they take no part either way. (Beside a
+    // padding mask they would: a row padded up to t is uniform over every
+    // score at the fill, those past t included.)
     auto zero = [](const APFloat &x) { return x.isZero(); };
     auto below = [](const APFloat &x) { return x.convertToDouble() <= kMaskedBelow; };
-    if (square && c.keep && !c.invertKeep && c.fill <= kMaskedBelow &&
+    if (square && c.keep && !c.bias && !c.invertKeep && c.fill <= kMaskedBelow &&
         causalConstant(c.keep, t, zero, below, true)) {
       c.keep = Value();
       c.causal = true;
     }
-    if (square && c.bias && !c.causal && causalConstant(c.bias, t, zero, below, false)) {
+    if (square && c.bias && !c.keep && causalConstant(c.bias, t, zero, below, false)) {
       c.bias = Value();
       c.causal = true;
     }
-    // The op adds the bias, then applies the i1 mask: where inside the add
-    // would differ where the i1 mask is false.
-    if (c.keep && c.bias && !c.whereOutside)
+    // The op has one mask operand.
+    if (c.keep && c.bias)
       return failure();
 
     // Operands in the [B, H, rows, cols] view of the scores.

@@ -219,9 +219,9 @@ struct MixedPrecisionPass : otc::impl::MixedPrecisionBase<MixedPrecisionPass> {
         continue;
       SmallVector<unsigned> floats;
       bool anyF64 = false, allLow = true, anyStrong = false;
-      auto facts = cast<OpFactsInterface>(op);
+      auto facts = dyn_cast<OpFactsInterface>(op);
       for (auto [i, v] : llvm::enumerate(op->getOperands()))
-        if (isFloatTensor(v.getType()) && facts.followsAutocast(i)) {
+        if (isFloatTensor(v.getType()) && (!facts || facts.followsAutocast(i))) {
           Type e = cast<RankedTensorType>(v.getType()).getElementType();
           anyF64 |= e.isF64();
           if (!splatConstant(v)) {

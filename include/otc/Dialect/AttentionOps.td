@@ -68,6 +68,10 @@ def Otc_AttentionGradOp : Otc_Op<"attention_grad",
   let results = (outs Otc_FloatTensor:$query_grad, Otc_FloatTensor:$key_grad,
                       Otc_FloatTensor:$value_grad);
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // The row statistics stay float32 and the mask its own type.
+    bool followsAutocast(unsigned operand) { return operand < 5; }
+  }];
   let assemblyFormat = [{
     $grad `,` $query `,` $key `,` $value `,` $output `,` $stats (`mask` $mask^)? attr-dict `:`
     type($grad) `,` type($query) `,` type($key) `,` type($value) `,` type($output) `,`

@@ -96,7 +96,7 @@ def FuseAttention : Pass<"otc-fuse-attention", "mlir::ModuleOp"> {
   let description = [{
     Exported attention is `MatMul(q, kᵀ)`, an optional scale (a Mul or Div
     by a constant scalar, sqrt(d) built from constants included), an
-    optional additive mask and an optional `Where(mask, scores, fill)`, a
+    optional additive mask or `Where(mask, scores, fill)` (one of them), a
     Softmax over the last dim and a `MatMul` with v, on [B, H, T, D] or
     [N, T, D] operands. This pass replaces it with one `otc.attention`,
     which keeps nothing T x S and whose gradient recomputes the
@@ -104,12 +104,14 @@ def FuseAttention : Pass<"otc-fuse-attention", "mlir::ModuleOp"> {
     (Hugging Face's repeat_kv: Unsqueeze, Expand, Reshape) are read
     unrepeated. A constant mask that is the causal pattern (True, or 0,
     where s <= t; False, or -1e30 and below, elsewhere) becomes the
-    `causal` flag.
+    `causal` flag when it is the only mask: beside a padding mask, a row
+    padded up to t would be uniform over other scores than the unfused
+    softmax's, so two masks stay unfused.
 
     Left unfused, and so still correct: a mask that a trained parameter
     reaches (T5's relative position bias, ALiBi learned slopes), dropout on
     the probabilities, probabilities used elsewhere (returned attentions),
-    and a Where applied inside an additive mask that is not causal.
+    and two masks.
 
     ```mlir
     %s = otc.matmul %q, %kt : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>

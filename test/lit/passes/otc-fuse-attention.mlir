@@ -153,8 +153,10 @@ func.func @nanogpt(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor
 // -----
 
 // Left as they are: a trained bias (T5's, Swin's relative positions),
-// dropout on the probabilities, probabilities returned too, a non-causal
-// Where inside an added mask, and a softmax over another axis.
+// dropout on the probabilities, probabilities returned too, two masks (the
+// op has one; a causal constant beside a padding mask is not the flag, since
+// a row padded up to t is uniform over every score at the fill), and a
+// softmax over another axis.
 // CHECK-LABEL: func.func @trained_bias
 // CHECK-NOT: otc.attention
 // CHECK-LABEL: func.func @dropout
@@ -164,6 +166,10 @@ func.func @nanogpt(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor
 // CHECK-LABEL: func.func @where_inside_add
 // CHECK-NOT: otc.attention
 // CHECK-LABEL: func.func @other_axis
+// CHECK-NOT: otc.attention
+// CHECK-LABEL: func.func @where_outside_add
+// CHECK-NOT: otc.attention
+// CHECK-LABEL: func.func @causal_and_padding
 // CHECK-NOT: otc.attention
 func.func @trained_bias(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>,
                         %b: tensor<1x2x3x3xf32> {otc.param = "bias", otc.trainable}) -> tensor<1x2x3x4xf32> {
@@ -202,6 +208,28 @@ func.func @where_inside_add(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %
 func.func @other_axis(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
   %s = otc.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
   %p = otc.softmax %s {axis = 2 : i64} : tensor<1x2x3x3xf32>
+  %o = otc.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+func.func @where_outside_add(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>,
+                             %keep: tensor<1x1x3x3xi1> {otc.input = "keep"},
+                             %bias: tensor<1x1x1x3xf32> {otc.input = "bias"}) -> tensor<1x2x3x4xf32> {
+  %s = otc.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %a = otc.add %s, %bias : tensor<1x2x3x3xf32>, tensor<1x1x1x3xf32> -> tensor<1x2x3x3xf32>
+  %f = otc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = otc.where %keep, %a, %f : tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %p = otc.softmax %w {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %o = otc.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+func.func @causal_and_padding(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>,
+                              %pad: tensor<1x1x1x3xf32> {otc.input = "pad"}) -> tensor<1x2x3x4xf32> {
+  %s = otc.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %m = otc.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %f = otc.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = otc.where %m, %s, %f : tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %a = otc.add %w, %pad : tensor<1x2x3x3xf32>, tensor<1x1x1x3xf32> -> tensor<1x2x3x3xf32>
+  %p = otc.softmax %a {axis = 3 : i64} : tensor<1x2x3x3xf32>
   %o = otc.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
   return %o : tensor<1x2x3x4xf32>
 }
