@@ -44,13 +44,24 @@ std::string scalarText(const LibraryCall::Scalar &s) {
 
 const char *kernelTemplate(LibraryCall::Kernel k) {
   switch (k) {
-#define OTC_KERNEL_NAME(Kind, name)                                            \
+#define OTC_KERNEL_NAME(Kind, name, blas)                                      \
   case LibraryCall::Kernel::Kind:                                              \
     return name;
     OTC_LIBRARY_KERNELS(OTC_KERNEL_NAME)
 #undef OTC_KERNEL_NAME
   }
   return "?";
+}
+
+bool kernelUsesBlas(LibraryCall::Kernel k) {
+  switch (k) {
+#define OTC_KERNEL_BLAS(Kind, name, blas)                                      \
+  case LibraryCall::Kernel::Kind:                                              \
+    return blas;
+    OTC_LIBRARY_KERNELS(OTC_KERNEL_BLAS)
+#undef OTC_KERNEL_BLAS
+  }
+  return false;
 }
 
 int64_t Buffer::count() const {

@@ -98,20 +98,25 @@ struct Gemm {
 /// A kernel from the runtime's kernel library (runtime/include/otc/kernels),
 /// instantiated with compile-time integers and the buffers' element types.
 struct LibraryCall {
-  /// The kernels the library has, one row each: the enumerator and the
-  /// template's name in otc_kernels.
+  /// The kernels the library has, one row each: the enumerator, the
+  /// template's name in otc_kernels, and whether it calls BLAS itself (on
+  /// CUDA it then takes cuBLAS's handle before the stream).
 #define OTC_LIBRARY_KERNELS(X)                                                 \
-  X(GatherBackward, "gather_backward")                                         \
-  X(Im2Col, "im2col")                                                          \
-  X(Col2Im, "col2im")                                                          \
-  X(MaxPool, "max_pool")                                                       \
-  X(MaxPoolGrad, "max_pool_grad")                                              \
-  X(AvgPool, "avg_pool")                                                       \
-  X(AvgPoolGrad, "avg_pool_grad")                                              \
-  X(AttentionForward, "attention_forward")                                     \
-  X(AttentionBackward, "attention_backward")
+  X(GatherBackward, "gather_backward", false)                                  \
+  X(Im2Col, "im2col", false)                                                   \
+  X(Col2Im, "col2im", false)                                                   \
+  X(MaxPool, "max_pool", false)                                                \
+  X(MaxPoolGrad, "max_pool_grad", false)                                       \
+  X(AvgPool, "avg_pool", false)                                                \
+  X(AvgPoolGrad, "avg_pool_grad", false)                                       \
+  X(AttentionForward, "attention_forward", false)                              \
+  X(AttentionBackward, "attention_backward", false)                            \
+  X(LstmForward, "lstm_forward", true)                                         \
+  X(LstmBackward, "lstm_backward", true)                                       \
+  X(GruForward, "gru_forward", true)                                           \
+  X(GruBackward, "gru_backward", true)
   enum class Kernel : uint8_t {
-#define OTC_KERNEL_ENUM(Kind, name) Kind,
+#define OTC_KERNEL_ENUM(Kind, name, blas) Kind,
     OTC_LIBRARY_KERNELS(OTC_KERNEL_ENUM)
 #undef OTC_KERNEL_ENUM
   };
@@ -262,6 +267,8 @@ MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer);
 
 /// The library template `k` names (otc_kernels::NAME).
 const char *kernelTemplate(LibraryCall::Kernel k);
+/// Whether library kernel `k` calls BLAS itself.
+bool kernelUsesBlas(LibraryCall::Kernel k);
 /// A library call's run-time scalar as C: `first`, or a literal.
 std::string scalarText(const LibraryCall::Scalar &s);
 

@@ -15,6 +15,7 @@ const RuleRegistry &RuleRegistry::get() {
     registerWindowRules(r);
     registerRotaryRules(r);
     registerAttentionRules(r);
+    registerRecurrentRules(r);
     registerStructuralRules(r);
     return r;
   }();
@@ -58,6 +59,34 @@ bool lowerAsElementwise(mlir::Operation *op, Lowering &l) {
   if (n < 0)
     return false;
   l.store(b, r, n, map);
+  return true;
+}
+
+bool lowerLibraryCall(mlir::Operation *op, Lowering &l, LibraryCall::Kernel kernel,
+                      std::vector<int64_t> constants, llvm::ArrayRef<mlir::Value> inputs,
+                      llvm::ArrayRef<int> scratch, llvm::ArrayRef<mlir::Value> results,
+                      std::vector<LibraryCall::Scalar> scalars) {
+  LibraryCall c;
+  c.kernel = kernel;
+  c.constants = std::move(constants);
+  for (mlir::Value v : inputs) {
+    if (!v)
+      continue;
+    int b = l.buffer(v, op);
+    if (b < 0)
+      return false;
+    c.buffers.push_back(b);
+  }
+  c.buffers.insert(c.buffers.end(), scratch.begin(), scratch.end());
+  for (mlir::Value v : results) {
+    int b = l.ownResult(v, op);
+    if (b < 0)
+      return false;
+    c.buffers.push_back(b);
+  }
+  c.outputs = int(scratch.size() + results.size());
+  c.scalars = std::move(scalars);
+  l.newStep(Step::LibraryCall, op).call = c;
   return true;
 }
 

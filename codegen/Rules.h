@@ -60,6 +60,7 @@ void registerStructuralRules(RuleRegistry &r);
 void registerWindowRules(RuleRegistry &r);
 void registerRotaryRules(RuleRegistry &r);
 void registerAttentionRules(RuleRegistry &r);
+void registerRecurrentRules(RuleRegistry &r);
 
 /// Numpy broadcasting: the operand dims aligned to the result's trailing
 /// dims, size-1 dims read at 0.
@@ -69,6 +70,13 @@ DimMap broadcastMap(llvm::ArrayRef<int64_t> operandShape,
 DimMap identityMap(size_t rank);
 /// Lowers an op's single result as an elementwise step over its shape.
 bool lowerAsElementwise(mlir::Operation *op, Lowering &l);
+/// Lowers an op to one call of library kernel `kernel`: its buffers are
+/// `inputs` (null values, absent optional operands, left out), then
+/// `scratch`, then `results` (which the call writes, Output::Own).
+bool lowerLibraryCall(mlir::Operation *op, Lowering &l, LibraryCall::Kernel kernel,
+                      std::vector<int64_t> constants, llvm::ArrayRef<mlir::Value> inputs,
+                      llvm::ArrayRef<int> scratch, llvm::ArrayRef<mlir::Value> results,
+                      std::vector<LibraryCall::Scalar> scalars = {});
 
 } // namespace otc
 

@@ -1,9 +1,10 @@
-// LSTM and GRU, unrolled over their static sequence length into matrix
-// products and elementwise gates. Autodiff then derives backpropagation
-// through time from the unrolled graph, and the input projection of every
-// step is one GEMM over the whole sequence.
+// LSTM and GRU: the input projection of every step is one GEMM over the
+// whole sequence, and each direction's recurrence is one otc.lstm or
+// otc.gru, whose kernel walks time (so the program's size does not grow
+// with the sequence). Their gradient rules give backpropagation through time.
 #include "Importers.h"
 
+#include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 
 #include <cctype>
@@ -12,8 +13,6 @@ using namespace mlir;
 
 namespace otc {
 namespace {
-
-constexpr int64_t kMaxUnrolledSteps = 4096;
 
 struct Recurrence {
   GraphImporter &imp;
@@ -44,10 +43,6 @@ struct Recurrence {
                                b().getDenseI64ArrayAttr(perm));
   }
   Value add(Value x, Value y) { return AddOp::create(b(), loc(), x.getType(), x, y); }
-  Value sub(Value x, Value y) { return SubOp::create(b(), loc(), x.getType(), x, y); }
-  Value mul(Value x, Value y) { return MulOp::create(b(), loc(), x.getType(), x, y); }
-  Value sigmoid(Value x) { return SigmoidOp::create(b(), loc(), x.getType(), x); }
-  Value tanh(Value x) { return TanhOp::create(b(), loc(), x.getType(), x); }
   /// x · wᵀ (+ bias): x [rows, k], w [n, k].
   Value linear(Value x, Value w, Value bias) {
     int64_t rows = cast<RankedTensorType>(x.getType()).getDimSize(0);
@@ -56,8 +51,6 @@ struct Recurrence {
     return GemmOp::create(b(), loc(), type, x, w, bias, false, true, llvm::APFloat(1.0),
                           llvm::APFloat(1.0));
   }
-  /// Gate `g` of a [batch, gates·hidden] block.
-  Value gate(Value v, int64_t g) { return slice(v, {0, g * hidden}, {batch, hidden}); }
   /// Direction d of a [dirs, ...] tensor, without its leading dim.
   Value direction(Value v, int64_t d) {
     auto shape = cast<RankedTensorType>(v.getType()).getShape();
@@ -141,54 +134,39 @@ FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
   return n;
 }
 
-/// One direction unrolled: appends H_t to outputs[t] for every step t and
-/// returns the last H (and, for an LSTM, sets the last C).
+/// One direction's recurrence: its hidden states [T, N, H] and, for an
+/// LSTM, its cell states (in the input's type).
 template <bool IsLstm>
-Value unroll(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Value h0, Value c0,
-             SmallVector<SmallVector<Value>> &outputs, Value &lastC) {
+Value recur(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Value h0, Value c0,
+            Value &cells) {
   GraphImporter &imp = rec.imp;
+  OpBuilder &b = rec.b();
   const int64_t H = rec.hidden, N = rec.batch, T = rec.seq, gates = rec.gates;
   Value wd = rec.direction(n.w, d), rd = rec.direction(n.r, d);
-  Value wb, rb;
+  // Both biases add to the projection, except GRU's candidate recurrent
+  // bias after the reset (linear_before_reset), which the op adds itself.
+  Value bias, rbias;
   if (n.bias) {
     Value bd = rec.direction(n.bias, d);
-    wb = rec.slice(bd, {0}, {gates * H});
-    rb = rec.slice(bd, {gates * H}, {gates * H});
-  }
-  // The input projection of every step at once: [T·N, gates·H].
-  Value xw = reshaped(imp, rec.linear(flatX, wd, wb), {T, N * gates * H});
-  Value h = h0 ? rec.direction(h0, d) : rec.zeros({N, H});
-  Value c = IsLstm ? (c0 ? rec.direction(c0, d) : rec.zeros({N, H})) : Value();
-  // GRU's candidate multiplies the reset gate into (H·Rhᵀ + Rbh) or into
-  // H first; the gates z and r come from the other rows of R.
-  Value rzr = IsLstm ? Value() : rec.slice(rd, {0, 0}, {2 * H, H});
-  Value rh = IsLstm ? Value() : rec.slice(rd, {2 * H, 0}, {H, H});
-  Value rbzr = !IsLstm && rb ? rec.slice(rb, {0}, {2 * H}) : Value();
-  Value rbh = !IsLstm && rb ? rec.slice(rb, {2 * H}, {H}) : Value();
-  bool reverse = n.dir == "reverse" || d == 1;
-  for (int64_t s = 0; s < T; ++s) {
-    int64_t t = reverse ? T - 1 - s : s;
-    Value xt = reshaped(imp, rec.slice(xw, {t, 0}, {1, N * gates * H}), {N, gates * H});
-    if (IsLstm) {
-      Value g = rec.add(xt, rec.linear(h, rd, rb));
-      Value i = rec.sigmoid(rec.gate(g, 0)), o = rec.sigmoid(rec.gate(g, 1));
-      Value f = rec.sigmoid(rec.gate(g, 2)), cand = rec.tanh(rec.gate(g, 3));
-      c = rec.add(rec.mul(f, c), rec.mul(i, cand));
-      h = rec.mul(o, rec.tanh(c));
-    } else {
-      Value hzr = rec.linear(h, rzr, rbzr);
-      Value z = rec.sigmoid(rec.add(rec.gate(xt, 0), rec.slice(hzr, {0, 0}, {N, H})));
-      Value rg = rec.sigmoid(rec.add(rec.gate(xt, 1), rec.slice(hzr, {0, H}, {N, H})));
-      Value recur = n.linearBeforeReset ? rec.mul(rg, rec.linear(h, rh, rbh))
-                                        : rec.linear(rec.mul(rg, h), rh, rbh);
-      Value cand = rec.tanh(rec.add(rec.gate(xt, 2), recur));
-      // (1 - z) ⊙ cand + z ⊙ h, as cand + z ⊙ (h - cand).
-      h = rec.add(cand, rec.mul(z, rec.sub(h, cand)));
+    Value wb = rec.slice(bd, {0}, {gates * H}), rb = rec.slice(bd, {gates * H}, {gates * H});
+    if (n.linearBeforeReset) {
+      rbias = rec.slice(rb, {2 * H}, {H});
+      rb = ConcatOp::create(b, rec.loc(), RankedTensorType::get({3 * H}, rec.elem),
+                            ValueRange{rec.slice(rb, {0}, {2 * H}), rec.zeros({H})}, 0);
     }
-    outputs[t].push_back(reshaped(imp, h, {1, 1, N, H}));
+    bias = rec.add(wb, rb);
   }
-  lastC = c;
-  return h;
+  Value x = reshaped(imp, rec.linear(flatX, wd, bias), {T, N, gates * H});
+  Value h = h0 ? rec.direction(h0, d) : rec.zeros({N, H});
+  bool reverse = n.dir == "reverse" || d == 1;
+  if (!IsLstm)
+    return GruOp::create(b, rec.loc(), x, rd, h, rbias, reverse, n.linearBeforeReset).getHidden();
+  // The cell state is kept in float32 (or the wider input type).
+  Type state = rec.elem.isF16() || rec.elem.isBF16() ? b.getF32Type() : rec.elem;
+  Value c = c0 ? rec.direction(c0, d) : rec.zeros({N, H});
+  auto op = LstmOp::create(b, rec.loc(), x, rd, h, castElements(b, rec.loc(), c, state), reverse);
+  cells = castElements(b, rec.loc(), op.getCell(), rec.elem);
+  return op.getHidden();
 }
 
 /// LSTM (gates i, o, f, c) and GRU (gates z, r, h), forward, reverse or
@@ -206,10 +184,6 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   Recurrence rec{imp, 0, 0, xType.getDimSize(2), imp.intAttr("hidden_size", rShape[2]), dirs,
                  gates, xType.getElementType()};
   rec.seq = xType.getDimSize(layout == 0 ? 0 : 1);
-  // Unrolled, each step is a dozen ops: bound the program's size.
-  if (rec.seq > kMaxUnrolledSteps)
-    return imp.fail("sequences of " + std::to_string(rec.seq) + " steps are longer than the " +
-                    std::to_string(kMaxUnrolledSteps) + " otc unrolls");
   rec.batch = xType.getDimSize(layout == 0 ? 1 : 0);
   const int64_t H = rec.hidden, N = rec.batch, T = rec.seq;
   auto hasShape = [](Value v, ArrayRef<int64_t> s) {
@@ -231,14 +205,16 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   Value h0 = n.initH && layout == 1 ? toSeqFirst(n.initH) : n.initH;
   Value c0 = n.initC && layout == 1 ? toSeqFirst(n.initC) : n.initC;
   Value flatX = reshaped(imp, xs, {T * N, rec.inputSize});
-  SmallVector<SmallVector<Value>> outputs(T); // [t][d]: H_t of direction d
-  SmallVector<Value> lastH, lastC;
+  SmallVector<Value> ys, lastH, lastC;
   for (int64_t d = 0; d < dirs; ++d) {
-    Value c;
-    Value h = unroll<IsLstm>(rec, n, d, flatX, h0, c0, outputs, c);
-    lastH.push_back(reshaped(imp, h, {1, N, H}));
+    Value cells;
+    Value hs = recur<IsLstm>(rec, n, d, flatX, h0, c0, cells);
+    ys.push_back(reshaped(imp, hs, {T, 1, N, H}));
+    // The last state is the one the walk ends on.
+    int64_t last = n.dir == "reverse" || d == 1 ? 0 : T - 1;
+    lastH.push_back(rec.slice(hs, {last, 0, 0}, {1, N, H}));
     if (IsLstm)
-      lastC.push_back(reshaped(imp, c, {1, N, H}));
+      lastC.push_back(rec.slice(cells, {last, 0, 0}, {1, N, H}));
   }
 
   auto concat = [&](ArrayRef<Value> parts, int64_t axis) -> Value {
@@ -249,11 +225,8 @@ LogicalResult importRecurrent(GraphImporter &imp) {
     return ConcatOp::create(imp.builder(), imp.loc(), RankedTensorType::get(shape, rec.elem),
                             parts, axis);
   };
-  SmallVector<Value> steps;
-  for (auto &perDir : outputs)
-    steps.push_back(concat(perDir, 1)); // [1, D, N, H]
-  Value y = concat(steps, 0);            // [T, D, N, H]
-  Value yh = concat(lastH, 0);           // [D, N, H]
+  Value y = concat(ys, 1);      // [T, D, N, H]
+  Value yh = concat(lastH, 0);  // [D, N, H]
   Value yc = IsLstm ? concat(lastC, 0) : Value();
   if (layout == 1) {
     y = rec.transpose(y, {2, 0, 1, 3}); // [N, T, D, H]

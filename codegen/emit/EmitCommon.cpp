@@ -286,6 +286,8 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
     args.push_back(bufferName(b));
   for (const LibraryCall::Scalar &s : call.scalars)
     args.push_back(scalarText(s));
+  if (cuda && kernelUsesBlas(call.kernel))
+    args.push_back("handle");
   if (cuda)
     args.push_back("stream");
   for (size_t i = 0; i < args.size(); ++i)

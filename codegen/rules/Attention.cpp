@@ -33,37 +33,16 @@ std::vector<int64_t> constants(OpTy op) {
   return c;
 }
 
-/// The call's buffers for `inputs` (the mask appended when there is one),
-/// then `scratch`, then the results; its scale and fill.
+/// The call with its mask appended to `inputs`, its scale and fill.
 template <class OpTy>
 bool call(OpTy op, Lowering &l, Kernel kernel, ArrayRef<Value> inputs, ArrayRef<int> scratch,
           ArrayRef<Value> results) {
-  LibraryCall c;
-  c.kernel = kernel;
-  c.constants = constants(op);
   SmallVector<Value> reads(inputs);
-  if (Value m = op.getMask())
-    reads.push_back(m);
-  for (Value v : reads) {
-    int b = l.buffer(v, op);
-    if (b < 0)
-      return false;
-    c.buffers.push_back(b);
-  }
-  c.buffers.insert(c.buffers.end(), scratch.begin(), scratch.end());
-  for (Value v : results) {
-    int b = l.ownResult(v, op);
-    if (b < 0)
-      return false;
-    c.buffers.push_back(b);
-  }
-  c.outputs = int(scratch.size() + results.size());
+  reads.push_back(op.getMask());
   LibraryCall::Scalar scale{LibraryCall::Scalar::Float}, fill{LibraryCall::Scalar::Float};
   scale.real = op.getScale().convertToDouble();
   fill.real = op.getFill() ? op.getFill()->convertToDouble() : 0.0;
-  c.scalars = {scale, fill};
-  l.newStep(Step::LibraryCall, op).call = c;
-  return true;
+  return lowerLibraryCall(op, l, kernel, constants(op), reads, scratch, results, {scale, fill});
 }
 
 bool lowerAttention(Operation *op, Lowering &l) {

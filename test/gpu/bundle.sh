@@ -102,13 +102,27 @@ bf16 --type bf16 --causal --kv-heads 2
 f16 --type f16 --mask keep --heads 2 --kv-heads 1 --dim 64 --value-dim 40
 gpt2_bf16 --type bf16 --causal --batch 1 --heads 2 --kv-heads 2 --queries 1024 --keys 1024 --dim 64 --value-dim 64
 CASES
+# Recurrent cells (test/e2e/recurrent.test on the CPU): the same cases.
+while read -r name flags; do
+  "$py" "$root/test/e2e/check_recurrent.py" "$otc" "$out/recurrent/$name" --target cuda \
+    --build-only $flags > /dev/null
+  echo "$flags" > "$out/recurrent/$name/flags"
+done <<'CASES'
+lstm --cell lstm
+lstm_rev --cell lstm --reverse --no-cell-grad --steps 4 --batch 2 --hidden 33
+gru_lbr --cell gru --lbr 1 --rbias
+gru --cell gru --lbr 0 --reverse --hidden 17
+lstm_bf16 --cell lstm --type bf16 --reverse
+gru_bf16 --cell gru --type bf16 --lbr 0
+gru_lbr_bf16 --cell gru --type bf16 --lbr 1 --rbias --reverse
+CASES
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$py" "$root/test/e2e/check_attention.py" "$otc" "$out/bench_attention" --target cuda --build-only \
   --type bf16 --causal --batch 8 --heads 12 --kv-heads 12 --queries 1024 --keys 1024 --dim 64 \
   --value-dim 64 > /dev/null
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
-  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
+  "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_recurrent.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
   "$root/bench/gpu_kernels.py" "$root/bench/attention_gpu.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.
 ldd "$out/train_sgd" | awk '/onnx|protobuf/ {print $3}' | xargs -r cp -L -t "$out/lib"

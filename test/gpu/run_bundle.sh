@@ -118,6 +118,12 @@ for d in "$dir"/attention/*/; do
     pass=$((pass + 1)); echo "PASS attention $(basename "$d")"
   else fail=$((fail + 1)); echo "FAIL attention $(basename "$d")"; fi
 done
+# Recurrent cells against PyTorch autograd in float64 (check_recurrent.py's bounds).
+for d in "$dir"/recurrent/*/; do
+  if "$py" "$dir/check_recurrent.py" - "$d" --run-only $(cat "$d/flags"); then
+    pass=$((pass + 1)); echo "PASS recurrent $(basename "$d")"
+  else fail=$((fail + 1)); echo "FAIL recurrent $(basename "$d")"; fi
+done
 # The same dropout mask on the GPU as numpy's Philox draws.
 if "$py" "$dir/check_dropout.py" "$dir/kernel_dropout"; then
   pass=$((pass + 1)); echo "PASS dropout mask"

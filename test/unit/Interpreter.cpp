@@ -181,6 +181,28 @@ struct AttentionRef {
   }
 };
 
+/// A recurrence's sizes and walk: step s runs at time t(s), after p(s).
+struct RecurrenceRef {
+  int64_t T, B, H;
+  bool reverse;
+  int64_t t(int64_t s) const { return reverse ? T - 1 - s : s; }
+  int64_t p(int64_t s) const { return reverse ? T - s : s - 1; }
+  /// Element (b, j) of the [B, H] state before step s: `init` or `states`.
+  double before(const Tensor &states, const Tensor &init, int64_t s, int64_t b, int64_t j) const {
+    return s == 0 ? init.data[b * H + j] : states.data[(p(s) * B + b) * H + j];
+  }
+  /// Row b of h R_g^T at column j: Σ_q h[b, q] R[g H + j, q].
+  double product(const Tensor &states, const Tensor &init, int64_t s, const Tensor &r, int64_t g,
+                 int64_t b, int64_t j) const {
+    double sum = 0;
+    for (int64_t q = 0; q < H; ++q)
+      sum += before(states, init, s, b, q) * r.data[(g * H + j) * H + q];
+    return sum;
+  }
+};
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
 } // namespace
 
 std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args) {
@@ -335,6 +357,157 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           env[op.getKeyGrad()] = dk;
           env[op.getValueGrad()] = dv;
           return dq;
+        })
+        .Case([&](LstmOp op) {
+          const Tensor &x = get(op.getInput()), &r = get(op.getRecurrence());
+          const Tensor &h0 = get(op.getInitialH()), &c0 = get(op.getInitialC());
+          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse()};
+          int64_t T = rr.T, B = rr.B, H = rr.H;
+          Tensor hs{{T, B, H}, std::vector<double>(T * B * H)}, cs = hs;
+          Tensor gates{{T, B, 4 * H}, std::vector<double>(T * B * 4 * H)};
+          for (int64_t s = 0; s < T; ++s)
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t t = rr.t(s), k = (t * B + b) * H + j;
+                double a[4];
+                for (int64_t g = 0; g < 4; ++g) {
+                  a[g] = x.data[(t * B + b) * 4 * H + g * H + j] + rr.product(hs, h0, s, r, g, b, j);
+                  a[g] = g == 3 ? std::tanh(a[g]) : sigmoid(a[g]);
+                  gates.data[(t * B + b) * 4 * H + g * H + j] = a[g];
+                }
+                cs.data[k] = a[2] * rr.before(cs, c0, s, b, j) + a[0] * a[3];
+                hs.data[k] = a[1] * std::tanh(cs.data[k]);
+              }
+          env[op.getCell()] = cs;
+          env[op.getGates()] = gates;
+          return hs;
+        })
+        .Case([&](LstmGradOp op) {
+          const Tensor &dhs = get(op.getHiddenGrad()), &r = get(op.getRecurrence());
+          const Tensor &cs = get(op.getCell()), &gates = get(op.getGates());
+          const Tensor &c0 = get(op.getInitialC());
+          const Tensor *dcs = op.getCellGrad() ? &get(op.getCellGrad()) : nullptr;
+          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse()};
+          int64_t T = rr.T, B = rr.B, H = rr.H;
+          Tensor dx{{T, B, 4 * H}, std::vector<double>(T * B * 4 * H)};
+          std::vector<double> dh(B * H, 0.0), dc(B * H, 0.0);
+          for (int64_t s = T - 1; s >= 0; --s) {
+            int64_t t = rr.t(s);
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t k = (t * B + b) * H + j, row = (t * B + b) * 4 * H;
+                double i = gates.data[row + j], o = gates.data[row + H + j];
+                double f = gates.data[row + 2 * H + j], c = gates.data[row + 3 * H + j];
+                double g = dhs.data[k] + dh[b * H + j], tc = std::tanh(cs.data[k]);
+                double gc = dc[b * H + j] + (dcs ? dcs->data[k] : 0) + g * o * (1 - tc * tc);
+                dx.data[row + j] = gc * c * i * (1 - i);
+                dx.data[row + H + j] = g * tc * o * (1 - o);
+                dx.data[row + 2 * H + j] = gc * rr.before(cs, c0, s, b, j) * f * (1 - f);
+                dx.data[row + 3 * H + j] = gc * i * (1 - c * c);
+                dc[b * H + j] = gc * f;
+              }
+            for (int64_t b = 0; b < B; ++b) // dh_prev = dgates R
+              for (int64_t q = 0; q < H; ++q) {
+                double sum = 0;
+                for (int64_t g = 0; g < 4 * H; ++g)
+                  sum += dx.data[(t * B + b) * 4 * H + g] * r.data[g * H + q];
+                dh[b * H + q] = sum;
+              }
+          }
+          env[op.getInitialHGrad()] = Tensor{{B, H}, dh};
+          env[op.getInitialCGrad()] = Tensor{{B, H}, dc};
+          return dx;
+        })
+        .Case([&](GruOp op) {
+          const Tensor &x = get(op.getInput()), &r = get(op.getRecurrence());
+          const Tensor &h0 = get(op.getInitialH());
+          const Tensor *rb = op.getRbias() ? &get(op.getRbias()) : nullptr;
+          bool lbr = op.getLinearBeforeReset();
+          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse()};
+          int64_t T = rr.T, B = rr.B, H = rr.H;
+          Tensor hs{{T, B, H}, std::vector<double>(T * B * H)};
+          Tensor gates{{T, B, 4 * H}, std::vector<double>(T * B * 4 * H)};
+          for (int64_t s = 0; s < T; ++s) {
+            int64_t t = rr.t(s);
+            std::vector<double> rh(B * H); // r ⊙ h_prev
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t row = (t * B + b) * 4 * H, xrow = (t * B + b) * 3 * H;
+                double z = sigmoid(x.data[xrow + j] + rr.product(hs, h0, s, r, 0, b, j));
+                double rg = sigmoid(x.data[xrow + H + j] + rr.product(hs, h0, s, r, 1, b, j));
+                gates.data[row + j] = z;
+                gates.data[row + H + j] = rg;
+                rh[b * H + j] = rg * rr.before(hs, h0, s, b, j);
+              }
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t row = (t * B + b) * 4 * H, xrow = (t * B + b) * 3 * H;
+                double z = gates.data[row + j], rg = gates.data[row + H + j], q, pre;
+                if (lbr) {
+                  q = rr.product(hs, h0, s, r, 2, b, j) + (rb ? rb->data[j] : 0);
+                  pre = rg * q;
+                } else {
+                  q = rh[b * H + j];
+                  pre = 0;
+                  for (int64_t c = 0; c < H; ++c)
+                    pre += rh[b * H + c] * r.data[(2 * H + j) * H + c];
+                }
+                double n = std::tanh(x.data[xrow + 2 * H + j] + pre), hp = rr.before(hs, h0, s, b, j);
+                gates.data[row + 2 * H + j] = n;
+                gates.data[row + 3 * H + j] = q;
+                hs.data[(t * B + b) * H + j] = n + z * (hp - n);
+              }
+          }
+          env[op.getGates()] = gates;
+          return hs;
+        })
+        .Case([&](GruGradOp op) {
+          const Tensor &dhs = get(op.getHiddenGrad()), &r = get(op.getRecurrence());
+          const Tensor &hs = get(op.getHidden()), &gates = get(op.getGates());
+          const Tensor &h0 = get(op.getInitialH());
+          bool lbr = op.getLinearBeforeReset();
+          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse()};
+          int64_t T = rr.T, B = rr.B, H = rr.H;
+          Tensor dx{{T, B, 3 * H}, std::vector<double>(T * B * 3 * H)};
+          std::vector<double> dh(B * H, 0.0);
+          for (int64_t s = T - 1; s >= 0; --s) {
+            int64_t t = rr.t(s);
+            std::vector<double> next(B * H, 0.0), drec(B * 3 * H, 0.0);
+            for (int64_t b = 0; b < B; ++b) {
+              std::vector<double> dn(H), m(H, 0.0);
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t row = (t * B + b) * 4 * H;
+                double z = gates.data[row + j], n = gates.data[row + 2 * H + j];
+                dh[b * H + j] += dhs.data[(t * B + b) * H + j];
+                dn[j] = dh[b * H + j] * (1 - z) * (1 - n * n);
+              }
+              for (int64_t c = 0; c < H; ++c) // m = dn R_n
+                for (int64_t j = 0; j < H; ++j)
+                  m[c] += dn[j] * r.data[(2 * H + j) * H + c];
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t row = (t * B + b) * 4 * H, xrow = (t * B + b) * 3 * H;
+                double z = gates.data[row + j], rg = gates.data[row + H + j];
+                double n = gates.data[row + 2 * H + j], q = gates.data[row + 3 * H + j];
+                double g = dh[b * H + j], hp = rr.before(hs, h0, s, b, j);
+                double dr = (lbr ? dn[j] * q : m[j] * hp) * rg * (1 - rg);
+                double dz = g * (hp - n) * z * (1 - z);
+                dx.data[xrow + j] = dz;
+                dx.data[xrow + H + j] = dr;
+                dx.data[xrow + 2 * H + j] = dn[j];
+                drec[b * 3 * H + j] = dz;
+                drec[b * 3 * H + H + j] = dr;
+                drec[b * 3 * H + 2 * H + j] = lbr ? dn[j] * rg : 0;
+                next[b * H + j] = g * z + (lbr ? 0 : m[j] * rg);
+              }
+            }
+            for (int64_t b = 0; b < B; ++b) // dh_prev += drec R
+              for (int64_t q = 0; q < H; ++q)
+                for (int64_t g = 0; g < 3 * H; ++g)
+                  next[b * H + q] += drec[b * 3 * H + g] * r.data[g * H + q];
+            dh = next;
+          }
+          env[op.getInitialHGrad()] = Tensor{{B, H}, dh};
+          return dx;
         })
         .Case([&](RotaryOp r) {
           // y[c] = x[c] cos[c] + s(c) x[c ± h] sin[c] (transposed: -sin[c ± h]).

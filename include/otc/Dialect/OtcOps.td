@@ -530,6 +530,7 @@ def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x
 
 include "otc/Dialect/WindowOps.td"
 include "otc/Dialect/AttentionOps.td"
+include "otc/Dialect/RecurrentOps.td"
 
 //===----------------------------------------------------------------------===//
 // Losses

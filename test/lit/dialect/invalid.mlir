@@ -179,3 +179,40 @@ func.func @attention_grad_stats(%q: tensor<1x2x4x8xf32>, %st: tensor<1x2x4xf32>)
   %dq, %dk, %dv = otc.attention_grad %q, %q, %q, %q, %q, %st {scale = 1.0 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32> -> tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
   return %dq : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// An LSTM's input holds four gates per hidden unit of the recurrence.
+func.func @lstm_gates(%x: tensor<5x2x12xf32>, %r: tensor<16x4xf32>, %h: tensor<2x4xf32>) -> tensor<5x2x4xf32> {
+  // expected-error @+2 {{the input 'tensor<5x2x12xf32>' and the recurrence 'tensor<16x4xf32>' must be [T, B, 4H] and [4H, H]}}
+  // expected-error @+1 {{'otc.lstm' op failed to infer returned types}}
+  %y, %c, %g = otc.lstm %x, %r, %h, %h : tensor<5x2x12xf32>, tensor<16x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<5x2x4xf32>, tensor<5x2x4xf32>, tensor<5x2x16xf32>
+  return %y : tensor<5x2x4xf32>
+}
+
+// -----
+
+// Under 16-bit storage the cell state stays float32.
+func.func @lstm_cell_type(%x: tensor<5x2x16xbf16>, %r: tensor<16x4xbf16>, %h: tensor<2x4xbf16>) -> tensor<5x2x4xbf16> {
+  // expected-error @+1 {{'otc.lstm' op the initial cell state must be 'tensor<2x4xf32>', not 'tensor<2x4xbf16>'}}
+  %y, %c, %g = otc.lstm %x, %r, %h, %h : tensor<5x2x16xbf16>, tensor<16x4xbf16>, tensor<2x4xbf16>, tensor<2x4xbf16> -> tensor<5x2x4xbf16>, tensor<5x2x4xf32>, tensor<5x2x16xf32>
+  return %y : tensor<5x2x4xbf16>
+}
+
+// -----
+
+// Without linear_before_reset, the candidate's recurrent bias adds to the input.
+func.func @gru_rbias(%x: tensor<5x2x12xf32>, %r: tensor<12x4xf32>, %h: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<5x2x4xf32> {
+  // expected-error @+1 {{'otc.gru' op takes rbias only with linear_before_reset}}
+  %y, %g = otc.gru %x, %r, %h rbias %b : tensor<5x2x12xf32>, tensor<12x4xf32>, tensor<2x4xf32>, tensor<4xf32> -> tensor<5x2x4xf32>, tensor<5x2x16xf32>
+  return %y : tensor<5x2x4xf32>
+}
+
+// -----
+
+// The gradient reads the gates the forward kept.
+func.func @gru_grad_gates(%d: tensor<5x2x4xf32>, %r: tensor<12x4xf32>, %g: tensor<5x2x12xf32>, %h: tensor<2x4xf32>) -> tensor<5x2x12xf32> {
+  // expected-error @+1 {{'otc.gru_grad' op the gates must be 'tensor<5x2x16xf32>', not 'tensor<5x2x12xf32>'}}
+  %dx, %dh = otc.gru_grad %d, %r, %d, %g, %h : tensor<5x2x4xf32>, tensor<12x4xf32>, tensor<5x2x4xf32>, tensor<5x2x12xf32>, tensor<2x4xf32> -> tensor<5x2x12xf32>, tensor<2x4xf32>
+  return %dx : tensor<5x2x12xf32>
+}

@@ -3,6 +3,8 @@
 the importer composes (deterministic).
   lstm_f64.onnx: bidirectional, layout 0, bias, learned initial_h/initial_c
   gru_f64.onnx:  forward, layout 1 (batch first), linear_before_reset 0
+  gru_lbr_f64.onnx: bidirectional, layout 0, linear_before_reset 1 (the
+      candidate's recurrent bias after the reset, as PyTorch's GRU)
   losses_f64.onnx: SoftmaxCrossEntropyLoss with class weights, ignore_index
       and its log_prob output; NegativeLogLikelihoodLoss with sum and none
       reductions over N x C x d; BCE written as Log(Sigmoid) and
@@ -52,6 +54,8 @@ def model(name, op, gates, dirs, layout, attrs, states):
 
 model("lstm_f64", "LSTM", 4, 2, 0, {"direction": "bidirectional"}, ["initial_h", "initial_c"])
 model("gru_f64", "GRU", 3, 1, 1, {"linear_before_reset": 0}, ["initial_h"])
+model("gru_lbr_f64", "GRU", 3, 2, 0, {"direction": "bidirectional", "linear_before_reset": 1},
+      ["initial_h"])
 
 
 def losses():
