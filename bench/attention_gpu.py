@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Fused attention's forward plus backward on the GPU: otc's kernels
-(kernels/attention.h) against PyTorch's scaled_dot_product_attention (cuDNN
-where PyTorch has it, else its default backend), side by side, on the GPU
-machine (run by test/gpu/run_bundle.sh).
+"""Fused attention's forward plus backward on the GPU: otc's attention on
+cuDNN (runtime/CudnnAttention.cu) and on its own kernels
+(kernels/attention.h, OTC_ATTENTION=kernel) against PyTorch's
+scaled_dot_product_attention (cuDNN where PyTorch has it, else its default
+backend), side by side, on the GPU machine (run by test/gpu/run_bundle.sh).
 
 GPT-2 124M's attention: batch 8, 12 heads, T = S = 1024, head dim 64,
 causal, bf16. The `otc kernel` executable (built by test/gpu/bundle.sh with
@@ -12,6 +13,7 @@ once per run. TFLOP/s count the causal half of the products: forward
 
 usage: attention_gpu.py BUNDLE_DIR
 """
+import os
 import sys
 from pathlib import Path
 
@@ -63,13 +65,16 @@ def main():
     bundle = Path(sys.argv[1])
     rng = np.random.default_rng(0)
     q, k, v, g = (rng.standard_normal((B, H, T, D), dtype=np.float32) for _ in range(4))
-    ms = otc_ms(bundle / "bench_attention" / "attention", [q, k, v, g])
+    exe = bundle / "bench_attention" / "attention"
+    ms = otc_ms(exe, [q, k, v, g])
+    kms = otc_ms(exe, [q, k, v, g], env=dict(os.environ, OTC_ATTENTION="kernel"))
     tms, backend = torch_ms()
     print(f"device: {torch.cuda.get_device_name()}; attention B {B} H {H} T {T} D {D}, causal, bf16, "
           "forward + backward")
-    print(f"otc: {ms:.3f} ms, {FLOPS / ms / 1e9:.1f} TFLOP/s")
+    print(f"otc (cuDNN where built with it): {ms:.3f} ms, {FLOPS / ms / 1e9:.1f} TFLOP/s")
+    print(f"otc's own kernels: {kms:.3f} ms, {FLOPS / kms / 1e9:.1f} TFLOP/s")
     print(f"PyTorch SDPA ({backend}): {tms:.3f} ms, {FLOPS / tms / 1e9:.1f} TFLOP/s")
-    print(f"otc / PyTorch time: {ms / tms:.2f}")
+    print(f"otc / PyTorch time: {ms / tms:.2f} (own kernels {kms / tms:.2f})")
 
 
 if __name__ == "__main__":

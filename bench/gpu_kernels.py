@@ -37,12 +37,12 @@ def copy_gbs(nbytes=256 << 20, reps=20):
     return 2 * nbytes * reps / (start.elapsed_time(end) / 1e3) / 1e9
 
 
-def otc_ms(exe, args, reps=20):
+def otc_ms(exe, args, reps=20, env=None):
     with tempfile.TemporaryDirectory() as tmp:
         for i, a in enumerate(args):
             np.save(Path(tmp) / f"arg{i}.npy", a)
         out = subprocess.run([str(exe), tmp, "--repeat", str(reps)], check=True,
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True, env=env).stdout
     return json.loads(out.splitlines()[-1])["ms_per_run"]
 
 

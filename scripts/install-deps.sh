@@ -34,3 +34,28 @@ if ! "$venv/bin/python" -c "import onnxruntime as o; assert o.__version__ == '$O
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "onnxruntime==$ORT_VERSION"
 fi
+
+# cudnn-frontend's headers (cuDNN's graph API in C++, header-only), pinned,
+# for the CUDA runtime's fused attention: from its PyPI wheel into
+# .deps/cudnn-frontend (not tracked). Only where CUDA is.
+CUDNN_FE_VERSION=1.32.0
+deps="$(cd "$(dirname "$0")/.." && pwd)/.deps"
+if [ -x /usr/local/cuda/bin/nvcc ] &&
+   ! grep -qs "$CUDNN_FE_VERSION" "$deps/cudnn-frontend/VERSION"; then
+  echo "otc: fetching cudnn-frontend $CUDNN_FE_VERSION headers into $deps"
+  rm -rf "$deps/cudnn-frontend" "$deps/wheel"
+  mkdir -p "$deps/wheel"
+  "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$deps/wheel" "nvidia-cudnn-frontend==$CUDNN_FE_VERSION"
+  "$venv/bin/python" - "$deps" <<'PY'
+import sys, zipfile, glob, os
+deps = sys.argv[1]
+wheel = glob.glob(os.path.join(deps, "wheel", "*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("include/"):
+            z.extract(name, os.path.join(deps, "cudnn-frontend"))
+PY
+  echo "$CUDNN_FE_VERSION" > "$deps/cudnn-frontend/VERSION"
+  rm -rf "$deps/wheel"
+fi

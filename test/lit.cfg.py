@@ -42,6 +42,8 @@ if config.sanitized and "OTC_CXXFLAGS" not in os.environ:
 
 if config.have_cuda:
     config.available_features.add("nvcc")
+    if config.have_cudnn:
+        config.available_features.add("cudnn")
     if config.have_nccl:
         config.available_features.add("nccl")
 

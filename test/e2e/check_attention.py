@@ -6,7 +6,7 @@ and value gradients against a float64 reference, element by element.
 usage: check_attention.py OTC DIR --type f32|f16|bf16 [--heads H]
            [--kv-heads HK] [--queries T] [--keys S] [--causal]
            [--mask none|add|keep] [--target cpu|cuda]
-           [--build-only | --run-only]
+           [--build-only | --run-only] [--cudnn | --kernel]
 
 DIR receives the function and the executable; --build-only stops there
 and --run-only (OTC unused) runs one built before, as on a GPU machine
@@ -36,8 +36,17 @@ Hugging Face's masked_fill with finfo.min: a row masked everywhere is then
 uniform, and its scores get no gradient. One row of the keep mask is
 masked everywhere; with the additive mask, the padded keys of sample 1
 with the causal mask mask its first rows everywhere.
+
+On CUDA, 16-bit attention without a mask runs on cuDNN's flash attention
+where otc was built with it. --cudnn checks that path: its statistics are
+the packed log-sum-exp m + l (within the sum of their bounds), and it
+rounds the probabilities before p v and ds before ds k and ds q to the
+storage type, which adds u sum p|v| to out's bound, u sum p|dO| to dv's
+and u scale sum |ds| |k| (|q|) to dq's (dk's). --kernel runs otc's own
+kernels (OTC_ATTENTION=kernel).
 """
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +134,12 @@ def reference(q, k, v, mask, dO, a, scale, B, H, G, T, S, D, DV):
     b_dv = fold(np.einsum("bhts,bhtc->bhsc", (Ep + g(G * T)) * p, np.abs(dO)))
     sub = 2.0 ** -25 if a.type == "f16" else 0.0
     stored = lambda want, b: b + u * np.abs(want) + sub
+    if a.cudnn:
+        b_out_stored = b_out_stored + u * pv
+        b_dv = b_dv + u * fold(np.einsum("bhts,bhtc->bhsc", p, np.abs(dO)))
+        b_dq = b_dq + u * scale * np.einsum("bhts,bhsd->bhtd", np.abs(ds), np.abs(kk))
+        b_dk = b_dk + u * scale * fold(np.einsum("bhts,bhtd->bhsd", np.abs(ds), np.abs(q)))
+        stats, b_stats = stats.sum(-1).reshape(-1), b_stats.sum(-1).reshape(-1)
     return [("out", out, b_out_stored + sub), ("stats", stats, b_stats),
             ("dq", dq, stored(dq, b_dq)), ("dk", dk, stored(dk, b_dk)), ("dv", dv, stored(dv, b_dv))]
 
@@ -146,6 +161,8 @@ def main():
     ap.add_argument("--target", default="cpu")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--run-only", action="store_true")
+    ap.add_argument("--cudnn", action="store_true")
+    ap.add_argument("--kernel", action="store_true")
     a = ap.parse_args()
     B, H, HK, T, S, D, DV = a.batch, a.heads, a.kv_heads, a.queries, a.keys, a.dim, a.value_dim
     G = H // HK
@@ -182,8 +199,11 @@ def main():
     data.mkdir(exist_ok=True)
     for i, x in enumerate(args):
         np.save(data / f"arg{i}.npy", x)
-    subprocess.run([str(exe), str(data)], check=True)
+    env = dict(os.environ, OTC_ATTENTION="kernel") if a.kernel else None
+    subprocess.run([str(exe), str(data)], check=True, env=env)
     got = [np.load(data / f"result{i}.npy").astype(np.float64) for i in range(5)]
+    if a.cudnn:  # the packed log-sum-exp, in the first half
+        got[1] = got[1].reshape(-1)[:B * H * T]
     f64 = lambda x: np.asarray(x, np.float64)
     want = reference(f64(q), f64(k), f64(v), None if mask is None else (mask if a.mask == "keep" else f64(mask)),
                      f64(dO), a, scale, B, H, G, T, S, D, DV)

@@ -5,6 +5,9 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$dir/lib:${LD_LIBRARY_PATH:-}"
 py=${PYTHON:-python3}
+# cuDNN (fused attention) comes from PyTorch's wheel when the system has none.
+cudnn=$("$py" -c "import nvidia.cudnn, os; print(os.path.join(os.path.dirname(nvidia.cudnn.__file__), 'lib'))" 2>/dev/null || true)
+[ -n "$cudnn" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn"
 tmp=$(mktemp -d)
 pass=0 fail=0
 check() { # name, trained model, reference

@@ -198,8 +198,12 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
   if (cuda) {
     link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++20"};
     append(link, envWords("OTC_NVCC_FLAGS", "-O2 -arch=sm_90"));
-    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib,
-                  "-lcublas", "-lonnx_proto", "-lprotobuf"});
+    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o", lib});
+    // cuDNN's attention, where otc was built with it: the archive's object
+    // is linked when the step calls it, and opens libcudnn.so.9 itself.
+    if (Args cudnn = words(OTC_CUDNN_LINK); !cudnn.empty())
+      append(link, {"-DOTC_HAVE_CUDNN", cudnn[0], "-ldl"});
+    append(link, {"-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
     link = {cxx, "-std=c++20"};
     // Tuned for the machine that compiles, as torch.compile does on CPUs.

@@ -27,7 +27,8 @@ def Otc_AttentionOp : Otc_DiffOp<"attention",
     m = max x and log(sum(exp(x - m))) in float32, for the backward. Kept
     apart rather than as their sum, so that a row masked everywhere by
     -3.4e38 (whose sum would round to m) recomputes its uniform
-    probabilities.
+    probabilities. Only attention_grad reads it: where cuDNN runs both
+    (16-bit, no mask, on CUDA), it holds cuDNN's log-sum-exp instead.
     The products sum in float32 whatever the operand type. The mask keeps its
     own type under mixed precision (an additive -3.4e38 has no 16-bit form).
 

@@ -16,6 +16,11 @@
 #include "otc/runtime/kernel_support.h"
 
 #include <math.h>
+#include <type_traits>
+
+#if defined(__CUDACC__) && defined(OTC_HAVE_CUDNN)
+#include "otc/runtime/cudnn_attention.h"
+#endif
 
 #define OTC_ATTENTION                                                                     \
   long long B, long long H, long long G, long long T, long long S, long long D,           \
@@ -198,10 +203,33 @@ void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const
       dout, q, k, v, stats, mask, delta, dk, dv, scale, fill);
 }
 
+#ifdef OTC_HAVE_CUDNN
+// cuDNN's flash attention takes 16-bit attention without a mask, one head
+// size for keys and values, up to 128 (runtime/CudnnAttention.cu); it
+// declines a shape it does not support, which then runs the kernels above.
+template <OTC_ATTENTION, class Q>
+constexpr bool attention_on_cudnn() {
+  return !std::is_same<Q, float>::value && Mask == 0 && D == DV && D % 8 == 0 && D <= 128;
+}
+
+template <OTC_ATTENTION, class Q>
+otc_attention_shape attention_shape(float scale) {
+  return {B, H, H / G, T, S, D, (int)Causal,
+          std::is_same<Q, otc_bf16>::value ? OTC_ATTENTION_BF16 : OTC_ATTENTION_F16, scale};
+}
+#endif
+
 // Without a mask.
 template <OTC_ATTENTION, class Q>
 void attention_forward(const Q *q, const Q *k, const Q *v, Q *out, float *stats, float scale,
                        float fill, cudaStream_t stream) {
+#ifdef OTC_HAVE_CUDNN
+  if constexpr (attention_on_cudnn<OTC_ATTENTION_ARGS, Q>()) {
+    otc_attention_shape a = attention_shape<OTC_ATTENTION_ARGS, Q>(scale);
+    if (otc_cudnn_attention_forward(&a, q, k, v, out, stats, stream))
+      return;
+  }
+#endif
   attention_forward<OTC_ATTENTION_ARGS>(q, k, v, (const float *)nullptr, out, stats, scale, fill,
                                         stream);
 }
@@ -210,6 +238,13 @@ template <OTC_ATTENTION, class Q>
 void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const Q *out,
                         const float *stats, float *delta, Q *dq, Q *dk, Q *dv, float scale,
                         float fill, cudaStream_t stream) {
+#ifdef OTC_HAVE_CUDNN
+  if constexpr (attention_on_cudnn<OTC_ATTENTION_ARGS, Q>()) {
+    otc_attention_shape a = attention_shape<OTC_ATTENTION_ARGS, Q>(scale);
+    if (otc_cudnn_attention_backward(&a, dout, q, k, v, out, stats, dq, dk, dv, stream))
+      return;
+  }
+#endif
   attention_backward<OTC_ATTENTION_ARGS>(dout, q, k, v, out, stats, (const float *)nullptr, delta,
                                          dq, dk, dv, scale, fill, stream);
 }
