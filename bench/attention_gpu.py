@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fused attention's forward plus backward on the GPU: otc's attention on
-cuDNN (runtime/CudnnAttention.cu) and on its own kernels
+cuDNN (runtime/CudnnAttention.cpp) and on its own kernels
 (kernels/attention.h, OTC_ATTENTION=kernel) against PyTorch's
 scaled_dot_product_attention (cuDNN where PyTorch has it, else its default
 backend), side by side, on the GPU machine (run by test/gpu/run_bundle.sh).

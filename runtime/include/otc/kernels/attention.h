@@ -205,7 +205,7 @@ void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const
 
 #ifdef OTC_HAVE_CUDNN
 // cuDNN's flash attention takes 16-bit attention without a mask, one head
-// size for keys and values, up to 128 (runtime/CudnnAttention.cu); it
+// size for keys and values, up to 128 (runtime/CudnnAttention.cpp); it
 // declines a shape it does not support, which then runs the kernels above.
 template <OTC_ATTENTION, class Q>
 constexpr bool attention_on_cudnn() {

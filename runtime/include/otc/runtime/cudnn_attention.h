@@ -1,5 +1,5 @@
 /* cuDNN's flash attention, compiled once into the CUDA runtime
- * (runtime/CudnnAttention.cu): kernels/attention.h calls it for 16-bit
+ * (runtime/CudnnAttention.cpp): kernels/attention.h calls it for 16-bit
  * attention without a mask when otc was built with cuDNN (OTC_HAVE_CUDNN).
  * Each returns 1 when cuDNN ran, 0 when the caller runs its own kernels (a
  * shape cuDNN does not support, or OTC_ATTENTION=kernel). A shape runs both
