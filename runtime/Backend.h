@@ -32,6 +32,26 @@ public:
   /// `low` (null for none) receives the new values rounded to `lowDtype`.
   virtual void update(const OptimizerStep &s, float *param, const float *grad,
                       float *m, float *v, void *low, int lowDtype, int64_t n) = 0;
+  /// One tensor of a multi-tensor update; `decays` picks the step with
+  /// weight decay.
+  struct UpdateSpan {
+    float *param;
+    const float *grad;
+    float *m, *v;
+    void *low;
+    int lowDtype;
+    int decays;
+    int64_t count;
+  };
+  /// One optimizer step of every tensor in `spans`: CUDA runs them all in
+  /// one launch (the chunk table is copied when the spans change, so once);
+  /// the default calls update() per tensor. The same element formula
+  /// either way, so the bits are the same.
+  virtual void updateMany(const OptimizerStep &decay, const OptimizerStep &plain,
+                          const std::vector<UpdateSpan> &spans) {
+    for (const UpdateSpan &u : spans)
+      update(u.decays ? decay : plain, u.param, u.grad, u.m, u.v, u.low, u.lowDtype, u.count);
+  }
   /// The generated program's CPU update, used by backends that take one.
   virtual void setUpdateKernel(decltype(otc_program::update)) {}
   /// Whether any of the `n` floats at `p` is NaN or infinite.

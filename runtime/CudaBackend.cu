@@ -24,6 +24,30 @@ __global__ void updateKernel(OptimizerStep s, float *param, const float *grad,
   }
 }
 
+/// A block's share of a multi-tensor update: elements [begin, end) of span
+/// `span`.
+struct UpdateChunk {
+  int64_t span, begin, end;
+};
+constexpr int64_t kUpdateChunk = 1 << 16;
+
+/// Every tensor's optimizer step in one launch: block b updates chunk b,
+/// with the element formula of updateKernel.
+__global__ void updateManyKernel(OptimizerStep decay, OptimizerStep plain,
+                                 const Backend::UpdateSpan *spans, const UpdateChunk *chunks) {
+  UpdateChunk c = chunks[blockIdx.x];
+  Backend::UpdateSpan u = spans[c.span];
+  const OptimizerStep &s = u.decays ? decay : plain;
+  for (int64_t i = c.begin + threadIdx.x; i < c.end; i += blockDim.x) {
+    float m0 = 0.0f, v0 = 0.0f;
+    updateElement(s, u.param[i], u.grad[i], u.m ? u.m[i] : m0, u.v ? u.v[i] : v0);
+    if (u.low && u.lowDtype == OTC_F16)
+      otc_store(static_cast<otc_f16 *>(u.low) + i, u.param[i]);
+    else if (u.low && u.lowDtype == OTC_BF16)
+      otc_store(static_cast<otc_bf16 *>(u.low) + i, u.param[i]);
+  }
+}
+
 /// Sets *flag when any element is NaN or infinite (grid-stride).
 __global__ void nonFiniteKernel(const float *p, int64_t n, int *flag) {
   bool bad = false;
@@ -157,6 +181,35 @@ public:
       updateKernel<<<grid, 256>>>(s, param, grad, m, v, (float *)nullptr, n);
     OTC_CUDA_CHECK(cudaGetLastError());
   }
+  void updateMany(const OptimizerStep &decay, const OptimizerStep &plain,
+                  const std::vector<UpdateSpan> &spans) override {
+    if (spans.empty())
+      return;
+    if (spans.size() != updateSpans.size() ||
+        std::memcmp(updateSpans.data(), spans.data(), spans.size() * sizeof(UpdateSpan)) != 0) {
+      updateSpans = spans;
+      std::vector<UpdateChunk> chunks;
+      for (size_t t = 0; t < spans.size(); ++t)
+        for (int64_t at = 0; at < spans[t].count; at += kUpdateChunk)
+          chunks.push_back({int64_t(t), at, std::min(spans[t].count, at + kUpdateChunk)});
+      size_t bytes = spans.size() * sizeof(UpdateSpan) + chunks.size() * sizeof(UpdateChunk);
+      if (bytes > updateTableBytes) {
+        updateTable = static_cast<char *>(alloc(bytes));
+        updateTableBytes = bytes;
+      }
+      toDevice(updateTable, spans.data(), spans.size() * sizeof(UpdateSpan));
+      toDevice(updateTable + spans.size() * sizeof(UpdateSpan), chunks.data(),
+               chunks.size() * sizeof(UpdateChunk));
+      updateChunks = chunks.size();
+    }
+    if (updateChunks == 0)
+      return;
+    const auto *table = reinterpret_cast<const UpdateSpan *>(updateTable);
+    updateManyKernel<<<(unsigned)updateChunks, 256>>>(
+        decay, plain, table,
+        reinterpret_cast<const UpdateChunk *>(updateTable + spans.size() * sizeof(UpdateSpan)));
+    OTC_CUDA_CHECK(cudaGetLastError());
+  }
   bool anyNonFinite(const float *p, int64_t n) override {
     OTC_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int)));
     int64_t grid = std::min<int64_t>((n + 255) / 256, 1024);
@@ -246,6 +299,11 @@ private:
   Span *spansTable = nullptr; // on the device
   size_t tableSize = 0;
   std::vector<Span> hostTable;
+  // The multi-tensor update's spans and chunks on the device, and as last
+  // copied.
+  char *updateTable = nullptr;
+  size_t updateTableBytes = 0, updateChunks = 0;
+  std::vector<UpdateSpan> updateSpans;
   int64_t most = 1; // the table's largest tensor
 };
 

@@ -995,6 +995,7 @@ struct Trainer {
   }
 
   void update(const OptimizerStep &scalars, const OptimizerStep &plain) {
+    std::vector<Backend::UpdateSpan> spans;
     for (Param &p : params) {
       if (!p.grad || !p.mine(R))
         continue;
@@ -1003,8 +1004,10 @@ struct Trainer {
         backend->adamw8bit(s, p.value, p.grad, p.q1, p.q2, p.m, p.v, p.low, p.desc->low_dtype,
                            p.count);
       else
-        backend->update(s, p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.count);
+        spans.push_back({p.value, p.grad, p.m, p.v, p.low, p.desc->low_dtype, p.decays ? 1 : 0,
+                         p.count});
     }
+    backend->updateMany(scalars, plain, spans);
   }
 
   /// Hugging Face's Adafactor step `updates` (its lr, scale_parameter,
