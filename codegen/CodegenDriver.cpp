@@ -288,8 +288,10 @@ bool emitCode(mlir::func::FuncOp func, const CodegenOptions &options, CodegenOut
   program.min8bitSize = options.min8bitSize;
   if (auto n = func->getAttrOfType<mlir::IntegerAttr>(attr::kMicroBatch))
     program.microBatch = n.getInt();
-  if (options.training && options.target == Target::Cuda)
+  if (options.training && options.target == Target::Cuda) {
     program.workspaceBytes = OTC_CUDA_WORKSPACE_BYTES;
+    program.inputSlots = 2;
+  }
   Lowering lowering(func, options.training, error);
   if (!lowering.run(program))
     return false;

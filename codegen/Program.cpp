@@ -272,7 +272,7 @@ PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer)
     }
   }
   for (const TensorDesc &d : program.inputs)
-    p.inputs += bytesOf(d, d.type);
+    p.inputs += program.inputSlots * bytesOf(d, d.type);
   for (const Buffer &b : program.buffers)
     if (b.place == Buffer::Place::Constant)
       p.constants += b.bytes();
@@ -297,7 +297,9 @@ std::string memoryReport(const Program &program, otc_optimizer optimizer) {
       {optimizer == OTC_ADAMW8BIT ? "optimizer state (8-bit)" : "optimizer state (float32)",
        p.optimizerState},
       {"activations and temporaries", program.arenaBytes - arenaCopies},
-      {"data inputs (one micro-batch)", p.inputs},
+      {program.inputSlots == 2 ? "data inputs (two micro-batches)"
+                               : "data inputs (one micro-batch)",
+       p.inputs},
       {"constants", p.constants},
       {"library workspace (cuBLAS)", p.workspace},
   };

@@ -214,6 +214,9 @@ struct Program {
   int64_t lowCopyBytes = 0;
   /// The library workspace the runtime allocates (cuBLAS's on CUDA).
   int64_t workspaceBytes = 0;
+  /// Sets of input buffers the runtime rotates through (CUDA double-buffers
+  /// them: Backend::inputSlots).
+  int inputSlots = 1;
 };
 
 /// The buffers step `s` reads or writes.

@@ -77,6 +77,20 @@ public:
   virtual void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1,
                          uint8_t *q2, float *absmax1, float *absmax2, void *low, int lowDtype,
                          int64_t n) = 0;
+  /// How many sets of input buffers the step's inputs rotate through: CUDA
+  /// double-buffers them, so a micro-batch is copied while the one before
+  /// computes.
+  virtual int inputSlots() const { return 1; }
+  /// Copies a micro-batch's `n` host buffers `src` (of `bytes` each) into
+  /// input set `slot`'s device buffers `dst`, for the step launched next.
+  /// CUDA copies through pinned memory on a stream of its own, after the
+  /// step that last read the set and before the next step starts.
+  virtual void stageInputs(int slot, void *const *dst, const void *const *src,
+                           const size_t *bytes, size_t n) {
+    (void)slot;
+    for (size_t i = 0; i < n; ++i)
+      toDevice(dst[i], src[i], bytes[i]);
+  }
   /// Copies `bytes` bytes between two allocations of this backend.
   virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   /// Bytes requested through alloc() so far.

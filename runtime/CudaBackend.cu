@@ -144,9 +144,57 @@ public:
     sumTotal = static_cast<double *>(alloc(sizeof(double)));
   }
   ~CudaBackend() override {
+    for (Staging &st : staging) {
+      if (st.pinned)
+        cudaFreeHost(st.pinned);
+      if (st.copied)
+        cudaEventDestroy(st.copied), cudaEventDestroy(st.read);
+    }
+    if (copyStream)
+      cudaStreamDestroy(copyStream);
     for (void *p : blocks)
       cudaFree(p);
     cublasDestroy(handle);
+  }
+  int inputSlots() const override { return 2; }
+  // Slot X's copy for micro-batch j waits for step j - 2 (the last to read
+  // set X, marked when slot X's partner was staged), and step j waits for
+  // the copy; the host waits only for set X's previous copy out of its
+  // pinned buffer, done while step j - 1 computed.
+  void stageInputs(int slot, void *const *dst, const void *const *src, const size_t *bytes,
+                   size_t n) override {
+    if (!copyStream) {
+      OTC_CUDA_CHECK(cudaStreamCreateWithFlags(&copyStream, cudaStreamNonBlocking));
+      for (Staging &st : staging) {
+        OTC_CUDA_CHECK(cudaEventCreateWithFlags(&st.copied, cudaEventDisableTiming));
+        OTC_CUDA_CHECK(cudaEventCreateWithFlags(&st.read, cudaEventDisableTiming));
+      }
+    }
+    Staging &st = staging[slot], &other = staging[1 - slot];
+    OTC_CUDA_CHECK(cudaEventRecord(other.read, 0)); // every step so far, the other set's
+    OTC_CUDA_CHECK(cudaEventSynchronize(st.copied));
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i)
+      total += bytes[i];
+    if (total > st.pinnedBytes) {
+      if (st.pinned)
+        OTC_CUDA_CHECK(cudaFreeHost(st.pinned));
+      st.pinned = nullptr;
+      cudaError_t err = cudaMallocHost(&st.pinned, total);
+      if (err == cudaErrorMemoryAllocation)
+        throw Fatal{"out of pinned host memory allocating " + std::to_string(total) + " bytes"};
+      OTC_CUDA_CHECK(err);
+      st.pinnedBytes = total;
+    }
+    char *pinned = static_cast<char *>(st.pinned);
+    for (size_t i = 0, at = 0; i < n; at += bytes[i++])
+      std::memcpy(pinned + at, src[i], bytes[i]);
+    OTC_CUDA_CHECK(cudaStreamWaitEvent(copyStream, st.read, 0));
+    for (size_t i = 0, at = 0; i < n; at += bytes[i++])
+      OTC_CUDA_CHECK(
+          cudaMemcpyAsync(dst[i], pinned + at, bytes[i], cudaMemcpyHostToDevice, copyStream));
+    OTC_CUDA_CHECK(cudaEventRecord(st.copied, copyStream));
+    OTC_CUDA_CHECK(cudaStreamWaitEvent(0, st.copied, 0));
   }
   const char *name() const override { return "cuda"; }
   void *alloc(size_t bytes) override {
@@ -299,6 +347,14 @@ private:
   Span *spansTable = nullptr; // on the device
   size_t tableSize = 0;
   std::vector<Span> hostTable;
+  // Double-buffered inputs: per set, its pinned host copy, the event of its
+  // last copy and that of the last step to read it.
+  struct Staging {
+    void *pinned = nullptr;
+    size_t pinnedBytes = 0;
+    cudaEvent_t copied = nullptr, read = nullptr;
+  } staging[2];
+  cudaStream_t copyStream = nullptr;
   // The multi-tensor update's spans and chunks on the device, and as last
   // copied.
   char *updateTable = nullptr;

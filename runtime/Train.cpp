@@ -179,7 +179,9 @@ struct Trainer {
   std::unique_ptr<Backend> backend;
   std::vector<Param> params;
   std::vector<float *> paramPtrs, gradPtrs;
-  std::vector<void *> lowPtrs, inputPtrs;
+  std::vector<void *> lowPtrs;
+  std::vector<std::vector<void *>> inputSets; // the step's input buffers, used in turn
+  int64_t staged = 0;                          // micro-batches staged so far
   std::vector<Backend::Span> gradSpans;
   std::unique_ptr<GradBuckets> buckets; // the gradient buffers, in one block
   float *gradBlock = nullptr;
@@ -555,12 +557,14 @@ struct Trainer {
 
   /// The step's arguments: staged inputs, the painted arena, the loss.
   void prepareStep() {
-    for (int i = 0; i < prog.num_inputs; ++i)
-      inputPtrs.push_back(backend->alloc(size_t(elements(prog.inputs[i])) *
-                                         storageBytes(prog.inputs[i].dtype)));
+    inputSets.resize(size_t(backend->inputSlots()));
+    for (std::vector<void *> &set : inputSets)
+      for (int i = 0; i < prog.num_inputs; ++i)
+        set.push_back(backend->alloc(size_t(elements(prog.inputs[i])) *
+                                     storageBytes(prog.inputs[i].dtype)));
     args.arena = (char *)backend->alloc(prog.arena_bytes);
     backend->fill(args.arena, kPaint, prog.arena_bytes);
-    args.inputs = inputPtrs.data();
+    args.inputs = inputSets[0].data();
     args.params = paramPtrs.data();
     args.low_params = lowPtrs.data();
     args.grads = gradPtrs.data();
@@ -786,8 +790,16 @@ struct Trainer {
       // Such a micro-batch has no term in the window's mean.
       if (tokenWeighted && b.counted == 0)
         continue;
-      for (size_t i = 0; i < b.inputs.size(); ++i)
-        backend->toDevice(inputPtrs[i], b.inputs[i].data(), b.inputs[i].size());
+      // The inputs go to the next set of buffers, copied while the
+      // micro-batch before computes.
+      int slot = int(staged++ % int64_t(inputSets.size()));
+      std::vector<const void *> src;
+      std::vector<size_t> bytes;
+      for (const auto &in : b.inputs)
+        src.push_back(in.data()), bytes.push_back(in.size());
+      backend->stageInputs(slot, inputSets[size_t(slot)].data(), src.data(), bytes.data(),
+                           src.size());
+      args.inputs = inputSets[size_t(slot)].data();
       double share = tokenWeighted ? double(b.counted) / counted : 1.0 / double(kAll);
       args.seed = float(double(scaler.scale()) * share);
       args.first = first;
