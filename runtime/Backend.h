@@ -66,6 +66,14 @@ public:
     int64_t count;
   };
   virtual double sumOfSquares(const std::vector<Span> &spans) = 0;
+  /// The window's two numbers in one read: the float the step summed at
+  /// `loss` (device memory) and sumOfSquares(spans). CUDA reads both in one
+  /// copy, the step's only synchronisation.
+  virtual void readLossAndSumOfSquares(const float *loss, const std::vector<Span> &spans,
+                                       float &lossOut, double &sumSquares) {
+    toHost(&lossOut, loss, sizeof(float));
+    sumSquares = sumOfSquares(spans);
+  }
   /// One Adafactor step of a parameter (kernels/adafactor.h): `row` and
   /// `col` its factored second moment (or `row` the full one, `col` null),
   /// `expAvg` its first moment or null.

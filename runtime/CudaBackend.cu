@@ -141,7 +141,7 @@ public:
     OTC_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, OTC_CUDA_WORKSPACE_BYTES));
     flag = static_cast<int *>(alloc(sizeof(int)));
     partials = static_cast<double *>(alloc(kGridX * kGridY * sizeof(double)));
-    sumTotal = static_cast<double *>(alloc(sizeof(double)));
+    sumTotal = static_cast<double *>(alloc(2 * sizeof(double))); // the sum, then a loss
   }
   ~CudaBackend() override {
     for (Staging &st : staging) {
@@ -270,6 +270,26 @@ public:
   double sumOfSquares(const std::vector<Span> &spans) override {
     if (spans.empty())
       return 0;
+    launchSumOfSquares(spans);
+    double host = 0;
+    OTC_CUDA_CHECK(cudaMemcpy(&host, sumTotal, sizeof(double), cudaMemcpyDeviceToHost));
+    return host;
+  }
+  void readLossAndSumOfSquares(const float *loss, const std::vector<Span> &spans, float &lossOut,
+                               double &sumSquares) override {
+    if (spans.empty())
+      OTC_CUDA_CHECK(cudaMemsetAsync(sumTotal, 0, sizeof(double)));
+    else
+      launchSumOfSquares(spans);
+    // The loss beside the sum (sumTotal is a double then a float), one read.
+    OTC_CUDA_CHECK(cudaMemcpyAsync(sumTotal + 1, loss, sizeof(float), cudaMemcpyDeviceToDevice));
+    unsigned char both[sizeof(double) + sizeof(float)];
+    OTC_CUDA_CHECK(cudaMemcpy(both, sumTotal, sizeof both, cudaMemcpyDeviceToHost));
+    std::memcpy(&sumSquares, both, sizeof(double));
+    std::memcpy(&lossOut, both + sizeof(double), sizeof(float));
+  }
+  /// The sum of squares' kernels, leaving the total at sumTotal.
+  void launchSumOfSquares(const std::vector<Span> &spans) {
     // The table is copied once: the gradient buffers do not move.
     if (spans.size() != hostTable.size() ||
         std::memcmp(hostTable.data(), spans.data(), spans.size() * sizeof(Span)) != 0) {
@@ -289,9 +309,6 @@ public:
     OTC_CUDA_CHECK(cudaGetLastError());
     adafactor::sumPartials<<<1, 256>>>(partials, int(gx * gy), sumTotal);
     OTC_CUDA_CHECK(cudaGetLastError());
-    double host = 0;
-    OTC_CUDA_CHECK(cudaMemcpy(&host, sumTotal, sizeof(double), cudaMemcpyDeviceToHost));
-    return host;
   }
   void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1, uint8_t *q2,
                  float *absmax1, float *absmax2, void *low, int lowDtype, int64_t n) override {

@@ -762,9 +762,11 @@ struct Trainer {
   }
 
   /// Runs window `s`'s micro-batches, each weighted by its share of the
-  /// window's counted labels (or 1/k); returns the window's loss. `empty`:
-  /// no micro-batch has a counted label, so nothing ran.
-  double runWindow(int64_t s, const std::vector<HostBatch> &window, bool &empty) {
+  /// window's counted labels (or 1/k); returns the window's loss and sets
+  /// the gradients' sum of squares. `empty`: no micro-batch has a counted
+  /// label, so nothing ran.
+  double runWindow(int64_t s, const std::vector<HostBatch> &window, bool &empty,
+                   double &sumSquares) {
     int64_t k = int64_t(window.size());
     int64_t kAll = std::min(K * W, total - s * K * W); // across ranks
     double counted = 0;
@@ -813,18 +815,22 @@ struct Trainer {
       first = false;
     }
     args.grad_ready = nullptr;
-    // The step summed seed x loss on the device: one read per step.
+    if (comm) {
+      // A rank that ran nothing (a short last window, or no counted labels)
+      // adds zeros. The sum of the ranks' gradients is the window's: each
+      // micro-batch's seed already holds its share of the whole window.
+      if (first)
+        backend->fill(gradBlock, 0, size_t(gradFloats) * sizeof(float));
+      buckets->finish();
+    }
+    // The step summed seed x loss on the device; that and the gradients'
+    // sum of squares (for skipping and clipping) are the step's one read.
     float scaled = 0;
-    if (!first)
-      backend->toHost(&scaled, args.loss, sizeof(float));
+    backend->readLossAndSumOfSquares(args.loss, gradSpans, scaled, sumSquares);
+    if (first)
+      scaled = 0;
     if (!comm)
       return double(scaled) / double(scaler.scale());
-    // A rank that ran nothing (a short last window, or no counted labels)
-    // adds zeros. The sum of the ranks' gradients is the window's: each
-    // micro-batch's seed already holds its share of the whole window.
-    if (first)
-      backend->fill(gradBlock, 0, size_t(gradFloats) * sizeof(float));
-    buckets->finish();
     double loss = scaled;
     comm->sumHost(&loss, 1, where + "'s loss");
     // Rounded as the one process's float32 accumulator rounds it.
@@ -918,7 +924,8 @@ struct Trainer {
         if (p.saved)
           backend->copy(p.saved, p.value, size_t(p.count) * sizeof(float));
       bool empty = false;
-      double loss = runWindow(s, window, empty);
+      double sumSquares = 0;
+      double loss = runWindow(s, window, empty, sumSquares);
       double lr = learningRate(opt, updates, steps), norm = NAN;
       float scaleUsed = scaler.scale();
       bool overflow = false;
@@ -926,7 +933,6 @@ struct Trainer {
         say("train: note: step %lld has no counted labels; no step taken\n",
                      (long long)(s + 1));
       } else {
-        double sumSquares = backend->sumOfSquares(gradSpans);
         if (comm) { // every rank takes the same decision: skip, clip, step
           if (!std::isfinite(sumSquares))
             sumSquares = INFINITY; // MPI's max may drop a NaN
