@@ -135,6 +135,12 @@ else fail=$((fail + 1)); echo "FAIL dropout mask"; fi
 "$py" "$dir/gpu_kernels.py" "$dir" || echo "gpu_kernels.py failed"
 # Attention's TFLOP/s against PyTorch's SDPA (cuDNN); record it in bench/RESULTS.md.
 (cd "$dir" && "$py" attention_gpu.py "$dir") || echo "attention_gpu.py failed"
+# GPT-2 124M: otc against PyTorch eager AMP and torch.compile, three runs
+# each, with the loss curves against float32's; record it in bench/RESULTS.md.
+if [ -x "$dir/gpt2/gpt2" ]; then
+  "$py" "$dir/gpt2/run.py" "$dir/gpt2" --out "$tmp/gpt2" || echo "gpt2/run.py failed"
+  cp "$tmp/gpt2/results.json" "${OUT:-$dir}/gpt2_results.json" 2>/dev/null || true
+fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
