@@ -105,7 +105,7 @@ FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
     return failure();
   if (IsLstm && imp.intAttr("input_forget", 0) != 0)
     return imp.fail("input_forget is not supported");
-  if (IsLstm && imp.numInputs() > 7)
+  if (IsLstm && imp.numInputs() > 7 && !imp.node().input(7).empty())
     return imp.fail("peephole weights (input P) are not supported");
   n.layout = imp.opset() >= 14 ? imp.intAttr("layout", 0) : 0;
   if (n.layout != 0 && n.layout != 1)

@@ -165,9 +165,11 @@ public:
                    size_t n) override {
     if (!copyStream) {
       OTC_CUDA_CHECK(cudaStreamCreateWithFlags(&copyStream, cudaStreamNonBlocking));
+      // Both sets were zeroed on stream 0 (alloc): the first copies follow.
       for (Staging &st : staging) {
         OTC_CUDA_CHECK(cudaEventCreateWithFlags(&st.copied, cudaEventDisableTiming));
         OTC_CUDA_CHECK(cudaEventCreateWithFlags(&st.read, cudaEventDisableTiming));
+        OTC_CUDA_CHECK(cudaEventRecord(st.read, 0));
       }
     }
     Staging &st = staging[slot], &other = staging[1 - slot];

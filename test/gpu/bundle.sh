@@ -124,14 +124,14 @@ CASES
   --type bf16 --causal --batch 8 --heads 12 --kv-heads 12 --queries 1024 --keys 1024 --dim 64 \
   --value-dim 64 > /dev/null
 "$otc" kernel "$root/bench/kernels/chain.mlir" -o "$out/bench_chain" --target cuda
-# GPT-2 124M against PyTorch eager AMP and torch.compile (bench/gpt2): the
-# executable travels, the 0.5 GB export stays here (OTC_GPT2=0 skips it).
-if [ "${OTC_GPT2:-1}" != 0 ]; then
-  gpt2_work=$(mktemp -d)
-  "$py" "$root/bench/gpt2/make.py" "$gpt2_work" "$out/gpt2" --shape 124m --target cuda \
-    --micro-batch 8 --precision bf16
-  rm -rf "$gpt2_work"
-fi
+# GPT-2 124M, BERT-large (the seeds' five configurations) and ResNet-50
+# against PyTorch eager and torch.compile (bench/gpu_train): the executables
+# travel, the exports (0.5 and 1.3 GB) stay here. OTC_BENCH="" skips them.
+for model in ${OTC_BENCH-gpt2 bert resnet50}; do
+  bench_work=$(mktemp -d)
+  "$py" "$root/bench/gpu_train/make.py" "$model" "$bench_work" "$out/bench_$model" --target cuda
+  rm -rf "$bench_work"
+done
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
   "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_recurrent.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
   "$root/bench/gpu_kernels.py" "$root/bench/attention_gpu.py" "$out/"

@@ -135,12 +135,16 @@ else fail=$((fail + 1)); echo "FAIL dropout mask"; fi
 "$py" "$dir/gpu_kernels.py" "$dir" || echo "gpu_kernels.py failed"
 # Attention's TFLOP/s against PyTorch's SDPA (cuDNN); record it in bench/RESULTS.md.
 (cd "$dir" && "$py" attention_gpu.py "$dir") || echo "attention_gpu.py failed"
-# GPT-2 124M: otc against PyTorch eager AMP and torch.compile, three runs
-# each, with the loss curves against float32's; record it in bench/RESULTS.md.
-if [ -x "$dir/gpt2/gpt2" ]; then
-  "$py" "$dir/gpt2/run.py" "$dir/gpt2" --out "$tmp/gpt2" || echo "gpt2/run.py failed"
-  cp "$tmp/gpt2/results.json" "${OUT:-$dir}/gpt2_results.json" 2>/dev/null || true
-fi
+# GPT-2 124M, BERT-large and ResNet-50: otc against PyTorch eager and
+# torch.compile, three runs each (GPT-2 with its loss curve against
+# float32's); record them in bench/RESULTS.md. OTC_BENCH picks some.
+for model in ${OTC_BENCH-gpt2 bert resnet50}; do
+  b="$dir/bench_$model"
+  [ -d "$b" ] || continue
+  steps=100; [ "$model" = gpt2 ] || steps=30
+  "$py" "$b/run.py" "$b" --steps $steps --out "$tmp/bench_$model" || echo "bench $model failed"
+  cp "$tmp/bench_$model/results.json" "${OUT:-$dir}/bench_$model.json" 2>/dev/null || true
+done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
