@@ -158,9 +158,13 @@ def main():
     per_sample = models.SHAPES[name][shape].get("t", 1) if bench.unit == "tokens" else 1
     flops = models.flops_per_token(m)[1] if name == "gpt2" else None
     env = dict(os.environ, LD_LIBRARY_PATH=f"{bundle / 'lib'}:{os.environ.get('LD_LIBRARY_PATH', '')}")
-    try:  # cuDNN (fused attention) from PyTorch's wheel
-        import nvidia.cudnn
-        env["LD_LIBRARY_PATH"] += ":" + os.path.join(os.path.dirname(nvidia.cudnn.__file__), "lib")
+    try:  # cuDNN and the shared CUDA runtime cudnn-frontend opens, from PyTorch's wheels
+        import glob
+        import nvidia
+        for p in nvidia.__path__:
+            for d in sorted(glob.glob(p + "/*/lib")):
+                if glob.glob(d + "/libcudnn.so.9") or glob.glob(d + "/libcudart.so.13"):
+                    env["LD_LIBRARY_PATH"] += ":" + d
     except ImportError:
         pass
     device = a.device

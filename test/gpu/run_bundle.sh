@@ -5,9 +5,13 @@ set -uo pipefail
 dir=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$dir/lib:${LD_LIBRARY_PATH:-}"
 py=${PYTHON:-python3}
-# cuDNN (fused attention) comes from PyTorch's wheel when the system has none.
-cudnn=$("$py" -c "import nvidia.cudnn, os; print(os.path.join(os.path.dirname(nvidia.cudnn.__file__), 'lib'))" 2>/dev/null || true)
-[ -n "$cudnn" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn"
+# cuDNN (fused attention, opened at run time) and the shared CUDA runtime
+# that cudnn-frontend opens come from PyTorch's wheels when the system has none.
+wheels=$("$py" -c "
+import glob, nvidia
+print(':'.join(d for p in nvidia.__path__ for d in sorted(glob.glob(p + '/*/lib'))
+               if glob.glob(d + '/libcudnn.so.9') or glob.glob(d + '/libcudart.so.13')))" 2>/dev/null || true)
+[ -n "$wheels" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$wheels"
 tmp=$(mktemp -d)
 pass=0 fail=0
 check() { # name, trained model, reference
