@@ -157,7 +157,9 @@ def main():
         np.save(work / "data" / f"{k}.npy", v)
     per_sample = models.SHAPES[name][shape].get("t", 1) if bench.unit == "tokens" else 1
     flops = models.flops_per_token(m)[1] if name == "gpt2" else None
-    env = dict(os.environ, LD_LIBRARY_PATH=f"{bundle / 'lib'}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    # Its own lib/, or the GPU bundle's beside it.
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{bundle / 'lib'}:{bundle.parent / 'lib'}:"
+                                           f"{os.environ.get('LD_LIBRARY_PATH', '')}")
     try:  # cuDNN and the shared CUDA runtime cudnn-frontend opens, from PyTorch's wheels
         import glob
         import nvidia

@@ -130,7 +130,7 @@ CASES
 for model in ${OTC_BENCH-gpt2 bert resnet50}; do
   bench_work=$(mktemp -d)
   "$py" "$root/bench/gpu_train/make.py" "$model" "$bench_work" "$out/bench_$model" --target cuda
-  rm -rf "$bench_work"
+  rm -rf "$bench_work" "$out/bench_$model/lib" # the bundle's lib/ serves (run.py looks in ../lib)
 done
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
   "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_recurrent.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
