@@ -92,9 +92,11 @@ bool trained(Value v) {
 }
 
 /// Whether the constant `v` is, at every leading index, the causal pattern
-/// over its last two dims (T = S): `inside` where s <= t, else `outside`.
+/// over its last two dims (T = S): `inside` where s <= t, else `outside`
+/// (for an i1 `v`, true inside, or false inside when `inverted`).
 bool causalConstant(Value v, int64_t t, function_ref<bool(const APFloat &)> insideF,
-                    function_ref<bool(const APFloat &)> outsideF, bool boolean) {
+                    function_ref<bool(const APFloat &)> outsideF, bool boolean,
+                    bool inverted = false) {
   auto c = v.getDefiningOp<ConstantOp>();
   auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
   auto shape = tensorType(v).getShape();
@@ -105,7 +107,7 @@ bool causalConstant(Value v, int64_t t, function_ref<bool(const APFloat &)> insi
   if (boolean) {
     for (bool x : dense.getValues<bool>()) {
       int64_t s = i % t, row = (i / t) % t;
-      if (!ok(s <= row, x))
+      if (!ok(s <= row, x != inverted))
         return false;
       ++i;
     }
@@ -312,8 +314,9 @@ struct FuseAttentionPattern : OpRewritePattern<MatMulOp> {
     // score at the fill, those past t included.)
     auto zero = [](const APFloat &x) { return x.isZero(); };
     auto below = [](const APFloat &x) { return x.convertToDouble() <= kMaskedBelow; };
-    if (square && c.keep && !c.bias && !c.invertKeep && c.fill <= kMaskedBelow &&
-        causalConstant(c.keep, t, zero, below, true)) {
+    // (Also inverted: masked_fill(tril == 0, -inf) on a constant tril.)
+    if (square && c.keep && !c.bias && c.fill <= kMaskedBelow &&
+        causalConstant(c.keep, t, zero, below, true, c.invertKeep)) {
       c.keep = Value();
       c.causal = true;
     }

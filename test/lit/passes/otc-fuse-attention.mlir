@@ -233,3 +233,21 @@ func.func @causal_and_padding(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>,
   %o = otc.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
   return %o : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// masked_fill(tril == 0, -inf) of a constant tril (a bool or integer
+// buffer, folded at import): where(masked, fill, scores) of the inverted
+// causal pattern is the causal flag too.
+// CHECK-LABEL: func.func @inverted_causal
+// CHECK: otc.attention %arg0, %{{.*}}, %arg2 {causal = true, scale = 1.000000e+00 : f64}
+// CHECK-NOT: otc.not
+func.func @inverted_causal(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
+  %s = otc.matmul %q, %kt : tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32> -> tensor<1x1x3x3xf32>
+  %m = otc.constant dense<[[[[false, true, true], [false, false, true], [false, false, false]]]]> : tensor<1x1x3x3xi1>
+  %f = otc.constant dense<0xFF800000> : tensor<f32>
+  %w = otc.where %m, %f, %s : tensor<1x1x3x3xi1>, tensor<f32>, tensor<1x1x3x3xf32> -> tensor<1x1x3x3xf32>
+  %p = otc.softmax %w {axis = 3 : i64} : tensor<1x1x3x3xf32>
+  %o = otc.matmul %p, %v : tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32> -> tensor<1x1x3x4xf32>
+  return %o : tensor<1x1x3x4xf32>
+}
