@@ -10,12 +10,6 @@ using namespace otc;
 
 namespace {
 
-/// float32 for 16-bit inputs, else the input's own type: cell states and
-/// gates are kept in it.
-Type stateType(Type elem) {
-  return elem.isF16() || elem.isBF16() ? Float32Type::get(elem.getContext()) : elem;
-}
-
 RankedTensorType tensor(ArrayRef<int64_t> shape, Type elem) {
   return RankedTensorType::get(shape, elem);
 }
@@ -88,12 +82,16 @@ Value zerosLike(OpBuilder &b, Location loc, Value v) {
 
 } // namespace
 
+Type otc::recurrentStateType(Type elem) {
+  return elem.isF16() || elem.isBF16() ? Float32Type::get(elem.getContext()) : elem;
+}
+
 LogicalResult LstmOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor a,
                                        SmallVectorImpl<Type> &types) {
   int64_t T, B, H;
   if (failed(checkRecurrence(loc, a.getInput(), a.getRecurrence(), 4, T, B, H)))
     return failure();
-  Type elem = tensorType(a.getInput()).getElementType(), state = stateType(elem);
+  Type elem = tensorType(a.getInput()).getElementType(), state = recurrentStateType(elem);
   types.append({tensor({T, B, H}, elem), tensor({T, B, H}, state), tensor({T, B, 4 * H}, state)});
   return success();
 }
@@ -116,7 +114,7 @@ LogicalResult LstmGradOp::inferReturnTypes(MLIRContext *, std::optional<Location
   int64_t T = dh.getDimSize(0), B = dh.getDimSize(1), H = dh.getDimSize(2);
   Type elem = dh.getElementType();
   types.append({tensor({T, B, 4 * H}, elem), tensor({B, H}, elem),
-                tensor({B, H}, stateType(elem))});
+                tensor({B, H}, recurrentStateType(elem))});
   return success();
 }
 
@@ -139,7 +137,7 @@ LogicalResult GruOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   if (failed(checkRecurrence(loc, a.getInput(), a.getRecurrence(), 3, T, B, H)))
     return failure();
   Type elem = tensorType(a.getInput()).getElementType();
-  types.append({tensor({T, B, H}, elem), tensor({T, B, 4 * H}, stateType(elem))});
+  types.append({tensor({T, B, H}, elem), tensor({T, B, 4 * H}, recurrentStateType(elem))});
   return success();
 }
 
@@ -171,7 +169,7 @@ LogicalResult GruGradOp::verify() {
   Type elem = dh.getElementType();
   if (failed(expect(*this, getRecurrence(), "the recurrence", tensor({3 * H, H}, elem))) ||
       failed(expect(*this, getHidden(), "the hidden states", dh)) ||
-      failed(expect(*this, getGates(), "the gates", tensor({T, B, 4 * H}, stateType(elem)))) ||
+      failed(expect(*this, getGates(), "the gates", tensor({T, B, 4 * H}, recurrentStateType(elem)))) ||
       failed(expect(*this, getInitialH(), "the initial hidden state", tensor({B, H}, elem))))
     return failure();
   return success();

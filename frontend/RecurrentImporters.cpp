@@ -161,10 +161,10 @@ Value recur(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Val
   bool reverse = n.dir == "reverse" || d == 1;
   if (!IsLstm)
     return GruOp::create(b, rec.loc(), x, rd, h, rbias, reverse, n.linearBeforeReset).getHidden();
-  // The cell state is kept in float32 (or the wider input type).
-  Type state = rec.elem.isF16() || rec.elem.isBF16() ? b.getF32Type() : rec.elem;
+  // The cell state is kept in the op's state type.
   Value c = c0 ? rec.direction(c0, d) : rec.zeros({N, H});
-  auto op = LstmOp::create(b, rec.loc(), x, rd, h, castElements(b, rec.loc(), c, state), reverse);
+  auto op = LstmOp::create(b, rec.loc(), x, rd, h,
+                           castElements(b, rec.loc(), c, recurrentStateType(rec.elem)), reverse);
   cells = castElements(b, rec.loc(), op.getCell(), rec.elem);
   return op.getHidden();
 }

@@ -11,6 +11,7 @@
 // shape runs both on cuDNN or both on the library's kernels, so the row
 // statistics always have one layout (cuDNN's log-sum-exp, packed, in the
 // first half of the [B, H, T, 2] buffer).
+#include "otc/runtime/cuda_check.h"
 #include "otc/runtime/cudnn_attention.h"
 
 #include <cudnn.h>
@@ -38,10 +39,11 @@ namespace {
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kdO, kdQ, kdK, kdV };
 
+/// A shape's graphs: both, or neither where cuDNN declines it.
 struct Plan {
-  bool supported = false;
   std::shared_ptr<fe::graph::Graph> forward, backward;
   int64_t workspace = 0;
+  bool supported() const { return forward && backward; }
 };
 
 using Key = std::tuple<long long, long long, long long, long long, long long, long long, int, int,
@@ -65,20 +67,25 @@ State &state() {
   return s;
 }
 
-void check(cudaError_t e, const char *what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "train: error: CUDA: %s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
+/// Row-major strides of a contiguous tensor of `dims`.
+std::vector<int64_t> packed(const std::vector<int64_t> &dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (int i = int(dims.size()) - 2; i >= 0; --i)
+    strides[size_t(i)] = strides[size_t(i) + 1] * dims[size_t(i) + 1];
+  return strides;
 }
 
 std::shared_ptr<fe::graph::Tensor_attributes>
 tensor(fe::graph::Graph &g, const char *name, int64_t uid, std::vector<int64_t> dims) {
-  std::vector<int64_t> strides(dims.size(), 1);
-  for (int i = int(dims.size()) - 2; i >= 0; --i)
-    strides[size_t(i)] = strides[size_t(i) + 1] * dims[size_t(i) + 1];
-  return g.tensor(fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(
-      strides));
+  return g.tensor(
+      fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(
+          packed(dims)));
+}
+
+/// Marks a graph's result as an output with its uid, contiguous.
+void output(const std::shared_ptr<fe::graph::Tensor_attributes> &t, int64_t uid,
+            const std::vector<int64_t> &dims) {
+  t->set_output(true).set_uid(uid).set_dim(dims).set_stride(packed(dims));
 }
 
 std::shared_ptr<fe::graph::Graph> newGraph(const otc_attention_shape &a) {
@@ -90,20 +97,14 @@ std::shared_ptr<fe::graph::Graph> newGraph(const otc_attention_shape &a) {
   return g;
 }
 
-/// Validates a graph and builds its plan; false (with the reason in `why`)
-/// where cuDNN does not support it.
-bool finish(fe::graph::Graph &g, cudnnHandle_t handle, int64_t &workspace, std::string &why) {
-  auto step = [&](fe::error_t e) {
-    if (e.is_bad())
-      why = e.get_message();
-    return e.is_good();
-  };
-  if (!step(g.validate()) || !step(g.build_operation_graph(handle)) ||
-      !step(g.create_execution_plans({fe::HeurMode_t::A})) || !step(g.check_support(handle)) ||
-      !step(g.build_plans(handle)))
-    return false;
+/// Validates a graph and builds its plan; false where cuDNN does not
+/// support it.
+bool finish(fe::graph::Graph &g, cudnnHandle_t handle, int64_t &workspace) {
   int64_t bytes = 0;
-  if (!step(g.get_workspace_size(bytes)))
+  if (g.validate().is_bad() || g.build_operation_graph(handle).is_bad() ||
+      g.create_execution_plans({fe::HeurMode_t::A}).is_bad() ||
+      g.check_support(handle).is_bad() || g.build_plans(handle).is_bad() ||
+      g.get_workspace_size(bytes).is_bad())
     return false;
   workspace = std::max(workspace, bytes);
   return true;
@@ -111,7 +112,6 @@ bool finish(fe::graph::Graph &g, cudnnHandle_t handle, int64_t &workspace, std::
 
 Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
   Plan p;
-  std::string why;
   std::vector<int64_t> qd = {a.b, a.h, a.t, a.d}, kd = {a.b, a.hk, a.s, a.d};
   std::vector<int64_t> sd = {a.b, a.h, a.t, 1};
   {
@@ -123,10 +123,10 @@ Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
                        .set_attn_scale(a.scale)
                        .set_causal_mask(a.causal != 0);
     auto [o, stats] = g->sdpa(q, k, v, options);
-    o->set_output(true).set_uid(kO).set_dim(qd).set_stride({a.h * a.t * a.d, a.t * a.d, a.d, 1});
-    stats->set_output(true).set_uid(kStats).set_data_type(fe::DataType_t::FLOAT).set_dim(sd).set_stride(
-        {a.h * a.t, a.t, 1, 1});
-    if (!finish(*g, handle, p.workspace, why))
+    output(o, kO, qd);
+    output(stats, kStats, sd);
+    stats->set_data_type(fe::DataType_t::FLOAT);
+    if (!finish(*g, handle, p.workspace))
       return p;
     p.forward = g;
   }
@@ -144,17 +144,12 @@ Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
                        .set_causal_mask(a.causal != 0)
                        .set_deterministic_algorithm(true);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dO, stats, options);
-    dq->set_output(true).set_uid(kdQ).set_dim(qd).set_stride({a.h * a.t * a.d, a.t * a.d, a.d, 1});
-    dk->set_output(true).set_uid(kdK).set_dim(kd).set_stride({a.hk * a.s * a.d, a.s * a.d, a.d, 1});
-    dv->set_output(true).set_uid(kdV).set_dim(kd).set_stride({a.hk * a.s * a.d, a.s * a.d, a.d, 1});
-    if (!finish(*g, handle, p.workspace, why)) {
-      p.forward.reset();
-      return p;
-    }
-    p.backward = g;
+    output(dq, kdQ, qd);
+    output(dk, kdK, kd);
+    output(dv, kdV, kd);
+    if (finish(*g, handle, p.workspace))
+      p.backward = g;
   }
-  p.supported = true;
-  (void)why;
   return p;
 }
 
@@ -196,23 +191,23 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
   auto it = s.plans.find(keyOf(a));
   if (it == s.plans.end()) {
     it = s.plans.emplace(keyOf(a), build(a, s.handle)).first;
-    if (!it->second.supported && !s.noted) {
+    if (!it->second.supported() && !s.noted) {
       s.noted = true;
       std::fprintf(stderr,
                    "train: note: cuDNN has no flash attention for [%lld, %lld, %lld, %lld] "
                    "(%lld key heads); it runs otc's kernels\n",
                    a.b, a.h, a.t, a.d, a.hk);
     }
-    if (it->second.supported && it->second.workspace > s.workspaceBytes) {
+    if (it->second.supported() && it->second.workspace > s.workspaceBytes) {
       // Once per shape, at the first step: the only synchronising call.
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-      check(cudaFree(s.workspace), "cudaFree");
+      OTC_CUDA_CHECK(cudaStreamSynchronize(stream));
+      OTC_CUDA_CHECK(cudaFree(s.workspace));
       s.workspace = nullptr;
-      check(cudaMalloc(&s.workspace, size_t(it->second.workspace)), "cudaMalloc");
+      OTC_CUDA_CHECK(cudaMalloc(&s.workspace, size_t(it->second.workspace)));
       s.workspaceBytes = it->second.workspace;
     }
   }
-  if (!it->second.supported)
+  if (!it->second.supported())
     return nullptr;
   if (fe::detail::set_stream(s.handle, stream) != CUDNN_STATUS_SUCCESS) {
     std::fprintf(stderr, "train: error: cudnnSetStream failed\n");

@@ -37,8 +37,9 @@ bool lowerLstmGrad(Operation *op, Lowering &l) {
   auto o = cast<LstmGradOp>(op);
   std::vector<int64_t> c = sizes(o.getHiddenGrad());
   c.push_back(o.getReverse());
-  // The hidden state's and the cell's gradients carried to the step before.
-  int carry = l.scratch(ElemType::F32, {2, c[1], c[2]}, "lstm_carry");
+  // The hidden state's gradient carried to the step before (the cell's is
+  // carried in its initial state's gradient).
+  int carry = l.scratch(ElemType::F32, {c[1], c[2]}, "lstm_carry");
   return lowerLibraryCall(op, l, Kernel::LstmBackward, c,
                           {o.getHiddenGrad(), o.getCellGrad(), o.getRecurrence(), o.getCell(),
                            o.getGates(), o.getInitialC()},

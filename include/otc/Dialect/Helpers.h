@@ -33,6 +33,10 @@ DropoutOp createDropout(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, d
 mlir::Value castElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                          mlir::Type elementType);
 
+/// The type otc.lstm and otc.gru keep cell states and gates in: float32
+/// for 16-bit inputs, else the input's own (RecurrentOps.cpp).
+mlir::Type recurrentStateType(mlir::Type elem);
+
 /// Sums `grad` over the dimensions along which `target` was broadcast, so the
 /// gradient of a broadcast operand gets the operand's own shape.
 mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,

@@ -191,15 +191,16 @@ void lstm_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, co
   }
 }
 
-/// carry is [2, B, H]: the hidden state's gradient from the step after,
-/// then the cell's.
+/// hcarry [B, H] is the hidden state's gradient from the step after; the
+/// cell's is carried in dc0 itself, which it ends as.
 template <long long T, long long B, long long H, long long Reverse, class X>
 void lstm_run_backward(const RecExec &ex, const X *dhs, const float *dcs, const X *r,
-                       const float *cs, const float *gates, const float *c0, float *carry, X *dx,
-                       X *dh0, float *dc0) {
+                       const float *cs, const float *gates, const float *c0, float *hcarry,
+                       X *dx, X *dh0, float *dc0) {
   using Time = RecTime<T, Reverse != 0>;
-  float *hcarry = carry, *ccarry = carry + B * H;
-  ex.zero(carry, 2 * B * H);
+  float *ccarry = dc0;
+  ex.zero(hcarry, B * H);
+  ex.zero(ccarry, B * H);
   for (long long s = T - 1; s >= 0; --s) {
     long long t = Time::at(s), p = Time::before(s);
     const float *cprev = s == 0 ? c0 : cs + p * B * H;
@@ -209,7 +210,6 @@ void lstm_run_backward(const RecExec &ex, const X *dhs, const float *dcs, const 
     ex.gemm(false, B, H, 4 * H, d, 4 * H, r, H, 0.0f, hcarry, H);
   }
   ex.cells(B * H, RecStore<X>{hcarry, dh0});
-  ex.cells(B * H, RecStore<float>{ccarry, dc0});
 }
 
 //===--------------------------------------------------------------------===//
