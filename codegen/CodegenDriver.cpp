@@ -120,7 +120,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << ". Do not edit.\n#include \"otc/runtime/abi.h\"\n"
         "#include \"otc/runtime/kernel_support.h\"\n#include <math.h>\n";
   os << "#include \"otc/kernels/attention.h\"\n#include \"otc/kernels/gather.h\"\n"
-     << "#include \"otc/kernels/recurrent.h\"\n#include \"otc/kernels/window.h\"\n";
+     << "#include \"otc/kernels/recurrent.h\"\n#include \"otc/kernels/window.h\"\n"
+     << "#include \"otc/kernels/gemm_epilogue.h\"\n";
   if (cuda)
     os << "#include \"otc/runtime/cuda_check.h\"\n#include <cublas_v2.h>\n";
   else

@@ -303,7 +303,8 @@ bool Lowering::makeBuffers() {
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||
-        isa<ConstantOp, ReshapeOp>(op) || nativeAccumulator.count(&op))
+        isa<ConstantOp, ReshapeOp>(op) ||
+        (nativeAccumulator.count(&op) && cast<OpResult>(r).getResultNumber() == 0))
       continue;
     ElemType type;
     elemTypeOf(r.getType(), type);

@@ -228,7 +228,10 @@ bool Lowering::fuseAccumulations() {
       if (!p || !g.hasOneUse() || inlined.contains(g))
         return false;
       const StepRule *rule = rules.stepRule(p);
-      if (owned(g) && rule->accumulates && rule->accumulates(p))
+      // Only a step's first result: the one its GEMM or kernel writes
+      // with the first-micro-batch flag (a bias gradient beside it is not).
+      if (owned(g) && rule->accumulates && rule->accumulates(p) &&
+          cast<OpResult>(g).getResultNumber() == 0)
         nativeAccumulator[p] = accBuffer;
       else if (storable(g))
         targets[g] = {accBuffer, true};

@@ -210,7 +210,13 @@ std::string printProgram(const Program &p) {
          << " k=" << g.k << " batch=" << g.batch << " alpha=" << g.alpha
          << " beta=" << betas[int(g.beta)] << " "
          << typeName(p.buffers[g.a].type) << "*" << typeName(p.buffers[g.b].type)
-         << "->" << typeName(p.buffers[g.c].type) << " acc=f32\n";
+         << "->" << typeName(p.buffers[g.c].type) << " acc=f32";
+      if (g.bias >= 0)
+        os << " bias=b" << g.bias;
+      if (g.biasGrad >= 0)
+        os << " bias_grad(" << (g.biasGradOf == Gemm::BiasGradOf::A ? "a" : "b") << ")->b"
+           << g.biasGrad;
+      os << "\n";
       continue;
     }
     if (s.kind == Step::LibraryCall) {
@@ -246,6 +252,10 @@ std::vector<int> stepBuffers(const Step &s) {
     ids.push_back(st.buffer);
   if (s.kind == Step::Gemm)
     ids.insert(ids.end(), {s.gemm.a, s.gemm.b, s.gemm.c});
+  if (s.kind == Step::Gemm && s.gemm.bias >= 0)
+    ids.push_back(s.gemm.bias);
+  if (s.kind == Step::Gemm && s.gemm.biasGrad >= 0)
+    ids.push_back(s.gemm.biasGrad);
   if (s.kind == Step::LibraryCall)
     ids.insert(ids.end(), s.call.buffers.begin(), s.call.buffers.end());
   return ids;

@@ -93,6 +93,13 @@ struct Gemm {
   /// after it (accumulation into a gradient buffer).
   enum class Beta : uint8_t { Zero, One, FirstZeroElseOne } beta = Beta::Zero;
   int a = -1, b = -1, c = -1; // buffers
+  /// Epilogues (batch 1): `bias` [n] added to every row of the product
+  /// (beta zero), or `biasGrad` [m] or [n], the sums of op(A) or op(B) over
+  /// the contraction index, written beside C. Any float type; CUDA fuses
+  /// them into cuBLASLt's product when they have C's.
+  int bias = -1;
+  enum class BiasGradOf : uint8_t { None, A, B } biasGradOf = BiasGradOf::None;
+  int biasGrad = -1;
 };
 
 /// A kernel from the runtime's kernel library (runtime/include/otc/kernels),

@@ -184,6 +184,28 @@ private:
     span(g.b, g.strideB, g.k * g.n);
     span(g.c, g.strideC, g.m * g.n);
     write(s, g.c);
+    epilogue(s, g);
+  }
+
+  void epilogue(int s, const Gemm &g) {
+    bool biasGrad = g.biasGradOf != Gemm::BiasGradOf::None;
+    if (g.bias < 0 && !biasGrad && g.biasGrad < 0)
+      return;
+    if (g.batch != 1 || (g.bias >= 0 && (biasGrad || g.beta != Gemm::Beta::Zero)) ||
+        biasGrad != (g.biasGrad >= 0))
+      return fail(s, g.c, "has an epilogue with batch " + std::to_string(g.batch) +
+                              ", a bias, beta and a bias gradient that do not go together");
+    int v = g.bias >= 0 ? g.bias : g.biasGrad;
+    if (!known(s, v))
+      return;
+    int64_t len = g.biasGradOf == Gemm::BiasGradOf::A ? g.m : g.n;
+    if (p.buffers[v].count() != len || !isFloat(p.buffers[v].type))
+      return fail(s, v, "is a GEMM epilogue's vector, which must be " + std::to_string(len) +
+                            " float elements");
+    if (g.bias >= 0)
+      read(s, g.bias);
+    else
+      write(s, g.biasGrad);
   }
 
   void call(int s) {

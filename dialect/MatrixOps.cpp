@@ -140,3 +140,28 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ValueRange dy,
   }
   return success();
 }
+
+LogicalResult GemmBiasGradOp::verify() {
+  auto at = tensorType(getA()), bt = tensorType(getB());
+  if (at.getRank() != 2 || bt.getRank() != 2)
+    return emitOpError("operands must be 2-D, got ") << at << " and " << bt;
+  if (at.getElementType() != bt.getElementType())
+    return emitOpError("operand element types differ");
+  int64_t m = at.getDimSize(getTransA() ? 1 : 0), ka = at.getDimSize(getTransA() ? 0 : 1);
+  int64_t kb = bt.getDimSize(getTransB() ? 1 : 0), n = bt.getDimSize(getTransB() ? 0 : 1);
+  if (ka != kb)
+    return emitOpError("contraction sizes differ: ") << ka << " vs " << kb;
+  auto wt = tensorType(getWeightGrad()), bgt = tensorType(getBiasGrad());
+  Type out = wt.getElementType();
+  if (out != at.getElementType() && !out.isF32())
+    return emitOpError("results must have the operands' type or f32, got ") << out;
+  if (bgt.getElementType() != out)
+    return emitOpError("the bias gradient's type ") << bgt.getElementType()
+           << " differs from the weight gradient's " << out;
+  if (wt.getShape() != ArrayRef<int64_t>{m, n})
+    return emitOpError("weight gradient must be ") << m << "x" << n << ", got " << wt;
+  int64_t len = getBiasOf() == BiasOperand::A ? m : n;
+  if (bgt.getShape() != ArrayRef<int64_t>{len})
+    return emitOpError("bias gradient must be 1-D of ") << len << ", got " << bgt;
+  return success();
+}

@@ -59,6 +59,14 @@ int64_t GemmOp::getFlopCount() {
   return (2 * k + (getC() ? 1 : 0)) * elements(getType());
 }
 
+// The product, and one add per element of the summed operand.
+int64_t GemmBiasGradOp::getFlopCount() {
+  auto a = cast<ShapedType>(getA().getType()).getShape();
+  int64_t k = getTransA() ? a[0] : a[1];
+  return 2 * k * elements(getWeightGrad().getType()) +
+         k * elements(getBiasGrad().getType());
+}
+
 // Windows: one term per tap.
 int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * taps(getKernel()); }
 int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }

@@ -15,6 +15,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
+  pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createAutodiff());
   pm.addPass(createGradAccumulation());
@@ -23,6 +24,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createCSEPass());
   // Last: CSE would merge the copies back into their originals.
   pm.addPass(createRecompute(recompute));
+  pm.addPass(createFuseGemmEpilogues()); // the bias gradients, now there
 }
 
 void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision,
@@ -33,6 +35,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
+  pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());
 }

@@ -28,6 +28,8 @@ public:
   virtual void toHost(void *dst, const void *src, size_t bytes) = 0;
   /// The BLAS handle generated code receives (null on the CPU).
   virtual void *blas() = 0;
+  /// cuBLAS's workspace, which the step's cuBLASLt calls share; null on the CPU.
+  virtual void *blasWorkspace() { return nullptr; }
   /// Applies one optimizer step to `n` elements; `m` and `v` are its state.
   /// `low` (null for none) receives the new values rounded to `lowDtype`.
   virtual void update(const OptimizerStep &s, float *param, const float *grad,

@@ -137,7 +137,7 @@ public:
     OTC_CUDA_CHECK(cudaMemGetInfo(&freeAtStart, &total));
     OTC_CUBLAS_CHECK(cublasCreate(&handle));
     // cuBLAS's workspace is ours, of the size the memory plan counts.
-    void *workspace = alloc(OTC_CUDA_WORKSPACE_BYTES);
+    workspace = alloc(OTC_CUDA_WORKSPACE_BYTES);
     OTC_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, OTC_CUDA_WORKSPACE_BYTES));
     flag = static_cast<int *>(alloc(sizeof(int)));
     partials = static_cast<double *>(alloc(kGridX * kGridY * sizeof(double)));
@@ -220,6 +220,7 @@ public:
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
   }
   void *blas() override { return handle; }
+  void *blasWorkspace() override { return workspace; }
   void update(const OptimizerStep &s, float *param, const float *grad, float *m,
               float *v, void *low, int lowDtype, int64_t n) override {
     unsigned grid = (unsigned)((n + 255) / 256);
@@ -354,6 +355,7 @@ public:
 private:
   size_t freeAtStart = 0;
   cublasHandle_t handle;
+  void *workspace = nullptr;
   std::vector<void *> blocks;
   int *flag = nullptr;
   // The sum of squares' grid, at most kGridX x kGridY blocks, and its

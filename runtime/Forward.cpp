@@ -172,7 +172,7 @@ int run(int argc, char **argv) {
   for (int i = 0; i < fn.num_results; ++i)
     results[i] = backend->alloc(elements(fn.results[i]) * storageBytes(fn.results[i].dtype));
   otc_function_args fa{(char *)backend->alloc(fn.arena_bytes), args.data(), results.data(),
-                       backend->blas()};
+                       backend->blas(), backend->blasWorkspace()};
   for (int64_t r = 0; r < runs; ++r) {
     for (auto &[i, in] : data) {
       const otc_tensor_desc &d = fn.args[i];

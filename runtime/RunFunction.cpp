@@ -63,7 +63,7 @@ int run(int argc, char **argv) {
   for (int i = 0; i < fn.num_results; ++i)
     results.push_back(backend->alloc(elements(fn.results[i]) * storageBytes(fn.results[i].dtype)));
   otc_function_args fa{(char *)backend->alloc(fn.arena_bytes), args.data(), results.data(),
-                       backend->blas()};
+                       backend->blas(), backend->blasWorkspace()};
   fn.run(&fa);
   if (repeat > 0) {
     char sync; // a device-to-host copy waits for the device to finish

@@ -290,6 +290,7 @@ struct Trainer {
     evalCall.args = evalArgs.data();
     evalCall.results = reinterpret_cast<void *const *>(&evalLoss);
     evalCall.blas = backend->blas();
+    evalCall.blas_workspace = backend->blasWorkspace();
   }
 
   /// The mean loss over every micro-batch of --eval-data (weighted by
@@ -570,6 +571,7 @@ struct Trainer {
     args.grads = gradPtrs.data();
     args.loss = (float *)backend->alloc(sizeof(float));
     args.blas = backend->blas();
+    args.blas_workspace = backend->blasWorkspace();
   }
 
   /// The compiled model's and parameter names' FNV-1a, hashed on first use

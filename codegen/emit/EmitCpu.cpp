@@ -161,17 +161,35 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
     C += " + bi * " + num(g.strideC);
     pad = "    ";
   }
+  std::string flags = std::string(g.transA ? "true" : "false") + ", " +
+                      (g.transB ? "true" : "false") + ", " + num(g.m) + "LL, " + num(g.n) +
+                      "LL, " + num(g.k) + "LL";
   if (ta == ElemType::F32 && tc == ElemType::F32) {
     int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
     os << pad << "cblas_sgemm(CblasRowMajor, " << cblasOp(g.transA) << ", " << cblasOp(g.transB)
        << ", " << g.m << ", " << g.n << ", " << g.k << ", " << floatLiteral(g.alpha) << ", "
        << A << ", " << lda << ", " << B << ", " << ldb << ", " << betaText(g, "first") << ", "
        << C << ", " << g.n << ");\n";
+    if (g.bias >= 0) // the same sums as an add after the product
+      os << pad << "otc_kernels::add_bias_rows<" << g.m << "LL, " << g.n << "LL>(" << C << ", "
+         << bufferName(g.bias) << ");\n";
+  } else if (g.bias >= 0) { // the bias added before the one rounding
+    os << pad << "otc_kernels::gemm_f32acc_bias<" << flags << ">(" << floatLiteral(g.alpha)
+       << ", " << A << ", " << B << ", " << bufferName(g.bias) << ", " << C << ");\n";
   } else { // 16-bit storage: the library's float-accumulating product
-    os << pad << "otc_kernels::gemm_f32acc<" << (g.transA ? "true" : "false") << ", "
-       << (g.transB ? "true" : "false") << ", " << g.m << "LL, " << g.n << "LL, " << g.k
-       << "LL>(" << floatLiteral(g.alpha) << ", " << A << ", " << B << ", "
-       << betaText(g, "first") << ", " << C << ");\n";
+    os << pad << "otc_kernels::gemm_f32acc<" << flags << ">(" << floatLiteral(g.alpha) << ", "
+       << A << ", " << B << ", " << betaText(g, "first") << ", " << C << ");\n";
+  }
+  if (g.biasGrad >= 0) {
+    // The summed operand as stored: its sums run over its rows when they are
+    // the contraction index.
+    bool ofA = g.biasGradOf == Gemm::BiasGradOf::A;
+    bool overRows = ofA ? g.transA : !g.transB;
+    int64_t len = ofA ? g.m : g.n;
+    int64_t rows = overRows ? g.k : len, cols = overRows ? len : g.k;
+    os << pad << "otc_kernels::contraction_sums<" << rows << "LL, " << cols << "LL, "
+       << (overRows ? "false" : "true") << ">(" << (ofA ? A : B) << ", "
+       << bufferName(g.biasGrad) << ");\n";
   }
   if (g.batch > 1)
     os << "  }\n";

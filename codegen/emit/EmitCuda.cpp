@@ -224,6 +224,17 @@ void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
                      : g.beta == Gemm::Beta::One ? "1.0f" : "(first ? 0.0f : 1.0f)";
   os << "  {\n    const float alpha = " << floatLiteral(g.alpha) << ", beta = " << beta << ";\n";
   std::string A = bufferName(g.a), B = bufferName(g.b), C = bufferName(g.c);
+  if (g.bias >= 0 || g.biasGrad >= 0) { // cuBLASLt, its plan made at the first call
+    const char *epi = g.bias >= 0 ? "Bias"
+                      : g.biasGradOf == Gemm::BiasGradOf::A ? "BiasGradA" : "BiasGradB";
+    os << "    static otc_kernels::LtPlan plan;\n    otc_kernels::gemm_epilogue(plan, handle, "
+          "stream, a->blas_workspace, OTC_CUDA_WORKSPACE_BYTES, "
+       << (g.transA ? "true" : "false") << ", " << (g.transB ? "true" : "false") << ", " << g.m
+       << ", " << g.n << ", " << g.k << ", alpha, " << A << ", " << B << ", beta, " << C
+       << ", otc_kernels::GemmEpilogue::" << epi << ", "
+       << bufferName(g.bias >= 0 ? g.bias : g.biasGrad) << ");\n  }\n";
+    return;
+  }
   if (ta == ElemType::F32 && tc == ElemType::F32)
     os << "    OTC_CUBLAS_CHECK(cublasSgemmStridedBatched(handle, " << cudaOp(g.transB) << ", "
        << cudaOp(g.transA) << ", " << g.n << ", " << g.m << ", " << g.k << ", &alpha, " << B

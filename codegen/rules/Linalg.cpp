@@ -1,5 +1,6 @@
 // Matrix products: one Gemm step each. A weight gradient that feeds an
-// accumulate is written straight into the gradient buffer through beta.
+// accumulate is written straight into the gradient buffer through beta. A
+// Linear's bias, and its gradient, are the step's epilogue.
 #include "../Rules.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -8,6 +9,14 @@ using namespace mlir;
 
 namespace otc {
 namespace {
+
+/// Whether `gemm`'s C is a bias its epilogue reads as a buffer.
+bool biasEpilogue(GemmOp gemm) {
+  Value c = gemm.getC();
+  auto b = shapeOf(gemm.getB());
+  return c && shapeOf(c).size() == 1 && shapeOf(c)[0] == (gemm.getTransB() ? b[0] : b[1]) &&
+         gemm.getBeta().convertToDouble() == 1.0;
+}
 
 /// Fills the operand and result buffers of `g` for `op` with result `out`.
 bool finish(Operation *op, Value a, Value b, Value out, otc::Gemm g, Lowering &l) {
@@ -30,30 +39,53 @@ bool finish(Operation *op, Value a, Value b, Value out, otc::Gemm g, Lowering &l
   return true;
 }
 
+otc::Gemm shapeOf2d(Value a, Value b, bool transA, bool transB) {
+  auto as = shapeOf(a), bs = shapeOf(b);
+  otc::Gemm g;
+  g.transA = transA;
+  g.transB = transB;
+  g.m = transA ? as[1] : as[0];
+  g.n = transB ? bs[0] : bs[1];
+  g.k = transA ? as[0] : as[1];
+  return g;
+}
+
 bool lowerGemm(Operation *op, Lowering &l) {
   auto gemm = cast<GemmOp>(op);
-  auto a = shapeOf(gemm.getA()), b = shapeOf(gemm.getB());
-  otc::Gemm g;
-  g.transA = gemm.getTransA();
-  g.transB = gemm.getTransB();
-  g.m = g.transA ? a[1] : a[0];
-  g.n = g.transB ? b[0] : b[1];
-  g.k = g.transA ? a[0] : a[1];
+  otc::Gemm g = shapeOf2d(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
   g.alpha = gemm.getAlpha().convertToDouble();
   if (Value c = gemm.getC()) {
-    // beta * C, broadcast, written first; the product then adds into it.
-    Step &s = l.newStep(Step::Elementwise, op, {g.m, g.n});
-    NodeBuilder nb(s);
-    int cn = l.expr(nb, c, broadcastMap(shapeOf(c), {g.m, g.n}, {0, 1}));
-    if (cn < 0)
-      return false;
     double beta = gemm.getBeta().convertToDouble();
-    if (beta != 1.0)
-      cn = nb.binary(Node::Mul, nb.constant(beta), cn);
-    l.store(nb, gemm.getResult(), cn, {0, 1});
-    g.beta = otc::Gemm::Beta::One;
+    if (biasEpilogue(gemm)) {
+      // A Linear's bias: the product's epilogue.
+      g.bias = l.buffer(c, op);
+      if (g.bias < 0)
+        return false;
+    } else {
+      // beta * C, broadcast, written first; the product then adds into it.
+      Step &s = l.newStep(Step::Elementwise, op, {g.m, g.n});
+      NodeBuilder nb(s);
+      int cn = l.expr(nb, c, broadcastMap(shapeOf(c), {g.m, g.n}, {0, 1}));
+      if (cn < 0)
+        return false;
+      if (beta != 1.0)
+        cn = nb.binary(Node::Mul, nb.constant(beta), cn);
+      l.store(nb, gemm.getResult(), cn, {0, 1});
+      g.beta = otc::Gemm::Beta::One;
+    }
   }
   return finish(op, gemm.getA(), gemm.getB(), gemm.getResult(), g, l);
+}
+
+bool lowerGemmBiasGrad(Operation *op, Lowering &l) {
+  auto gemm = cast<GemmBiasGradOp>(op);
+  otc::Gemm g = shapeOf2d(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
+  g.biasGradOf = gemm.getBiasOf() == BiasOperand::A ? otc::Gemm::BiasGradOf::A
+                                                    : otc::Gemm::BiasGradOf::B;
+  g.biasGrad = l.ownResult(gemm.getBiasGrad(), op);
+  if (g.biasGrad < 0)
+    return false;
+  return finish(op, gemm.getA(), gemm.getB(), gemm.getWeightGrad(), g, l);
 }
 
 bool lowerMatMul(Operation *op, Lowering &l) {
@@ -74,13 +106,13 @@ bool lowerMatMul(Operation *op, Lowering &l) {
   return finish(op, mm.getLhs(), mm.getRhs(), mm.getResult(), g, l);
 }
 
-/// A GEMM accumulates through beta when beta is not taken by C.
+/// A GEMM accumulates through beta when neither C nor a bias takes it.
 bool withoutC(Operation *op) { return !cast<GemmOp>(op).getC(); }
 
 bool readsC(Operation *op, unsigned k) {
   auto g = cast<GemmOp>(op);
   Value v = op->getOperand(k);
-  return v == g.getC() && v != g.getA() && v != g.getB();
+  return v == g.getC() && v != g.getA() && v != g.getB() && !biasEpilogue(g);
 }
 
 } // namespace
@@ -89,6 +121,9 @@ void registerLinalgRules(RuleRegistry &r) {
   auto own = StepRule::Output::Own;
   r.steps[GemmOp::getOperationName()] = {lowerGemm, readsC, own, withoutC};
   r.steps[MatMulOp::getOperationName()] = {lowerMatMul, nullptr, own, always};
+  // The weight gradient accumulates through beta; the bias gradient, which
+  // the epilogue writes, through an accumulate step of its own.
+  r.steps[GemmBiasGradOp::getOperationName()] = {lowerGemmBiasGrad, nullptr, own, always};
 }
 
 } // namespace otc

@@ -203,7 +203,7 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
     // is linked when the step calls it, and opens libcudnn.so.9 itself.
     if (Args cudnn = words(OTC_CUDNN_LINK); !cudnn.empty())
       append(link, {"-DOTC_HAVE_CUDNN", cudnn[0], "-ldl"});
-    append(link, {"-lcublas", "-lonnx_proto", "-lprotobuf"});
+    append(link, {"-lcublasLt", "-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
     link = {cxx, "-std=c++20"};
     // Tuned for the machine that compiles, as torch.compile does on CPUs.

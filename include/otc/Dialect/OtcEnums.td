@@ -32,4 +32,10 @@ def Otc_RecomputePolicy : I32EnumAttr<"RecomputePolicy", "what otc-recompute rec
   let cppNamespace = "::otc";
 }
 
+// Which operand of otc.gemm_bias_grad the bias gradient sums.
+def Otc_BiasOperand : I32EnumAttr<"BiasOperand", "the GEMM operand a bias gradient sums", [
+    I32EnumAttrCase<"A", 0, "a">, I32EnumAttrCase<"B", 1, "b">]> {
+  let cppNamespace = "::otc";
+}
+
 #endif // OTC_ENUMS

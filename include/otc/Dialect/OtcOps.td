@@ -325,6 +325,36 @@ def Otc_GemmOp : Otc_DiffOp<"gemm", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_
   }];
 }
 
+def Otc_GemmBiasGradOp : Otc_Op<"gemm_bias_grad",
+    [Pure, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+  let summary = "A weight gradient GEMM and, in its epilogue, the bias gradient";
+  let description = [{
+    `weight_grad = op(A) op(B)` as `otc.gemm` with alpha 1 and no C, and
+    `bias_grad` the sums of `op(A)` (`bias_of = a`, length M) or of `op(B)`
+    (`bias_of = b`, length N) over the contraction index. A Linear layer's
+    backward is this pair: its operand `g`, the output's gradient, is both
+    the product's operand and what the bias gradient sums, so the two read
+    `g` once (cuBLASLt's BGRADA/BGRADB epilogues on CUDA). Formed by
+    otc-fuse-gemm-epilogues after autodiff. Sums are float32; the results
+    have the operands' type or float32, both the same.
+
+    ```mlir
+    // bias_of = 1: B (0: A)
+    %dw, %db = otc.gemm_bias_grad %x, %g {bias_of = 1 : i32, trans_a = true}
+        : (tensor<6x8xf32>, tensor<6x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$a, Otc_FloatTensor:$b,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+                   Otc_BiasOperand:$bias_of);
+  let results = (outs Otc_FloatTensor:$weight_grad, Otc_FloatTensor:$bias_grad);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

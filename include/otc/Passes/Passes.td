@@ -158,6 +158,44 @@ def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
+  let summary = "Puts a Linear layer's bias, and its gradient, into the GEMM";
+  let description = [{
+    Forward, `add(product, bias)` with a bias of shape [N] (or [1, ..., 1,
+    N]) becomes the `otc.gemm`'s C: code generation runs it as a bias
+    epilogue (cuBLASLt's on CUDA), so the sum is rounded once and no pass
+    over the result is made. The product is an `otc.matmul` with a 2-D
+    right operand (its rows flattened) or an `otc.gemm` without C, used
+    only by the add. Run before otc-mixed-precision, which then casts the
+    bias with the GEMM's operands, as autocast's linear does.
+
+    Backward, the bias gradient `reduce_sum(g)` over every dim but the last
+    and the weight gradient `gemm(x, g, trans_a)` (or `gemm(g, x, trans_a)`
+    for a weight stored [N, K]) become one `otc.gemm_bias_grad`, which
+    reads g once (cuBLASLt's BGRADA/BGRADB on CUDA). Where both results are
+    only widened to f32, the op makes f32 itself. Run after autodiff; it is
+    run last, after otc-recompute, as a walk that merges nothing else.
+
+    ```mlir
+    %p = otc.matmul %x, %w : tensor<2x3x8xf32>, tensor<8x16xf32> -> tensor<2x3x16xf32>
+    %y = otc.add %p, %b : tensor<2x3x16xf32>, tensor<16xf32> -> tensor<2x3x16xf32>
+    // becomes
+    %x2 = otc.reshape %x : tensor<2x3x8xf32> -> tensor<6x8xf32>
+    %g = otc.gemm %x2, %w, %b : (tensor<6x8xf32>, tensor<8x16xf32>, tensor<16xf32>)
+        -> tensor<6x16xf32>
+    %y = otc.reshape %g : tensor<6x16xf32> -> tensor<2x3x16xf32>
+
+    %s = otc.reduce_sum %dy [0] : tensor<6x16xf32> -> tensor<16xf32>
+    %dw = otc.gemm %x2, %dy {trans_a = true} : (tensor<6x8xf32>, tensor<6x16xf32>)
+        -> tensor<8x16xf32>
+    // becomes
+    %dw, %s = otc.gemm_bias_grad %x2, %dy {bias_of = 1 : i32, trans_a = true}
+        : (tensor<6x8xf32>, tensor<6x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
   let summary = "Accumulates parameter gradients into persistent buffers";
   let description = [{

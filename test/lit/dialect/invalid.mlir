@@ -216,3 +216,29 @@ func.func @gru_grad_gates(%d: tensor<5x2x4xf32>, %r: tensor<12x4xf32>, %g: tenso
   %dx, %dh = otc.gru_grad %d, %r, %d, %g, %h : tensor<5x2x4xf32>, tensor<12x4xf32>, tensor<5x2x4xf32>, tensor<5x2x12xf32>, tensor<2x4xf32> -> tensor<5x2x12xf32>, tensor<2x4xf32>
   return %dx : tensor<5x2x12xf32>
 }
+
+// -----
+
+// A bias gradient is as long as op(A)'s rows (bias_of = a) or op(B)'s columns.
+func.func @gemm_bias_grad_length(%x: tensor<6x8xf32>, %g: tensor<6x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'otc.gemm_bias_grad' op bias gradient must be 1-D of 8, got 'tensor<16xf32>'}}
+  %dw, %db = otc.gemm_bias_grad %x, %g {bias_of = 0 : i32, trans_a = true} : (tensor<6x8xf32>, tensor<6x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+  return %dw : tensor<8x16xf32>
+}
+
+// -----
+
+// Its results have the operands' type or f32, one type for both.
+func.func @gemm_bias_grad_types(%x: tensor<6x8xbf16>, %g: tensor<6x16xbf16>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'otc.gemm_bias_grad' op the bias gradient's type 'bf16' differs from the weight gradient's 'f32'}}
+  %dw, %db = otc.gemm_bias_grad %x, %g {bias_of = 1 : i32, trans_a = true} : (tensor<6x8xbf16>, tensor<6x16xbf16>) -> (tensor<8x16xf32>, tensor<16xbf16>)
+  return %dw : tensor<8x16xf32>
+}
+
+// -----
+
+func.func @gemm_bias_grad_contraction(%x: tensor<6x8xf32>, %g: tensor<5x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{'otc.gemm_bias_grad' op contraction sizes differ: 6 vs 5}}
+  %dw, %db = otc.gemm_bias_grad %x, %g {bias_of = 1 : i32, trans_a = true} : (tensor<6x8xf32>, tensor<5x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
+  return %dw : tensor<8x16xf32>
+}

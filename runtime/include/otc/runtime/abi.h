@@ -116,6 +116,9 @@ typedef struct otc_step_args {
    * all-reduce then, overlapping the rest of the backward. */
   void (*grad_ready)(void *ctx, int g);
   void *grad_ready_ctx;
+  /* cuBLAS's workspace (OTC_CUDA_WORKSPACE_BYTES) on CUDA, which its
+   * cuBLASLt calls share; null on the CPU. */
+  void *blas_workspace;
 } otc_step_args;
 
 typedef struct otc_program {
@@ -174,6 +177,7 @@ typedef struct otc_function_args {
   void *const *args;
   void *const *results;
   void *blas;
+  void *blas_workspace; /* as otc_step_args' */
 } otc_function_args;
 
 typedef struct otc_function {

@@ -1,0 +1,251 @@
+// Kernel library: GEMM epilogues (the kernel program's Gemm step with a bias
+// or a bias gradient). Row-major, as the Gemm step: C[m, n] = alpha op(A)
+// op(B) (+ bias[n] on every row), and the bias gradient, the sums of op(A)
+// (length m) or op(B) (length n) over the contraction index.
+//
+// On the CPU the product is BLAS's (float32) or gemm_f32acc's, and the
+// epilogue a pass after it. On CUDA, cuBLASLt runs the epilogue inside the
+// product; where it declines (alignment, types, a shape), cuBLAS's GEMM and
+// the kernels below do the same in separate passes.
+#ifndef OTC_KERNELS_GEMM_EPILOGUE_H
+#define OTC_KERNELS_GEMM_EPILOGUE_H
+
+#include "otc/runtime/kernel_support.h"
+
+#include <vector>
+
+namespace otc_kernels {
+
+/// Sums of the stored [Rows, Cols] matrix x over its rows (Cols of them)
+/// or, with AlongCols, over its columns (Rows of them), in float32, in index
+/// order.
+template <long long Rows, long long Cols, bool AlongCols, class T, class TO>
+void contraction_sums(const T *x, TO *out) {
+  if constexpr (AlongCols) {
+    for (long long r = 0; r < Rows; ++r) {
+      float acc = 0.0f;
+      for (long long c = 0; c < Cols; ++c)
+        acc += otc_ld(x[r * Cols + c]);
+      otc_store(&out[r], acc);
+    }
+  } else {
+    std::vector<float> acc(Cols, 0.0f);
+    for (long long r = 0; r < Rows; ++r)
+      for (long long c = 0; c < Cols; ++c)
+        acc[c] += otc_ld(x[r * Cols + c]);
+    for (long long c = 0; c < Cols; ++c)
+      otc_store(&out[c], acc[c]);
+  }
+}
+
+/// C[i, j] += bias[j], C holding a float32 product.
+template <long long M, long long N, class TB>
+void add_bias_rows(float *c, const TB *bias) {
+#pragma omp parallel for if (M * N > (1 << 16))
+  for (long long i = 0; i < M; ++i)
+    for (long long j = 0; j < N; ++j)
+      c[i * N + j] += otc_ld(bias[j]);
+}
+
+/// The 16-bit product with its bias added in float32, rounded once.
+template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
+          class TB, class TV, class TC>
+void gemm_f32acc_bias(float alpha, const TA *A, const TB *B, const TV *bias, TC *C) {
+  constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
+#pragma omp parallel for if (M * N * K > (1 << 18))
+  for (long long i = 0; i < M; ++i)
+    for (long long j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (long long p = 0; p < K; ++p)
+        acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
+               otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
+      otc_store(&C[i * N + j], alpha * acc + otc_ld(bias[j]));
+    }
+}
+
+} // namespace otc_kernels
+
+#ifdef __CUDACC__
+#include "otc/runtime/cuda_check.h"
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <stdint.h>
+
+namespace otc_kernels {
+
+template <class T> constexpr cudaDataType_t cuda_type();
+template <> constexpr cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
+template <> constexpr cudaDataType_t cuda_type<otc_f16>() { return CUDA_R_16F; }
+template <> constexpr cudaDataType_t cuda_type<otc_bf16>() { return CUDA_R_16BF; }
+
+/// What rides on the product.
+enum class GemmEpilogue { Bias, BiasGradA, BiasGradB };
+
+/// One call site's cuBLASLt plan, made at its first call.
+struct LtPlan {
+  bool made = false, fused = false;
+  unsigned alignment = 0; // of the pointers it was chosen for
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+
+inline unsigned lt_alignment(const void *p) {
+  unsigned a = 256;
+  while (a > 1 && reinterpret_cast<uintptr_t>(p) % a)
+    a /= 2;
+  return a;
+}
+
+// C's bias: fallback for cuBLASLt's BIAS epilogue.
+template <class TC, class TV>
+__global__ void add_bias_rows_kernel(long long m, long long n, TC *c, const TV *bias) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m * n;
+       i += (long long)gridDim.x * blockDim.x)
+    otc_store(&c[i], otc_ld(c[i]) + otc_ld(bias[i % n]));
+}
+
+// Sums over the rows of a stored [rows, cols] matrix: 32 columns a block,
+// eight lanes of rows each, then a fixed-order tree (deterministic).
+template <class T, class TO>
+__global__ void sum_rows_kernel(long long rows, long long cols, const T *x, TO *out) {
+  __shared__ float part[8][33];
+  long long c = blockIdx.x * 32LL + threadIdx.x;
+  float acc = 0.0f;
+  if (c < cols)
+    for (long long r = threadIdx.y; r < rows; r += 8)
+      acc += otc_ld(x[r * cols + c]);
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    for (int y = 1; y < 8; ++y)
+      acc += part[y][threadIdx.x];
+    otc_store(&out[c], acc);
+  }
+}
+
+// Sums over the columns: a warp per row.
+template <class T, class TO>
+__global__ void sum_cols_kernel(long long rows, long long cols, const T *x, TO *out) {
+  long long r = blockIdx.x * 8LL + threadIdx.y;
+  if (r >= rows)
+    return;
+  float acc = 0.0f;
+  for (long long c = threadIdx.x; c < cols; c += 32)
+    acc += otc_ld(x[r * cols + c]);
+  acc = otc_warp_sum(acc);
+  if (threadIdx.x == 0)
+    otc_store(&out[r], acc);
+}
+
+/// Makes `plan` for these shapes, types and pointers' alignment: fused when
+/// cuBLASLt has an algorithm for the epilogue.
+inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bool transA,
+                    bool transB, long long m, long long n, long long k, cudaDataType_t ab,
+                    cudaDataType_t dt, GemmEpilogue epi, void *vec, unsigned alignment) {
+  if (plan.made) {
+    cublasLtMatmulDescDestroy(plan.desc);
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.d);
+  }
+  plan = LtPlan();
+  plan.made = true;
+  plan.alignment = alignment;
+  // Column-major: D^T [n, m] = op(B)^T op(A)^T, so cuBLAS's A is our B.
+  OTC_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t opA = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opA,
+                                                  sizeof(opA)));
+  OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opB,
+                                                  sizeof(opB)));
+  // Our op(B) is cuBLAS's A (BGRADA, length n), our op(A) its B (BGRADB).
+  uint32_t e = epi == GemmEpilogue::Bias        ? CUBLASLT_EPILOGUE_BIAS
+               : epi == GemmEpilogue::BiasGradB ? CUBLASLT_EPILOGUE_BGRADA
+                                                : CUBLASLT_EPILOGUE_BGRADB;
+  OTC_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+  OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                  &vec, sizeof(vec)));
+  long long ar = transB ? k : n, ac = transB ? n : k, br = transA ? m : k, bc = transA ? k : m;
+  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, ab, ar, ac, ar));
+  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, ab, br, bc, br));
+  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, dt, n, m, n));
+  cublasLtMatmulPreference_t pref;
+  OTC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = workspaceBytes;
+  OTC_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+  uint32_t al = alignment;
+  for (cublasLtMatmulPreferenceAttributes_t attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    OTC_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof(al)));
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, plan.desc, plan.a, plan.b, plan.d,
+                                                     plan.d, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  plan.fused = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan.fused)
+    plan.algo = result.algo;
+}
+
+/// The Gemm step with an epilogue on `stream`: `vec` is the bias (read) or
+/// the bias gradient (written). cuBLAS's `handle` is also a cuBLASLt handle
+/// (a documented cast); `workspace` is the one it was given.
+template <class TA, class TC, class TV>
+void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, void *workspace,
+                   size_t workspaceBytes, bool transA, bool transB, long long m, long long n,
+                   long long k, float alpha, const TA *A, const TA *B, float beta, TC *C,
+                   GemmEpilogue epi, TV *vec) {
+  constexpr cudaDataType_t ab = cuda_type<TA>(), dt = cuda_type<TC>();
+  // cuBLASLt's vector has D's type.
+  bool typed = cuda_type<TV>() == dt && workspace != nullptr;
+  unsigned alignment = lt_alignment(A);
+  for (const void *p : {(const void *)B, (const void *)C, (const void *)vec})
+    alignment = alignment < lt_alignment(p) ? alignment : lt_alignment(p);
+  if (typed && (!plan.made || alignment < plan.alignment))
+    lt_plan(plan, (cublasLtHandle_t)handle, workspaceBytes, transA, transB, m, n, k, ab, dt, epi,
+            vec, alignment);
+  if (typed && plan.fused) {
+    OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec)));
+    OTC_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)handle, plan.desc, &alpha, B, plan.a, A,
+                                    plan.b, &beta, C, plan.d, C, plan.d, &plan.algo, workspace,
+                                    workspaceBytes, stream));
+    return;
+  }
+  // Unfused: the product, then the epilogue as a pass of its own.
+  long long lda = transA ? m : k, ldb = transB ? k : n;
+  OTC_CUBLAS_CHECK(cublasGemmEx(handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, B, ab, ldb,
+                                A, ab, lda, &beta, C, dt, n, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+  if (epi == GemmEpilogue::Bias) {
+    long long total = m * n, blocks = (total + 255) / 256;
+    add_bias_rows_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(m, n, C, vec);
+  } else {
+    // The summed operand as stored, and whether its contraction index runs
+    // along its rows (then the sums are over rows) or its columns.
+    bool ofA = epi == GemmEpilogue::BiasGradA;
+    const TA *x = ofA ? A : B;
+    bool trans = ofA ? transA : transB;
+    long long len = ofA ? m : n;
+    // op(A) [m, k]: stored [k, m] when transposed, so the sums run over rows.
+    bool overRows = ofA ? trans : !trans;
+    long long rows = overRows ? k : len, cols = overRows ? len : k;
+    if (overRows)
+      sum_rows_kernel<<<(cols + 31) / 32, dim3(32, 8), 0, stream>>>(rows, cols, x, vec);
+    else
+      sum_cols_kernel<<<(rows + 7) / 8, dim3(32, 8), 0, stream>>>(rows, cols, x, vec);
+  }
+  OTC_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace otc_kernels
+#endif
+
+#endif
