@@ -3,6 +3,7 @@
 against a float64 reference within the storage type's rounding bound.
 
 usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or bf16)
+       check_kernel.py EXE epilogue f32|f16|bf16
        check_kernel.py EXE unary f32
        check_kernel.py EXE softmax f32|f16
        check_kernel.py EXE normalize f32
@@ -52,6 +53,12 @@ its consumer is fused, and bool to float is 0 or 1.
 `rotary` checks the rotary embedding x cos + rotate_half(x) sin and its
 transpose against float64: two float32 products and a sum, within
 2^-22 (|x cos| + |x' sin|).
+
+`epilogue` checks the GEMM epilogues: x Wᵀ + b with the bias added
+before the one rounding, and the weight gradients xᵀ g and gᵀ x with the
+bias gradient (g's column sums) beside each. Each is a float32 sum of n
+terms: within u |v| + (n + 1) 2^-24 (sum of |terms|), u the result type's
+unit roundoff (2^-24 for float32 results), as `gemm` above.
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
@@ -127,13 +134,15 @@ def main():
         elif kind == "rows":
             args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
                     rng.integers(0, 37, 6).astype(np.int64)]
+        elif kind == "epilogue":
+            args = [round_to(rng.normal(0, 1, shape), t) for shape in [(64, 40), (24, 40), (24,), (64, 24)]]
         else:
             args = [round_to(rng.normal(0, 1, (3, 5, 40)), t), round_to(rng.normal(0, 1, (3, 40, 7)), t)]
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
-                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2}.get(kind, 1)
+                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 5}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -245,6 +254,18 @@ def main():
         # exp/log in float32 carry a few ulps each over 37 terms per row.
         f32 = 64 * F32_EPS * (np.abs(lse).max() + 1)
         ok &= check("softmax_cross_entropy", res[1], loss, u * abs(loss) + f32 + sub)
+    elif kind == "epilogue":
+        x, w, b, g = a64
+        y = x @ w.T + b
+        dw, db = x.T @ g, g.sum(axis=0)
+        dw2, db2 = g.T @ x, g.sum(axis=0)
+        ax, aw, ag = np.abs(x), np.abs(w), np.abs(g)
+        bound = lambda v, uo, n, terms: uo * np.abs(v) + (n + 1) * F32_EPS * terms + sub
+        ok &= check("gemm_bias", res[0], y, bound(y, u, 40, ax @ aw.T + np.abs(b)))
+        ok &= check("weight_grad", res[1], dw, bound(dw, F32_EPS, 64, ax.T @ ag))
+        ok &= check("bias_grad", res[2], db, bound(db, F32_EPS, 64, ag.sum(axis=0)))
+        ok &= check("weight_grad_t", res[3], dw2, bound(dw2, u, 64, ag.T @ ax))
+        ok &= check("bias_grad_t", res[4], db2, bound(db2, u, 64, ag.sum(axis=0)))
     else:
         a, b = a64
         c = a @ b

@@ -78,6 +78,9 @@ cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" \
   "$root/test/e2e/check_adamw8bit.py" "$root/test/e2e/check_trace.py" "$out/run/"
 # f16/bf16 kernels (test/e2e/kernels_16bit.test on the CPU) and the
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).
+for t in f32 f16 bf16; do
+  "$otc" kernel "$root/test/e2e/kernels/epilogue_$t.mlir" -o "$out/kernel_epilogue_$t" --target cuda
+done
 for k in chain rows gemm; do
   for t in f16 bf16; do
     "$otc" kernel "$root/test/e2e/kernels/${k}_$t.mlir" -o "$out/kernel_${k}_$t" --target cuda

@@ -114,6 +114,14 @@ for k in chain rows gemm; do
     else fail=$((fail + 1)); echo "FAIL $k $t"; fi
   done
 done
+# GEMM epilogues on cuBLASLt (or its fallback), the same bounds.
+for t in f32 f16 bf16; do
+  for path in fused unfused; do
+    if OTC_GEMM_EPILOGUE=$path "$py" "$dir/check_kernel.py" "$dir/kernel_epilogue_$t" epilogue $t; then
+      pass=$((pass + 1)); echo "PASS epilogue $t $path"
+    else fail=$((fail + 1)); echo "FAIL epilogue $t $path"; fi
+  done
+done
 for k in unary softmax normalize gather logic slice steps rotary; do
   if "$py" "$dir/check_kernel.py" "$dir/kernel_${k}_f32" $k f32; then
     pass=$((pass + 1)); echo "PASS $k f32"

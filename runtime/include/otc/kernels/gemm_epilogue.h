@@ -71,6 +71,8 @@ void gemm_f32acc_bias(float alpha, const TA *A, const TB *B, const TV *bias, TC 
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 namespace otc_kernels {
 
@@ -202,8 +204,13 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
                    long long k, float alpha, const TA *A, const TA *B, float beta, TC *C,
                    GemmEpilogue epi, TV *vec) {
   constexpr cudaDataType_t ab = cuda_type<TA>(), dt = cuda_type<TC>();
-  // cuBLASLt's vector has D's type.
-  bool typed = cuda_type<TV>() == dt && workspace != nullptr;
+  // cuBLASLt's vector has D's type. OTC_GEMM_EPILOGUE=unfused runs the
+  // fallback instead (to check it, and to compare).
+  static const bool unfused = [] {
+    const char *e = getenv("OTC_GEMM_EPILOGUE");
+    return e && strcmp(e, "unfused") == 0;
+  }();
+  bool typed = cuda_type<TV>() == dt && workspace != nullptr && !unfused;
   unsigned alignment = lt_alignment(A);
   for (const void *p : {(const void *)B, (const void *)C, (const void *)vec})
     alignment = alignment < lt_alignment(p) ? alignment : lt_alignment(p);
