@@ -179,3 +179,8 @@ LogicalResult SoftplusOp::buildGradients(OpBuilder &b, ValueRange dy,
   RuleBuilder o{b, getLoc()}; // dy sigmoid(x): 1 above 20 in float32, as PyTorch's
   return o.grad(grads, o.mul(dy[0], SigmoidOp::create(b, getLoc(), getInput())));
 }
+
+LogicalResult GeluOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  grads.push_back(GeluGradOp::create(b, getLoc(), dy[0], getInput(), getApproximate()));
+  return success();
+}

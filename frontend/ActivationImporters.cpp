@@ -294,19 +294,8 @@ FailureOr<Value> gelu(Imp &imp, Value x) {
   std::string approx = imp.attr("approximate") ? imp.attr("approximate")->s() : "none";
   if (approx != "none" && approx != "tanh")
     return imp.fail("unknown approximate " + quoted(approx));
-  OpBuilder &b = imp.builder();
-  Location loc = imp.loc();
-  auto c = [&](double v) { return scalarLike(imp, x, v); };
-  Value inner;
-  if (approx == "none") {
-    inner = ErfOp::create(b, loc, MulOp::create(b, loc, x, c(M_SQRT1_2)));
-  } else {
-    Value cube = MulOp::create(b, loc, MulOp::create(b, loc, x, x), x);
-    Value arg = AddOp::create(b, loc, x, MulOp::create(b, loc, cube, c(0.044715)));
-    inner = TanhOp::create(b, loc, MulOp::create(b, loc, arg, c(std::sqrt(2.0 / M_PI))));
-  }
-  Value half = MulOp::create(b, loc, x, c(0.5));
-  return MulOp::create(b, loc, half, AddOp::create(b, loc, inner, c(1.0))).getResult();
+  auto form = approx == "tanh" ? GeluApproximation::Tanh : GeluApproximation::None;
+  return GeluOp::create(imp.builder(), imp.loc(), x, form).getResult();
 }
 
 } // namespace otc

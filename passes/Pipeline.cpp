@@ -15,6 +15,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
+  pm.addPass(createFuseGelu());
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createAutodiff());
@@ -35,6 +36,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
+  pm.addPass(createFuseGelu());
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());

@@ -2,6 +2,8 @@
 // Broadcasting and transposition are dim maps, so they cost no kernel.
 #include "../Rules.h"
 
+#include <cmath>
+
 #include "otc/Dialect/OtcDialect.h"
 
 using namespace mlir;
@@ -35,6 +37,50 @@ int tanhGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) { // g (1 - y^2)
 int sigmoidGrad(Operation *, NodeBuilder &b, ArrayRef<int> x) { // g y (1 - y)
   int gy = b.binary(Node::Mul, x[0], x[1]);
   return b.binary(Node::Mul, gy, b.binary(Node::Sub, b.constant(1.0), x[1]));
+}
+
+// GELU and its derivative, in float32 within the step (one rounding).
+constexpr double kGeluK = 0.7978845608028654; // √(2/π)
+constexpr double kGeluA = 0.044715;
+
+/// tanh(√(2/π) (x + 0.044715 x³)).
+int geluTanhInner(NodeBuilder &b, int x) {
+  int cube = b.binary(Node::Mul, b.binary(Node::Mul, x, x), x);
+  int arg = b.binary(Node::Add, x, b.binary(Node::Mul, b.constant(kGeluA), cube));
+  return b.unary(Node::Tanh, b.binary(Node::Mul, b.constant(kGeluK), arg));
+}
+
+/// Φ(x) = (1 + erf(x/√2)) / 2.
+int geluPhi(NodeBuilder &b, int x) {
+  int e = b.unary(Node::Erf, b.binary(Node::Mul, x, b.constant(M_SQRT1_2)));
+  return b.binary(Node::Mul, b.constant(0.5), b.binary(Node::Add, b.constant(1.0), e));
+}
+
+int gelu(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
+  if (cast<GeluOp>(op).getApproximate() == GeluApproximation::None)
+    return b.binary(Node::Mul, x[0], geluPhi(b, x[0]));
+  int half = b.binary(Node::Mul, b.constant(0.5), x[0]);
+  return b.binary(Node::Mul, half, b.binary(Node::Add, b.constant(1.0), geluTanhInner(b, x[0])));
+}
+
+// none: Φ(x) + x φ(x); tanh: (1 + t)/2 + x/2 (1 - t²) √(2/π) (1 + 3 · 0.044715 x²).
+int geluGrad(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
+  int g = x[0], v = x[1], d;
+  if (cast<GeluGradOp>(op).getApproximate() == GeluApproximation::None) {
+    int e = b.unary(Node::Exp, b.binary(Node::Mul, b.constant(-0.5), b.binary(Node::Mul, v, v)));
+    int phi = b.binary(Node::Mul, b.constant(0.3989422804014327), e); // e / √(2π)
+    d = b.binary(Node::Add, geluPhi(b, v), b.binary(Node::Mul, v, phi));
+  } else {
+    int t = geluTanhInner(b, v);
+    int left = b.binary(Node::Mul, b.constant(0.5), b.binary(Node::Add, b.constant(1.0), t));
+    int sech2 = b.binary(Node::Sub, b.constant(1.0), b.binary(Node::Mul, t, t));
+    int inner = b.binary(Node::Add, b.constant(1.0),
+                         b.binary(Node::Mul, b.constant(3 * kGeluA), b.binary(Node::Mul, v, v)));
+    int right = b.binary(Node::Mul, b.binary(Node::Mul, b.constant(0.5 * kGeluK), v),
+                         b.binary(Node::Mul, sech2, inner));
+    d = b.binary(Node::Add, left, right);
+  }
+  return b.binary(Node::Mul, g, d);
 }
 
 int pow(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
@@ -126,6 +172,8 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(SigmoidGradOp::getOperationName(), {nullptr, sigmoidGrad});
   add(ReciprocalOp::getOperationName(), {nullptr, reciprocal});
   add(PowOp::getOperationName(), {nullptr, pow});
+  add(GeluOp::getOperationName(), {nullptr, gelu});
+  add(GeluGradOp::getOperationName(), {nullptr, geluGrad});
   add(CompareOp::getOperationName(), {nullptr, compare});
   add(WhereOp::getOperationName(), {nullptr, where});
   add(CastOp::getOperationName(), {nullptr, castTo});

@@ -13,6 +13,7 @@ float32-versus-float64 difference after the same steps, as the zoo's:
 usage: activations.py ACT OUT_DIR    (otc on PATH; exits 1 on a mismatch)
 """
 import copy
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +45,12 @@ ACTS = {
     "selu": (torch.nn.SELU(), 2.0),
     "celu": (torch.nn.CELU(alpha=1.5), 2.0),
     "mish": (torch.nn.Mish(), 2.0),  # exported as x tanh(softplus(x))
+    # GELU as exported before opset 20, which otc-fuse-gelu makes otc.gelu:
+    # exact (erf), PyTorch's tanh form, and Hugging Face's gelu_new (pow).
+    "gelu": (torch.nn.GELU(), 2.0),
+    "gelu_tanh": (torch.nn.GELU(approximate="tanh"), 2.0),
+    "gelu_new": (lambda v: 0.5 * v * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) *
+                                                        (v + 0.044715 * torch.pow(v, 3.0)))), 2.0),
     # Within (-1, 1). (torch 1.13 exports no sinh, cosh, asinh, acosh or
     # atanh: test/unit's activations_f64.onnx checks those.)
     "asin": (lambda v: torch.asin(0.9 * torch.tanh(v)), 2.0),

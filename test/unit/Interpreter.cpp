@@ -281,6 +281,23 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](DivOp) { return binary([](double a, double b) { return a / b; }); })
         .Case([&](ReluGradOp) { return binary([](double g, double x) { return x > 0 ? g : 0; }); })
         .Case([&](TanhGradOp) { return binary([](double g, double y) { return g * (1 - y * y); }); })
+        .Case([&](GeluOp g) {
+          bool tanhForm = g.getApproximate() == GeluApproximation::Tanh;
+          return unary([tanhForm](double x) {
+            return tanhForm ? 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
+                            : 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+          });
+        })
+        .Case([&](GeluGradOp g) { // the derivative by hand, in float64
+          bool tanhForm = g.getApproximate() == GeluApproximation::Tanh;
+          return binary([tanhForm](double d, double x) {
+            if (!tanhForm)
+              return d * (0.5 * (1 + std::erf(x / std::sqrt(2.0))) +
+                          x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI));
+            double k = std::sqrt(2 / M_PI), t = std::tanh(k * (x + 0.044715 * x * x * x));
+            return d * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x));
+          });
+        })
         .Case([&](SigmoidGradOp) { return binary([](double g, double y) { return g * y * (1 - y); }); })
         .Case<SliceOp, SliceGradOp>([&](auto op) {
           // Walks the small side's coordinates; big = start + c * step.

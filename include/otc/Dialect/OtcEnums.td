@@ -38,4 +38,11 @@ def Otc_BiasOperand : I32EnumAttr<"BiasOperand", "the GEMM operand a bias gradie
   let cppNamespace = "::otc";
 }
 
+// otc.gelu's form: the exact x Φ(x), or PyTorch's tanh approximation (the
+// one cuBLASLt's GELU epilogue computes).
+def Otc_GeluApproximation : I32EnumAttr<"GeluApproximation", "the form of otc.gelu", [
+    I32EnumAttrCase<"None", 0, "none">, I32EnumAttrCase<"Tanh", 1, "tanh">]> {
+  let cppNamespace = "::otc";
+}
+
 #endif // OTC_ENUMS

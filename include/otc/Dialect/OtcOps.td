@@ -141,6 +141,25 @@ def Otc_AtanOp : Otc_UnaryOp<"atan", "Elementwise arctangent", Otc_Widest>;
 def Otc_SoftplusOp : Otc_UnaryOp<"softplus", "Elementwise log(1 + e^x), x above 20", Otc_F32>;
 def Otc_TanOp : Otc_UnaryOp<"tan", "Elementwise tangent", Otc_F32>; // autocast's fp32 list
 
+def Otc_GeluOp : Otc_DiffOp<"gelu",
+    [SameOperandsAndResultType, Otc_Widest, Otc_Cheap, Otc_Flops<8>]> {
+  let summary = "Elementwise GELU: x Φ(x), or its tanh approximation";
+  let description = [{
+    `approximate = 0` (none): x/2 (1 + erf(x/√2)). `approximate = 1`
+    (tanh): x/2 (1 + tanh(√(2/π) (x + 0.044715 x³))), PyTorch's
+    `gelu(approximate="tanh")`. Computed in float32 and rounded once. Its
+    gradient is one `otc.gelu_grad` of the input, so the backward keeps x
+    alone, where the exported formula keeps three more tensors of its size.
+
+    ```mlir
+    %y = otc.gelu %x {approximate = 1 : i32} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, Otc_GeluApproximation:$approximate);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 // A piecewise-constant function: its gradient is zero wherever it exists
 // (PyTorch's for sign, floor, ceil and round), so autodiff passes none.
 class Otc_StepOp<string mnemonic, string what>
@@ -184,6 +203,15 @@ def Otc_TanhGradOp : Otc_ActivationGradOp<"tanh_grad",
     "grad * (1 - y * y), y being the tanh output">;
 def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
     "grad * y * (1 - y), y being the sigmoid output">;
+
+def Otc_GeluGradOp : Otc_Op<"gelu_grad", [Pure, SameOperandsAndResultType,
+    Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_Flops<12>]> {
+  let summary = "grad * gelu'(x), x being the gelu input, in otc.gelu's form";
+  let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$value,
+                   Otc_GeluApproximation:$approximate);
+  let results = (outs Otc_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $value attr-dict `:` type($grad)";
+}
 
 //===----------------------------------------------------------------------===//
 // Comparisons, logic, selection and casts

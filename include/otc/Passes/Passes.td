@@ -158,6 +158,32 @@ def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def FuseGelu : Pass<"otc-fuse-gelu", "mlir::ModuleOp"> {
+  let summary = "Forms otc.gelu from GELU written out as arithmetic";
+  let description = [{
+    Exports before opset 20 write GELU as arithmetic: x/2 (1 + erf(x/√2)),
+    or Hugging Face's gelu_new and PyTorch's tanh form with pow or x·x·x,
+    0.5 first or last. The backward of that arithmetic keeps x, x², the
+    tanh and 1 + tanh; `otc.gelu`'s keeps x alone. Rather than match each
+    spelling, the pass takes each expression of one tensor x (x read at
+    least twice, an erf or tanh inside, every other leaf a splat constant),
+    evaluates it in float64 at ten points and compares it with both forms:
+    within 1e-6 relative it is that GELU. Inner values used elsewhere stay.
+    Run before autodiff and otc-mixed-precision.
+
+    ```mlir
+    %a = otc.mul %x, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>  // x / √2
+    %e = otc.erf %a : tensor<4x8xf32>
+    %p = otc.add %e, %one : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    %h = otc.mul %x, %half : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+    %y = otc.mul %h, %p : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    // becomes
+    %y = otc.gelu %x {approximate = 0 : i32} : tensor<4x8xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
   let summary = "Puts a Linear layer's bias, and its gradient, into the GEMM";
   let description = [{
