@@ -213,6 +213,8 @@ std::string printProgram(const Program &p) {
          << "->" << typeName(p.buffers[g.c].type) << " acc=f32";
       if (g.bias >= 0)
         os << " bias=b" << g.bias;
+      if (g.gelu)
+        os << " gelu preactivation=b" << g.aux;
       if (g.biasGrad >= 0)
         os << " bias_grad(" << (g.biasGradOf == Gemm::BiasGradOf::A ? "a" : "b") << ")->b"
            << g.biasGrad;
@@ -254,6 +256,8 @@ std::vector<int> stepBuffers(const Step &s) {
     ids.insert(ids.end(), {s.gemm.a, s.gemm.b, s.gemm.c});
   if (s.kind == Step::Gemm && s.gemm.bias >= 0)
     ids.push_back(s.gemm.bias);
+  if (s.kind == Step::Gemm && s.gemm.aux >= 0)
+    ids.push_back(s.gemm.aux);
   if (s.kind == Step::Gemm && s.gemm.biasGrad >= 0)
     ids.push_back(s.gemm.biasGrad);
   if (s.kind == Step::LibraryCall)

@@ -98,6 +98,10 @@ struct Gemm {
   /// the contraction index, written beside C. Any float type; CUDA fuses
   /// them into cuBLASLt's product when they have C's.
   int bias = -1;
+  /// With `gelu`, C is the tanh GELU of the product (plus bias) and `aux`
+  /// the product itself (the preactivation), both of C's type.
+  bool gelu = false;
+  int aux = -1;
   enum class BiasGradOf : uint8_t { None, A, B } biasGradOf = BiasGradOf::None;
   int biasGrad = -1;
 };

@@ -165,3 +165,23 @@ LogicalResult GemmBiasGradOp::verify() {
     return emitOpError("bias gradient must be 1-D of ") << len << ", got " << bgt;
   return success();
 }
+
+LogicalResult GemmGeluOp::verify() {
+  auto at = tensorType(getA()), bt = tensorType(getB());
+  if (at.getRank() != 2 || bt.getRank() != 2)
+    return emitOpError("operands must be 2-D, got ") << at << " and " << bt;
+  if (at.getElementType() != bt.getElementType())
+    return emitOpError("operand element types differ");
+  int64_t m = at.getDimSize(getTransA() ? 1 : 0), ka = at.getDimSize(getTransA() ? 0 : 1);
+  int64_t kb = bt.getDimSize(getTransB() ? 1 : 0), n = bt.getDimSize(getTransB() ? 0 : 1);
+  if (ka != kb)
+    return emitOpError("contraction sizes differ: ") << ka << " vs " << kb;
+  auto want = RankedTensorType::get({m, n}, at.getElementType());
+  if (getResult().getType() != want || getPreactivation().getType() != want)
+    return emitOpError("results must both be ") << want;
+  if (Value bias = getBias())
+    if (tensorType(bias) != RankedTensorType::get({n}, at.getElementType()))
+      return emitOpError("bias must be ") << RankedTensorType::get({n}, at.getElementType())
+             << ", got " << bias.getType();
+  return success();
+}

@@ -67,6 +67,13 @@ int64_t GemmBiasGradOp::getFlopCount() {
          k * elements(getBiasGrad().getType());
 }
 
+// The product, the bias and GELU's eight per element.
+int64_t GemmGeluOp::getFlopCount() {
+  auto a = cast<ShapedType>(getA().getType()).getShape();
+  int64_t k = getTransA() ? a[0] : a[1];
+  return (2 * k + (getBias() ? 1 : 0) + 8) * elements(getResult().getType());
+}
+
 // Windows: one term per tap.
 int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * taps(getKernel()); }
 int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }

@@ -217,7 +217,40 @@ struct BiasGradIntoGemm {
   }
 };
 
+/// gelu_tanh(gemm(...)), perhaps through a reshape of the rows: one
+/// otc.gemm_gelu, whose preactivation takes the gemm result's other uses.
+LogicalResult geluIntoGemm(GeluOp gelu, RewriterBase &rw) {
+  if (gelu.getApproximate() != GeluApproximation::Tanh)
+    return failure();
+  Value v = gelu.getInput();
+  Value inner = v;
+  if (auto r = v.getDefiningOp<ReshapeOp>())
+    inner = r.getInput();
+  auto gemm = inner.getDefiningOp<GemmOp>();
+  if (!gemm || tensorType(v).getRank() == 0 ||
+      tensorType(v).getShape().back() != tensorType(inner).getShape().back())
+    return failure();
+  Value bias = gemm.getC();
+  if (bias && (tensorType(bias).getRank() != 1 || gemm.getBeta().convertToDouble() != 1.0 ||
+               bias.getType() != RankedTensorType::get({tensorType(inner).getShape().back()},
+                                                       tensorType(inner).getElementType())))
+    return failure();
+  rw.setInsertionPoint(gemm);
+  auto fused = GemmGeluOp::create(rw, gemm.getLoc(), gemm.getType(), gemm.getType(), gemm.getA(),
+                                  gemm.getB(), bias, gemm.getTransA(), gemm.getTransB(),
+                                  gemm.getAlpha());
+  rw.replaceAllUsesWith(gemm.getResult(), fused.getPreactivation());
+  rw.eraseOp(gemm);
+  rw.setInsertionPoint(gelu);
+  Value y = fused.getResult();
+  if (y.getType() != gelu.getType())
+    y = ReshapeOp::create(rw, gelu.getLoc(), gelu.getType(), y);
+  rw.replaceOp(gelu, y);
+  return success();
+}
+
 struct FuseGemmEpiloguesPass : otc::impl::FuseGemmEpiloguesBase<FuseGemmEpiloguesPass> {
+  using FuseGemmEpiloguesBase::FuseGemmEpiloguesBase;
   void runOnOperation() override {
     // A walk, not the greedy driver: after otc-recompute nothing may be
     // folded or merged, only these rewrites made.
@@ -232,6 +265,12 @@ struct FuseGemmEpiloguesPass : otc::impl::FuseGemmEpiloguesBase<FuseGemmEpilogue
     getOperation().walk([&](ReduceSumOp op) { sums.push_back(op); });
     for (ReduceSumOp op : sums)
       (void)BiasGradIntoGemm()(op, rw);
+    if (gelu) {
+      SmallVector<GeluOp> gelus;
+      getOperation().walk([&](GeluOp op) { gelus.push_back(op); });
+      for (GeluOp op : gelus)
+        (void)geluIntoGemm(op, rw);
+    }
   }
 };
 

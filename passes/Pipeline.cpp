@@ -25,7 +25,8 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createCSEPass());
   // Last: CSE would merge the copies back into their originals.
   pm.addPass(createRecompute(recompute));
-  pm.addPass(createFuseGemmEpilogues()); // the bias gradients, now there
+  // The bias gradients, now there, and GELU (not differentiable fused).
+  pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*gelu=*/true}));
 }
 
 void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision,
@@ -40,6 +41,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());
+  pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*gelu=*/true}));
 }
 
 void otc::registerOtcPassesAndPipelines() {

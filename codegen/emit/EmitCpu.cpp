@@ -164,18 +164,26 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
   std::string flags = std::string(g.transA ? "true" : "false") + ", " +
                       (g.transB ? "true" : "false") + ", " + num(g.m) + "LL, " + num(g.n) +
                       "LL, " + num(g.k) + "LL";
+  // Typed nulls for an epilogue's absent vector or preactivation.
+  std::string none = "static_cast<" + std::string(storageType(tc)) + " *>(nullptr)";
+  std::string bias = g.bias >= 0 ? bufferName(g.bias) : none;
+  std::string pre = g.gelu ? bufferName(g.aux) : none;
   if (ta == ElemType::F32 && tc == ElemType::F32) {
+    // The product into the preactivation under GELU, then the epilogue: the
+    // same sums as an add after the product.
     int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
+    std::string P = g.gelu ? pre : C;
     os << pad << "cblas_sgemm(CblasRowMajor, " << cblasOp(g.transA) << ", " << cblasOp(g.transB)
        << ", " << g.m << ", " << g.n << ", " << g.k << ", " << floatLiteral(g.alpha) << ", "
        << A << ", " << lda << ", " << B << ", " << ldb << ", " << betaText(g, "first") << ", "
-       << C << ", " << g.n << ");\n";
-    if (g.bias >= 0) // the same sums as an add after the product
-      os << pad << "otc_kernels::add_bias_rows<" << g.m << "LL, " << g.n << "LL>(" << C << ", "
-         << bufferName(g.bias) << ");\n";
-  } else if (g.bias >= 0) { // the bias added before the one rounding
-    os << pad << "otc_kernels::gemm_f32acc_bias<" << flags << ">(" << floatLiteral(g.alpha)
-       << ", " << A << ", " << B << ", " << bufferName(g.bias) << ", " << C << ");\n";
+       << P << ", " << g.n << ");\n";
+    if (g.bias >= 0 || g.gelu)
+      os << pad << "otc_kernels::bias_gelu_rows<" << g.m << "LL, " << g.n << "LL, "
+         << (g.gelu ? "true" : "false") << ">(" << P << ", " << bias << ", " << C << ");\n";
+  } else if (g.bias >= 0 || g.gelu) { // the epilogue before the one rounding
+    os << pad << "otc_kernels::gemm_f32acc_epilogue<" << flags << ", "
+       << (g.gelu ? "true" : "false") << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B
+       << ", " << bias << ", " << pre << ", " << C << ");\n";
   } else { // 16-bit storage: the library's float-accumulating product
     os << pad << "otc_kernels::gemm_f32acc<" << flags << ">(" << floatLiteral(g.alpha) << ", "
        << A << ", " << B << ", " << betaText(g, "first") << ", " << C << ");\n";

@@ -77,6 +77,20 @@ bool lowerGemm(Operation *op, Lowering &l) {
   return finish(op, gemm.getA(), gemm.getB(), gemm.getResult(), g, l);
 }
 
+bool lowerGemmGelu(Operation *op, Lowering &l) {
+  auto gemm = cast<GemmGeluOp>(op);
+  otc::Gemm g = shapeOf2d(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
+  g.alpha = gemm.getAlpha().convertToDouble();
+  g.gelu = true;
+  if (Value bias = gemm.getBias())
+    if ((g.bias = l.buffer(bias, op)) < 0)
+      return false;
+  g.aux = l.ownResult(gemm.getPreactivation(), op);
+  if (g.aux < 0)
+    return false;
+  return finish(op, gemm.getA(), gemm.getB(), gemm.getResult(), g, l);
+}
+
 bool lowerGemmBiasGrad(Operation *op, Lowering &l) {
   auto gemm = cast<GemmBiasGradOp>(op);
   otc::Gemm g = shapeOf2d(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
@@ -124,6 +138,7 @@ void registerLinalgRules(RuleRegistry &r) {
   // The weight gradient accumulates through beta; the bias gradient, which
   // the epilogue writes, through an accumulate step of its own.
   r.steps[GemmBiasGradOp::getOperationName()] = {lowerGemmBiasGrad, nullptr, own, always};
+  r.steps[GemmGeluOp::getOperationName()] = {lowerGemmGelu, nullptr, own};
 }
 
 } // namespace otc

@@ -58,7 +58,9 @@ transpose against float64: two float32 products and a sum, within
 before the one rounding, and the weight gradients xᵀ g and gᵀ x with the
 bias gradient (g's column sums) beside each. Each is a float32 sum of n
 terms: within u |v| + (n + 1) 2^-24 (sum of |terms|), u the result type's
-unit roundoff (2^-24 for float32 results), as `gemm` above.
+unit roundoff (2^-24 for float32 results), as `gemm` above. Then the tanh
+GELU of x Wᵀ + b and of x Wᵀ, with their preactivations: the GELU of the
+float32 sum (|gelu'| < 1.13 carries the sum's error), rounded once.
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
@@ -142,7 +144,7 @@ def main():
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
-                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 5}.get(kind, 1)
+                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 9}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -266,6 +268,14 @@ def main():
         ok &= check("bias_grad", res[2], db, bound(db, F32_EPS, 64, ag.sum(axis=0)))
         ok &= check("weight_grad_t", res[3], dw2, bound(dw2, u, 64, ag.T @ ax))
         ok &= check("bias_grad_t", res[4], db2, bound(db2, u, 64, ag.sum(axis=0)))
+        # GELU of the float32 preactivation (|gelu'| < 1.13 carries its sum's
+        # error), tanhf a few ulps more; each result rounded once.
+        gelu = lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)))
+        for i, (pre, terms) in enumerate([(y, ax @ aw.T + np.abs(b)), (x @ w.T, ax @ aw.T)]):
+            s = 41 * F32_EPS * terms
+            ok &= check(f"gemm_gelu{i}", res[5 + 2 * i], gelu(pre),
+                        u * np.abs(gelu(pre)) + 1.13 * s + 8 * F32_EPS * np.abs(pre) + sub)
+            ok &= check(f"preactivation{i}", res[6 + 2 * i], pre, u * np.abs(pre) + s + sub)
     else:
         a, b = a64
         c = a @ b

@@ -11,6 +11,8 @@ here again from the issue's text, to every torch function the model calls:
     arithmetic, result rounded (GEMMs sum in float32); a Linear's bias is
     added before that one rounding (otc-fuse-gemm-epilogues), a
     convolution's after it, in the low type;
+  - GELU, which otc-fuse-gelu makes one otc.gelu: float32 inside, the
+    result and its gradient each rounded once;
   - softmax, log-softmax, layer norm, pooling, reductions, exp/log/pow and
     the loss: float32;
   - everything else: the widest type of its float tensor operands (Python
@@ -30,10 +32,9 @@ sums write float32 buffers. SCALE multiplies the loss (the seed) and
 Tolerance per tensor: 8 u sum_t lr max|g_t| + 1e-6 max|w|, u the low type's
 unit roundoff (2^-11 fp16, 2^-8 bf16): what the weight moves if every
 gradient element were off by 8 u of the largest. The two still differ at a
-few points: otc differentiates erf through its own rounded primitives
-(autograd in float32 here), rounds the LayerNorm weight gradient's products
-before summing them, and sums in another float32 order, which flips a
-rounding now and then.
+few points: otc rounds the LayerNorm weight gradient's products before
+summing them, and sums in another float32 order, which flips a rounding
+now and then.
 
 The tolerance alone cannot tell rounding apart (a reference that never
 rounds is within it too, since SGD moves a weight by lr |g| and rounding
@@ -166,16 +167,28 @@ def linear(mode, x, w, b=None):
     return r(mode, xl @ wl.T + low_of(mode, b).float())
 
 
+class LowGelu(torch.autograd.Function):
+    """otc.gelu (otc-fuse-gelu makes one of the exported arithmetic): the
+    float32 GELU of the low input, rounded once; its gradient dy gelu'(x)
+    in float32 from the low dy and x, rounded once (otc.gelu_grad)."""
+    @staticmethod
+    def forward(ctx, x, approximate):
+        ctx.save_for_backward(x)
+        ctx.approximate = approximate
+        return torch.nn.functional.gelu(x.float(), approximate=approximate).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        with torch.enable_grad():
+            xf = x.float().detach().requires_grad_()
+            y = torch.nn.functional.gelu(xf, approximate=ctx.approximate)
+            (dx,) = torch.autograd.grad(y, xf, dy.float())
+        return dx.to(x.dtype), None
+
+
 def gelu(mode, x, approximate="none"):
-    """x 0.5 (1 + erf(x / sqrt 2)) as the exporter writes it, each op
-    rounded, the constants rounded to the low type (weak scalars)."""
-    x = low_of(mode, x)
-    c = lambda v: torch.tensor(v, dtype=torch.float32).to(mode.low).float()
-    d = r(mode, x.float() / c(1.4142135381698608))
-    e = r(mode, torch.erf(d.float()))
-    a = r(mode, e.float() + c(1.0))
-    m = r(mode, x.float() * a.float())
-    return r(mode, m.float() * c(0.5))
+    return LowGelu.apply(low_of(mode, x), approximate)
 
 
 def layer_norm(mode, x, shape, weight=None, bias=None, eps=1e-5):

@@ -383,6 +383,34 @@ def Otc_GemmBiasGradOp : Otc_Op<"gemm_bias_grad",
   }];
 }
 
+def Otc_GemmGeluOp : Otc_Op<"gemm_gelu",
+    [Pure, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+  let summary = "A GEMM with a bias and the tanh GELU in its epilogue";
+  let description = [{
+    `preactivation = alpha op(A) op(B) (+ bias over the rows)` and `result =
+    gelu_tanh(preactivation)`, both computed in float32 and rounded once
+    (cuBLASLt's GELU_AUX_BIAS epilogue on CUDA, whose GELU is the tanh
+    form). The preactivation is what the backward's `otc.gelu_grad` reads.
+    Formed by otc-fuse-gemm-epilogues with `gelu` after autodiff and
+    otc-recompute, from an `otc.gemm` whose result a tanh `otc.gelu` reads.
+
+    ```mlir
+    %y, %pre = otc.gemm_gelu %x, %w, %b {trans_b = true}
+        : (tensor<6x8xf32>, tensor<16x8xf32>, tensor<16xf32>)
+        -> (tensor<6x16xf32>, tensor<6x16xf32>)
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$a, Otc_FloatTensor:$b, Optional<Otc_FloatTensor>:$bias,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+                   DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+  let results = (outs Otc_FloatTensor:$result, Otc_FloatTensor:$preactivation);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $a `,` $b (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -202,6 +202,11 @@ def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
     only widened to f32, the op makes f32 itself. Run after autodiff; it is
     run last, after otc-recompute, as a walk that merges nothing else.
 
+    With `gelu` (that last run), a tanh `otc.gelu` of a gemm's result (with
+    or without a bias, through a reshape of its rows) becomes one
+    `otc.gemm_gelu`, which also returns the preactivation that the
+    backward reads (cuBLASLt's GELU_AUX_BIAS).
+
     ```mlir
     %p = otc.matmul %x, %w : tensor<2x3x8xf32>, tensor<8x16xf32> -> tensor<2x3x16xf32>
     %y = otc.add %p, %b : tensor<2x3x16xf32>, tensor<16xf32> -> tensor<2x3x16xf32>
@@ -219,6 +224,10 @@ def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
         : (tensor<6x8xf32>, tensor<6x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
     ```
   }];
+  let options = [
+    Option<"gelu", "gelu", "bool", /*default=*/"false",
+           "Also put a tanh GELU of a GEMM's result into its epilogue (after autodiff)">,
+  ];
   let dependentDialects = ["otc::OtcDialect"];
 }
 

@@ -1,6 +1,7 @@
 // Kernel library: GEMM epilogues (the kernel program's Gemm step with a bias
 // or a bias gradient). Row-major, as the Gemm step: C[m, n] = alpha op(A)
-// op(B) (+ bias[n] on every row), and the bias gradient, the sums of op(A)
+// op(B) (+ bias[n] on every row), perhaps through the tanh GELU with the
+// preactivation kept beside it, and the bias gradient, the sums of op(A)
 // (length m) or op(B) (length n) over the contraction index.
 //
 // On the CPU the product is BLAS's (float32) or gemm_f32acc's, and the
@@ -38,19 +39,31 @@ void contraction_sums(const T *x, TO *out) {
   }
 }
 
-/// C[i, j] += bias[j], C holding a float32 product.
-template <long long M, long long N, class TB>
-void add_bias_rows(float *c, const TB *bias) {
-#pragma omp parallel for if (M * N > (1 << 16))
-  for (long long i = 0; i < M; ++i)
-    for (long long j = 0; j < N; ++j)
-      c[i * N + j] += otc_ld(bias[j]);
+/// PyTorch's gelu(approximate="tanh"), the form cuBLASLt's epilogue has.
+OTC_HD float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-/// The 16-bit product with its bias added in float32, rounded once.
-template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
-          class TB, class TV, class TC>
-void gemm_f32acc_bias(float alpha, const TA *A, const TB *B, const TV *bias, TC *C) {
+/// The float32 product in `pre` plus the bias (when given); with Gelu, C
+/// the GELU of that sum and `pre` the sum.
+template <long long M, long long N, bool Gelu, class TV, class TC>
+void bias_gelu_rows(float *pre, const TV *bias, TC *c) {
+#pragma omp parallel for if (M * N > (1 << 16))
+  for (long long i = 0; i < M; ++i)
+    for (long long j = 0; j < N; ++j) {
+      float v = pre[i * N + j] + (bias ? otc_ld(bias[j]) : 0.0f);
+      pre[i * N + j] = v;
+      if constexpr (Gelu)
+        otc_store(&c[i * N + j], gelu_tanh(v));
+    }
+}
+
+/// The 16-bit product with its bias added in float32 (when given), rounded
+/// once; with Gelu, C its GELU and `pre` the sum, each rounded once.
+template <bool TransA, bool TransB, long long M, long long N, long long K, bool Gelu,
+          class TA, class TB, class TV, class TC>
+void gemm_f32acc_epilogue(float alpha, const TA *A, const TB *B, const TV *bias, TC *pre,
+                          TC *C) {
   constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
 #pragma omp parallel for if (M * N * K > (1 << 18))
   for (long long i = 0; i < M; ++i)
@@ -59,7 +72,12 @@ void gemm_f32acc_bias(float alpha, const TA *A, const TB *B, const TV *bias, TC 
       for (long long p = 0; p < K; ++p)
         acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
                otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
-      otc_store(&C[i * N + j], alpha * acc + otc_ld(bias[j]));
+      float v = alpha * acc + (bias ? otc_ld(bias[j]) : 0.0f);
+      if constexpr (Gelu) {
+        otc_store(&pre[i * N + j], v);
+        v = gelu_tanh(v);
+      }
+      otc_store(&C[i * N + j], v);
     }
 }
 
@@ -82,7 +100,7 @@ template <> constexpr cudaDataType_t cuda_type<otc_f16>() { return CUDA_R_16F; }
 template <> constexpr cudaDataType_t cuda_type<otc_bf16>() { return CUDA_R_16BF; }
 
 /// What rides on the product.
-enum class GemmEpilogue { Bias, BiasGradA, BiasGradB };
+enum class GemmEpilogue { Bias, Gelu, BiasGelu, BiasGradA, BiasGradB };
 
 /// One call site's cuBLASLt plan, made at its first call.
 struct LtPlan {
@@ -100,12 +118,18 @@ inline unsigned lt_alignment(const void *p) {
   return a;
 }
 
-// C's bias: fallback for cuBLASLt's BIAS epilogue.
+// The product in `pre` plus the bias (when given); with `gelu`, C its GELU:
+// the fallback of cuBLASLt's BIAS and GELU_AUX(_BIAS) epilogues.
 template <class TC, class TV>
-__global__ void add_bias_rows_kernel(long long m, long long n, TC *c, const TV *bias) {
+__global__ void bias_gelu_kernel(long long m, long long n, TC *pre, const TV *bias, bool gelu,
+                                 TC *c) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m * n;
-       i += (long long)gridDim.x * blockDim.x)
-    otc_store(&c[i], otc_ld(c[i]) + otc_ld(bias[i % n]));
+       i += (long long)gridDim.x * blockDim.x) {
+    float v = otc_ld(pre[i]) + (bias ? otc_ld(bias[i % n]) : 0.0f);
+    otc_store(&pre[i], v);
+    if (gelu)
+      otc_store(&c[i], gelu_tanh(v));
+  }
 }
 
 // Sums over the rows of a stored [rows, cols] matrix: 32 columns a block,
@@ -145,7 +169,8 @@ __global__ void sum_cols_kernel(long long rows, long long cols, const T *x, TO *
 /// cuBLASLt has an algorithm for the epilogue.
 inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bool transA,
                     bool transB, long long m, long long n, long long k, cudaDataType_t ab,
-                    cudaDataType_t dt, GemmEpilogue epi, void *vec, unsigned alignment) {
+                    cudaDataType_t dt, GemmEpilogue epi, void *vec, void *aux,
+                    unsigned alignment) {
   if (plan.made) {
     cublasLtMatmulDescDestroy(plan.desc);
     cublasLtMatrixLayoutDestroy(plan.a);
@@ -165,12 +190,21 @@ inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bo
                                                   sizeof(opB)));
   // Our op(B) is cuBLAS's A (BGRADA, length n), our op(A) its B (BGRADB).
   uint32_t e = epi == GemmEpilogue::Bias        ? CUBLASLT_EPILOGUE_BIAS
+               : epi == GemmEpilogue::Gelu      ? CUBLASLT_EPILOGUE_GELU_AUX
+               : epi == GemmEpilogue::BiasGelu  ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                : epi == GemmEpilogue::BiasGradB ? CUBLASLT_EPILOGUE_BGRADA
                                                 : CUBLASLT_EPILOGUE_BGRADB;
   OTC_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
   OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                   &vec, sizeof(vec)));
+  if (aux) { // the preactivation, [m, n] row-major: column-major n x m
+    int64_t ld = n;
+    OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+    OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+        plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
+  }
   long long ar = transB ? k : n, ac = transB ? n : k, br = transA ? m : k, bc = transA ? k : m;
   OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, ab, ar, ac, ar));
   OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, ab, br, bc, br));
@@ -195,14 +229,16 @@ inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bo
     plan.algo = result.algo;
 }
 
-/// The Gemm step with an epilogue on `stream`: `vec` is the bias (read) or
-/// the bias gradient (written). cuBLAS's `handle` is also a cuBLASLt handle
-/// (a documented cast); `workspace` is the one it was given.
+/// The Gemm step with an epilogue on `stream`: `vec` is the bias (read;
+/// null for Gelu) or the bias gradient (written), `aux` the GELU's
+/// preactivation (written; null for the others). cuBLAS's `handle` is also
+/// a cuBLASLt handle (a documented cast); `workspace` is the one it was given.
 template <class TA, class TC, class TV>
 void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, void *workspace,
                    size_t workspaceBytes, bool transA, bool transB, long long m, long long n,
                    long long k, float alpha, const TA *A, const TA *B, float beta, TC *C,
-                   GemmEpilogue epi, TV *vec) {
+                   GemmEpilogue epi, TV *vec, TC *aux) {
+  bool gelu = epi == GemmEpilogue::Gelu || epi == GemmEpilogue::BiasGelu;
   constexpr cudaDataType_t ab = cuda_type<TA>(), dt = cuda_type<TC>();
   // cuBLASLt's vector has D's type. OTC_GEMM_EPILOGUE=unfused runs the
   // fallback instead (to check it, and to compare).
@@ -210,30 +246,37 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
     const char *e = getenv("OTC_GEMM_EPILOGUE");
     return e && strcmp(e, "unfused") == 0;
   }();
-  bool typed = cuda_type<TV>() == dt && workspace != nullptr && !unfused;
+  // The preactivation's leading dimension must be a multiple of 8.
+  bool typed = cuda_type<TV>() == dt && workspace != nullptr && !unfused && !(gelu && n % 8);
   unsigned alignment = lt_alignment(A);
-  for (const void *p : {(const void *)B, (const void *)C, (const void *)vec})
+  for (const void *p : {(const void *)B, (const void *)C, (const void *)vec, (const void *)aux})
     alignment = alignment < lt_alignment(p) ? alignment : lt_alignment(p);
   if (typed && (!plan.made || alignment < plan.alignment))
     lt_plan(plan, (cublasLtHandle_t)handle, workspaceBytes, transA, transB, m, n, k, ab, dt, epi,
-            vec, alignment);
+            vec, aux, alignment);
   if (typed && plan.fused) {
     OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec)));
+    if (aux)
+      OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
+          plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
     OTC_CUBLAS_CHECK(cublasLtMatmul((cublasLtHandle_t)handle, plan.desc, &alpha, B, plan.a, A,
                                     plan.b, &beta, C, plan.d, C, plan.d, &plan.algo, workspace,
                                     workspaceBytes, stream));
     return;
   }
-  // Unfused: the product, then the epilogue as a pass of its own.
+  // Unfused: the product (into the preactivation under GELU), then the
+  // epilogue as a pass of its own.
   long long lda = transA ? m : k, ldb = transB ? k : n;
+  TC *product = gelu ? aux : C;
   OTC_CUBLAS_CHECK(cublasGemmEx(handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
                                 transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, B, ab, ldb,
-                                A, ab, lda, &beta, C, dt, n, CUBLAS_COMPUTE_32F,
+                                A, ab, lda, &beta, product, dt, n, CUBLAS_COMPUTE_32F,
                                 CUBLAS_GEMM_DEFAULT));
-  if (epi == GemmEpilogue::Bias) {
+  if (epi == GemmEpilogue::Bias || gelu) {
     long long total = m * n, blocks = (total + 255) / 256;
-    add_bias_rows_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(m, n, C, vec);
+    bias_gelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(m, n, product, vec, gelu,
+                                                                          C);
   } else {
     // The summed operand as stored, and whether its contraction index runs
     // along its rows (then the sums are over rows) or its columns.
