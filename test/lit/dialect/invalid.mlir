@@ -242,3 +242,11 @@ func.func @gemm_bias_grad_contraction(%x: tensor<6x8xf32>, %g: tensor<5x16xf32>)
   %dw, %db = otc.gemm_bias_grad %x, %g {bias_of = 1 : i32, trans_a = true} : (tensor<6x8xf32>, tensor<5x16xf32>) -> (tensor<8x16xf32>, tensor<16xf32>)
   return %dw : tensor<8x16xf32>
 }
+
+// -----
+
+func.func @gemm_gelu_bias(%x: tensor<6x8xf32>, %w: tensor<8x16xf32>, %b: tensor<8xf32>) -> tensor<6x16xf32> {
+  // expected-error @+1 {{'otc.gemm_gelu' op bias must be 'tensor<16xf32>', got 'tensor<8xf32>'}}
+  %y, %p = otc.gemm_gelu %x, %w, %b : (tensor<6x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>)
+  return %y : tensor<6x16xf32>
+}
