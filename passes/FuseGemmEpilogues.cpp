@@ -162,10 +162,6 @@ struct BiasGradIntoGemm {
   }
 
   LogicalResult fuse(ReduceSumOp sum, GemmOp gemm, BiasOperand of, RewriterBase &rw) const {
-    Operation *at = sum->isBeforeInBlock(gemm) ? sum.getOperation() : gemm.getOperation();
-    Value a = availableBefore(gemm.getA(), at, rw), b = availableBefore(gemm.getB(), at, rw);
-    if (!a || !b)
-      return failure();
     // The sum's result, through a reshape to its final shape.
     Value db = sum.getResult();
     ReshapeOp dbView;
@@ -175,6 +171,10 @@ struct BiasGradIntoGemm {
     Value dw = gemm.getResult();
     Type elem = tensorType(dw).getElementType();
     if (tensorType(db).getElementType() != elem)
+      return failure();
+    Operation *at = sum->isBeforeInBlock(gemm) ? sum.getOperation() : gemm.getOperation();
+    Value a = availableBefore(gemm.getA(), at, rw), b = availableBefore(gemm.getB(), at, rw);
+    if (!a || !b)
       return failure();
     CastOp wideW = wideningUser(dw), wideB = wideningUser(db);
     bool widen = wideW && wideB;
@@ -261,11 +261,14 @@ struct FuseGemmEpiloguesPass : otc::impl::FuseGemmEpiloguesBase<FuseGemmEpilogue
       rw.setInsertionPoint(op);
       (void)BiasIntoGemm()(op, rw);
     }
+    // The fused ops below have no gradient rule: never before autodiff.
+    if (!afterAutodiff)
+      return;
     SmallVector<ReduceSumOp> sums;
     getOperation().walk([&](ReduceSumOp op) { sums.push_back(op); });
     for (ReduceSumOp op : sums)
       (void)BiasGradIntoGemm()(op, rw);
-    if (gelu) {
+    {
       SmallVector<GeluOp> gelus;
       getOperation().walk([&](GeluOp op) { gelus.push_back(op); });
       for (GeluOp op : gelus)

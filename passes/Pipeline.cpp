@@ -26,7 +26,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   // Last: CSE would merge the copies back into their originals.
   pm.addPass(createRecompute(recompute));
   // The bias gradients, now there, and GELU (not differentiable fused).
-  pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*gelu=*/true}));
+  pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*afterAutodiff=*/true}));
 }
 
 void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision,
@@ -41,7 +41,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createCSEPass());
-  pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*gelu=*/true}));
+  pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*afterAutodiff=*/true}));
 }
 
 void otc::registerOtcPassesAndPipelines() {

@@ -195,14 +195,15 @@ def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
     only by the add. Run before otc-mixed-precision, which then casts the
     bias with the GEMM's operands, as autocast's linear does.
 
-    Backward, the bias gradient `reduce_sum(g)` over every dim but the last
+    Backward (`after-autodiff` only: the op has no gradient rule), the bias
+    gradient `reduce_sum(g)` over every dim but the last
     and the weight gradient `gemm(x, g, trans_a)` (or `gemm(g, x, trans_a)`
     for a weight stored [N, K]) become one `otc.gemm_bias_grad`, which
     reads g once (cuBLASLt's BGRADA/BGRADB on CUDA). Where both results are
     only widened to f32, the op makes f32 itself. Run after autodiff; it is
     run last, after otc-recompute, as a walk that merges nothing else.
 
-    With `gelu` (that last run), a tanh `otc.gelu` of a gemm's result (with
+    With `after-autodiff` (that last run), a tanh `otc.gelu` of a gemm's result (with
     or without a bias, through a reshape of its rows) becomes one
     `otc.gemm_gelu`, which also returns the preactivation that the
     backward reads (cuBLASLt's GELU_AUX_BIAS).
@@ -225,8 +226,8 @@ def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"gelu", "gelu", "bool", /*default=*/"false",
-           "Also put a tanh GELU of a GEMM's result into its epilogue (after autodiff)">,
+    Option<"afterAutodiff", "after-autodiff", "bool", /*default=*/"false",
+           "Also form the ops that have no gradient rule: the bias gradients and GELU">,
   ];
   let dependentDialects = ["otc::OtcDialect"];
 }

@@ -46,7 +46,8 @@ func.func @gelu_new(%u: tensor<4x8xf32>, %v: tensor<4x8xf32>) -> tensor<4x8xf32>
 // -----
 
 // Not GELU, though shaped like it: the tanh form with another constant
-// (0.05 for 0.044715), and x tanh(x) (a tanh, x read twice, but not GELU).
+// (0.05 for 0.044715), which only the probes reject, and x tanh(x), too
+// small an expression to be one.
 // CHECK-LABEL: func.func @near_misses
 // CHECK-NOT: otc.gelu
 // CHECK-COUNT-2: otc.tanh

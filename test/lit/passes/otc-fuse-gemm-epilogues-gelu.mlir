@@ -1,4 +1,4 @@
-// RUN: otc-opt %s --otc-fuse-gemm-epilogues="gelu=true" --split-input-file | FileCheck %s
+// RUN: otc-opt %s --otc-fuse-gemm-epilogues="after-autodiff=true" --split-input-file | FileCheck %s
 // RUN: otc-opt %s --otc-fuse-gemm-epilogues --split-input-file | FileCheck %s --check-prefix=OFF
 
 // The tanh GELU of a biased gemm, through the reshape back to 3-D: one

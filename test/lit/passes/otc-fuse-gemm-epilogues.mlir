@@ -1,4 +1,15 @@
-// RUN: otc-opt %s --otc-fuse-gemm-epilogues --split-input-file | FileCheck %s
+// RUN: otc-opt %s --otc-fuse-gemm-epilogues="after-autodiff=true" --split-input-file | FileCheck %s
+// Before autodiff (the default) only the bias add fuses: otc.gemm_bias_grad
+// has no gradient rule, and a forward graph may hold the same pattern.
+// RUN: otc-opt %s --otc-fuse-gemm-epilogues --split-input-file | FileCheck %s --check-prefix=BEFORE
+// BEFORE-LABEL: func.func @matmul_bias
+// BEFORE: otc.gemm %{{.*}}, %arg1, %arg2
+// BEFORE-LABEL: func.func @bias_grad_b
+// BEFORE-NOT: otc.gemm_bias_grad
+// BEFORE: otc.reduce_sum
+// BEFORE-LABEL: func.func @bias_grad_a_widened
+// BEFORE-NOT: otc.gemm_bias_grad
+// BEFORE: otc.reduce_sum
 
 // PyTorch's Linear on 3-D input: MatMul with the transposed weight stored,
 // then Add of the bias (either side). The rows flatten into one gemm.

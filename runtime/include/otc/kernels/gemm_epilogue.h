@@ -118,18 +118,37 @@ inline unsigned lt_alignment(const void *p) {
   return a;
 }
 
-// The product in `pre` plus the bias (when given); with `gelu`, C its GELU:
-// the fallback of cuBLASLt's BIAS and GELU_AUX(_BIAS) epilogues.
+// The float32 product plus the bias (when given), rounded once into C, or
+// with `gelu` into `pre` and its GELU into C: the fallback of cuBLASLt's
+// BIAS and GELU_AUX(_BIAS) epilogues. `product` may be `pre` or C itself
+// when they are float32.
 template <class TC, class TV>
-__global__ void bias_gelu_kernel(long long m, long long n, TC *pre, const TV *bias, bool gelu,
-                                 TC *c) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m * n;
+__global__ void bias_gelu_kernel(long long rows, long long n, const float *product,
+                                 const TV *bias, bool gelu, TC *pre, TC *c) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * n;
        i += (long long)gridDim.x * blockDim.x) {
-    float v = otc_ld(pre[i]) + (bias ? otc_ld(bias[i % n]) : 0.0f);
-    otc_store(&pre[i], v);
-    if (gelu)
-      otc_store(&c[i], gelu_tanh(v));
+    float v = product[i] + (bias ? otc_ld(bias[i % n]) : 0.0f);
+    if (gelu) {
+      otc_store(&pre[i], v);
+      v = gelu_tanh(v);
+    }
+    otc_store(&c[i], v);
   }
+}
+
+/// Float32 scratch for the 16-bit fallback's products, `bytes` at least:
+/// grown at a first call, outside the memory plan (cuBLAS's workspace is
+/// cuBLAS's own while it runs the product).
+inline float *fallback_scratch(size_t bytes) {
+  static float *scratch = nullptr;
+  static size_t have = 0;
+  if (have < bytes) {
+    if (scratch)
+      OTC_CUDA_CHECK(cudaFree(scratch));
+    OTC_CUDA_CHECK(cudaMalloc(&scratch, bytes));
+    have = bytes;
+  }
+  return scratch;
 }
 
 // Sums over the rows of a stored [rows, cols] matrix: 32 columns a block,
@@ -265,19 +284,35 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
                                     workspaceBytes, stream));
     return;
   }
-  // Unfused: the product (into the preactivation under GELU), then the
-  // epilogue as a pass of its own.
+  // Unfused: the product, then the epilogue as a pass of its own.
   long long lda = transA ? m : k, ldb = transB ? k : n;
-  TC *product = gelu ? aux : C;
-  OTC_CUBLAS_CHECK(cublasGemmEx(handle, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                transA ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, B, ab, ldb,
-                                A, ab, lda, &beta, product, dt, n, CUBLAS_COMPUTE_32F,
-                                CUBLAS_GEMM_DEFAULT));
+  cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (epi == GemmEpilogue::Bias || gelu) {
-    long long total = m * n, blocks = (total + 255) / 256;
-    bias_gelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(m, n, product, vec, gelu,
-                                                                          C);
-  } else {
+    // The product in float32, so that the bias and GELU come before the one
+    // rounding as in the fused epilogue: in place when C is float32, else
+    // in scratch, 32 MiB of rows at a time.
+    constexpr bool f32 = cuda_type<TC>() == CUDA_R_32F;
+    long long chunk = f32 ? m : (32LL << 20) / (4 * n);
+    chunk = chunk < 1 ? 1 : chunk > m ? m : chunk;
+    float *scratch = f32 ? nullptr : fallback_scratch(size_t(chunk * n) * 4);
+    for (long long r0 = 0; r0 < m; r0 += chunk) {
+      long long rows = m - r0 < chunk ? m - r0 : chunk;
+      float *product = f32 ? reinterpret_cast<float *>(gelu ? aux : C) + r0 * n : scratch;
+      const TA *a = A + (transA ? r0 : r0 * k);
+      OTC_CUBLAS_CHECK(cublasGemmEx(handle, opB, opA, n, rows, k, &alpha, B, ab, ldb, a, ab, lda,
+                                    &beta, product, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT));
+      long long blocks = (rows * n + 255) / 256;
+      bias_gelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(
+          rows, n, product, vec, gelu, aux ? aux + r0 * n : aux, C + r0 * n);
+      OTC_CUDA_CHECK(cudaGetLastError());
+    }
+    return;
+  }
+  OTC_CUBLAS_CHECK(cublasGemmEx(handle, opB, opA, n, m, k, &alpha, B, ab, ldb, A, ab, lda, &beta,
+                                C, dt, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  {
     // The summed operand as stored, and whether its contraction index runs
     // along its rows (then the sums are over rows) or its columns.
     bool ofA = epi == GemmEpilogue::BiasGradA;
