@@ -181,6 +181,8 @@ LogicalResult SoftplusOp::buildGradients(OpBuilder &b, ValueRange dy,
 }
 
 LogicalResult GeluOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
-  grads.push_back(GeluGradOp::create(b, getLoc(), dy[0], getInput(), getApproximate()));
+  // The float32 output stands in for a second erf or tanh (GeluGradOp).
+  Value y = tensorType(getResult()).getElementType().isF32() ? getResult() : Value();
+  grads.push_back(GeluGradOp::create(b, getLoc(), dy[0], getInput(), y, getApproximate()));
   return success();
 }

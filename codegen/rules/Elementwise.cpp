@@ -64,15 +64,29 @@ int gelu(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
 }
 
 // none: Φ(x) + x φ(x); tanh: (1 + t)/2 + x/2 (1 - t²) √(2/π) (1 + 3 · 0.044715 x²).
+// With the output y (float32), Φ(x) and (1 + t)/2 are y / x (1/2 where |x|
+// is tiny), so no second erf or tanh is evaluated.
 int geluGrad(Operation *op, NodeBuilder &b, ArrayRef<int> x) {
   int g = x[0], v = x[1], d;
-  if (cast<GeluGradOp>(op).getApproximate() == GeluApproximation::None) {
+  bool exact = cast<GeluGradOp>(op).getApproximate() == GeluApproximation::None;
+  int ratio = -1; // Φ(x), or (1 + t)/2
+  if (x.size() == 3) {
+    int big = b.binary(Node::Gt, b.unary(Node::Abs, v), b.constant(1e-20));
+    ratio = b.select(big, b.binary(Node::Div, x[2], v), b.constant(0.5));
+  }
+  if (exact) {
     int e = b.unary(Node::Exp, b.binary(Node::Mul, b.constant(-0.5), b.binary(Node::Mul, v, v)));
     int phi = b.binary(Node::Mul, b.constant(0.3989422804014327), e); // e / √(2π)
-    d = b.binary(Node::Add, geluPhi(b, v), b.binary(Node::Mul, v, phi));
+    d = b.binary(Node::Add, ratio >= 0 ? ratio : geluPhi(b, v), b.binary(Node::Mul, v, phi));
   } else {
-    int t = geluTanhInner(b, v);
-    int left = b.binary(Node::Mul, b.constant(0.5), b.binary(Node::Add, b.constant(1.0), t));
+    int left, t;
+    if (ratio >= 0) {
+      left = ratio;
+      t = b.binary(Node::Sub, b.binary(Node::Mul, b.constant(2.0), ratio), b.constant(1.0));
+    } else {
+      t = geluTanhInner(b, v);
+      left = b.binary(Node::Mul, b.constant(0.5), b.binary(Node::Add, b.constant(1.0), t));
+    }
     int sech2 = b.binary(Node::Sub, b.constant(1.0), b.binary(Node::Mul, t, t));
     int inner = b.binary(Node::Add, b.constant(1.0),
                          b.binary(Node::Mul, b.constant(3 * kGeluA), b.binary(Node::Mul, v, v)));

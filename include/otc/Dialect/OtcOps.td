@@ -207,10 +207,17 @@ def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
 def Otc_GeluGradOp : Otc_Op<"gelu_grad", [Pure, SameOperandsAndResultType,
     Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_Flops<12>]> {
   let summary = "grad * gelu'(x), x being the gelu input, in otc.gelu's form";
+  let description = [{
+    With the gelu's float32 `output` y, Φ(x) (or (1 + t)/2 in the tanh
+    form) is y / x rather than a second erf or tanh: y is the next
+    GEMM's operand, which its weight gradient keeps anyway, and on the CPU
+    erff is the step's dearest call. Rounded y is within an ulp or two; in
+    16 bits it would not be, so there the op recomputes.
+  }];
   let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$value,
-                   Otc_GeluApproximation:$approximate);
+                   Optional<Otc_FloatTensor>:$output, Otc_GeluApproximation:$approximate);
   let results = (outs Otc_FloatTensor:$result);
-  let assemblyFormat = "$grad `,` $value attr-dict `:` type($grad)";
+  let assemblyFormat = "$grad `,` $value (`output` $output^)? attr-dict `:` type($grad)";
 }
 
 //===----------------------------------------------------------------------===//
