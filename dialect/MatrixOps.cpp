@@ -141,16 +141,28 @@ LogicalResult GemmOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
-LogicalResult GemmBiasGradOp::verify() {
-  auto at = tensorType(getA()), bt = tensorType(getB());
+/// The fused GEMMs' operands: 2-D, of one type, with equal contraction
+/// sizes; `m` and `n` are op(A)'s rows and op(B)'s columns.
+template <typename OpTy>
+static LogicalResult verifyProduct(OpTy op, int64_t &m, int64_t &n) {
+  auto at = tensorType(op.getA()), bt = tensorType(op.getB());
   if (at.getRank() != 2 || bt.getRank() != 2)
-    return emitOpError("operands must be 2-D, got ") << at << " and " << bt;
+    return op.emitOpError("operands must be 2-D, got ") << at << " and " << bt;
   if (at.getElementType() != bt.getElementType())
-    return emitOpError("operand element types differ");
-  int64_t m = at.getDimSize(getTransA() ? 1 : 0), ka = at.getDimSize(getTransA() ? 0 : 1);
-  int64_t kb = bt.getDimSize(getTransB() ? 1 : 0), n = bt.getDimSize(getTransB() ? 0 : 1);
+    return op.emitOpError("operand element types differ");
+  m = at.getDimSize(op.getTransA() ? 1 : 0);
+  n = bt.getDimSize(op.getTransB() ? 0 : 1);
+  int64_t ka = at.getDimSize(op.getTransA() ? 0 : 1), kb = bt.getDimSize(op.getTransB() ? 1 : 0);
   if (ka != kb)
-    return emitOpError("contraction sizes differ: ") << ka << " vs " << kb;
+    return op.emitOpError("contraction sizes differ: ") << ka << " vs " << kb;
+  return success();
+}
+
+LogicalResult GemmBiasGradOp::verify() {
+  int64_t m, n;
+  if (failed(verifyProduct(*this, m, n)))
+    return failure();
+  auto at = tensorType(getA());
   auto wt = tensorType(getWeightGrad()), bgt = tensorType(getBiasGrad());
   Type out = wt.getElementType();
   if (out != at.getElementType() && !out.isF32())
@@ -167,15 +179,10 @@ LogicalResult GemmBiasGradOp::verify() {
 }
 
 LogicalResult GemmGeluOp::verify() {
-  auto at = tensorType(getA()), bt = tensorType(getB());
-  if (at.getRank() != 2 || bt.getRank() != 2)
-    return emitOpError("operands must be 2-D, got ") << at << " and " << bt;
-  if (at.getElementType() != bt.getElementType())
-    return emitOpError("operand element types differ");
-  int64_t m = at.getDimSize(getTransA() ? 1 : 0), ka = at.getDimSize(getTransA() ? 0 : 1);
-  int64_t kb = bt.getDimSize(getTransB() ? 1 : 0), n = bt.getDimSize(getTransB() ? 0 : 1);
-  if (ka != kb)
-    return emitOpError("contraction sizes differ: ") << ka << " vs " << kb;
+  int64_t m, n;
+  if (failed(verifyProduct(*this, m, n)))
+    return failure();
+  auto at = tensorType(getA());
   auto want = RankedTensorType::get({m, n}, at.getElementType());
   if (getResult().getType() != want || getPreactivation().getType() != want)
     return emitOpError("results must both be ") << want;
