@@ -213,8 +213,8 @@ std::string printProgram(const Program &p) {
          << "->" << typeName(p.buffers[g.c].type) << " acc=f32";
       if (g.bias >= 0)
         os << " bias=b" << g.bias;
-      if (g.gelu)
-        os << " gelu preactivation=b" << g.aux;
+      if (g.gelu || g.dgelu)
+        os << (g.gelu ? " gelu" : " dgelu") << " preactivation=b" << g.aux;
       if (g.biasGrad >= 0)
         os << " bias_grad(" << (g.biasGradOf == Gemm::BiasGradOf::A ? "a" : "b") << ")->b"
            << g.biasGrad;

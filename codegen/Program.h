@@ -99,8 +99,9 @@ struct Gemm {
   /// them into cuBLASLt's product when they have C's.
   int bias = -1;
   /// With `gelu`, C is the tanh GELU of the product (plus bias) and `aux`
-  /// the product itself (the preactivation), both of C's type.
-  bool gelu = false;
+  /// the product itself (the preactivation), both of C's type. With
+  /// `dgelu`, C is the product times gelu_tanh'(aux), aux read.
+  bool gelu = false, dgelu = false;
   int aux = -1;
   enum class BiasGradOf : uint8_t { None, A, B } biasGradOf = BiasGradOf::None;
   int biasGrad = -1;

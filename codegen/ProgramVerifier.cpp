@@ -189,17 +189,17 @@ private:
 
   void epilogue(int s, const Gemm &g) {
     bool biasGrad = g.biasGradOf != Gemm::BiasGradOf::None;
-    if (g.gelu != (g.aux >= 0))
+    if ((g.gelu || g.dgelu) != (g.aux >= 0) || (g.gelu && g.dgelu))
       return fail(s, g.c, "has a GELU epilogue without its preactivation buffer, or one without it");
-    if (g.gelu) {
-      if (g.batch != 1 || biasGrad || g.beta != Gemm::Beta::Zero)
+    if (g.gelu || g.dgelu) {
+      if (g.batch != 1 || biasGrad || g.beta != Gemm::Beta::Zero || (g.dgelu && g.bias >= 0))
         return fail(s, g.c, "has a GELU epilogue with batch, beta or a bias gradient");
       if (!known(s, g.aux))
         return;
       if (p.buffers[g.aux].count() != g.m * g.n || p.buffers[g.aux].type != p.buffers[g.c].type)
         return fail(s, g.aux, "is a GELU epilogue's preactivation, which must be " +
                                   std::to_string(g.m * g.n) + " elements of C's type");
-      write(s, g.aux);
+      g.gelu ? write(s, g.aux) : read(s, g.aux);
     }
     if (g.bias < 0 && !biasGrad && g.biasGrad < 0)
       return;

@@ -192,3 +192,13 @@ LogicalResult GemmGeluOp::verify() {
              << ", got " << bias.getType();
   return success();
 }
+
+LogicalResult GemmDgeluOp::verify() {
+  int64_t m, n;
+  if (failed(verifyProduct(*this, m, n)))
+    return failure();
+  auto want = RankedTensorType::get({m, n}, tensorType(getA()).getElementType());
+  if (getResult().getType() != want || getPreactivation().getType() != want)
+    return emitOpError("the result and the preactivation must both be ") << want;
+  return success();
+}

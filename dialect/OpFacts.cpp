@@ -74,6 +74,13 @@ int64_t GemmGeluOp::getFlopCount() {
   return (2 * k + (getBias() ? 1 : 0) + 8) * elements(getResult().getType());
 }
 
+// The product and the GELU derivative's twelve per element.
+int64_t GemmDgeluOp::getFlopCount() {
+  auto a = cast<ShapedType>(getA().getType()).getShape();
+  int64_t k = getTransA() ? a[0] : a[1];
+  return (2 * k + 12) * elements(getResult().getType());
+}
+
 // Windows: one term per tap.
 int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * taps(getKernel()); }
 int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }

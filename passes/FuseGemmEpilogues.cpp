@@ -249,6 +249,34 @@ LogicalResult geluIntoGemm(GeluOp gelu, RewriterBase &rw) {
   return success();
 }
 
+/// gelu_grad_tanh(gemm(...), pre), perhaps through reshapes of the rows:
+/// one otc.gemm_dgelu, the gemm's result not kept.
+LogicalResult dgeluIntoGemm(GeluGradOp grad, RewriterBase &rw) {
+  if (grad.getApproximate() != GeluApproximation::Tanh)
+    return failure();
+  Value g = grad.getGrad();
+  ReshapeOp view = g.getDefiningOp<ReshapeOp>();
+  Value inner = view ? view.getInput() : g;
+  auto gemm = inner.getDefiningOp<GemmOp>();
+  if (!gemm || gemm.getC() || !inner.hasOneUse() || (view && !g.hasOneUse()) ||
+      tensorType(g).getRank() == 0 ||
+      tensorType(g).getShape().back() != tensorType(inner).getShape().back())
+    return failure();
+  rw.setInsertionPoint(grad);
+  Value pre = grad.getValue();
+  if (pre.getType() != inner.getType())
+    pre = ReshapeOp::create(rw, grad.getLoc(), inner.getType(), pre);
+  Value d = GemmDgeluOp::create(rw, gemm.getLoc(), gemm.getType(), gemm.getA(), gemm.getB(), pre,
+                                gemm.getTransA(), gemm.getTransB(), gemm.getAlpha());
+  if (d.getType() != grad.getType())
+    d = ReshapeOp::create(rw, grad.getLoc(), grad.getType(), d);
+  rw.replaceOp(grad, d);
+  if (view)
+    rw.eraseOp(view);
+  rw.eraseOp(gemm);
+  return success();
+}
+
 struct FuseGemmEpiloguesPass : otc::impl::FuseGemmEpiloguesBase<FuseGemmEpiloguesPass> {
   using FuseGemmEpiloguesBase::FuseGemmEpiloguesBase;
   void runOnOperation() override {
@@ -273,6 +301,10 @@ struct FuseGemmEpiloguesPass : otc::impl::FuseGemmEpiloguesBase<FuseGemmEpilogue
       getOperation().walk([&](GeluOp op) { gelus.push_back(op); });
       for (GeluOp op : gelus)
         (void)geluIntoGemm(op, rw);
+      SmallVector<GeluGradOp> grads;
+      getOperation().walk([&](GeluGradOp op) { grads.push_back(op); });
+      for (GeluGradOp op : grads)
+        (void)dgeluIntoGemm(op, rw);
     }
   }
 };

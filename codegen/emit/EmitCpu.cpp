@@ -180,6 +180,12 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
     if (g.bias >= 0 || g.gelu)
       os << pad << "otc_kernels::bias_gelu_rows<" << g.m << "LL, " << g.n << "LL, "
          << (g.gelu ? "true" : "false") << ">(" << P << ", " << bias << ", " << C << ");\n";
+    if (g.dgelu)
+      os << pad << "otc_kernels::dgelu_rows<" << g.m << "LL, " << g.n << "LL>(" << C << ", "
+         << bufferName(g.aux) << ");\n";
+  } else if (g.dgelu) { // the derivative's factor before the one rounding
+    os << pad << "otc_kernels::gemm_f32acc_dgelu<" << flags << ">(" << floatLiteral(g.alpha)
+       << ", " << A << ", " << B << ", " << bufferName(g.aux) << ", " << C << ");\n";
   } else if (g.bias >= 0 || g.gelu) { // the epilogue before the one rounding
     os << pad << "otc_kernels::gemm_f32acc_epilogue<" << flags << ", "
        << (g.gelu ? "true" : "false") << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B

@@ -224,8 +224,9 @@ void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
                      : g.beta == Gemm::Beta::One ? "1.0f" : "(first ? 0.0f : 1.0f)";
   os << "  {\n    const float alpha = " << floatLiteral(g.alpha) << ", beta = " << beta << ";\n";
   std::string A = bufferName(g.a), B = bufferName(g.b), C = bufferName(g.c);
-  if (g.bias >= 0 || g.biasGrad >= 0 || g.gelu) { // cuBLASLt, its plan made at the first call
-    const char *epi = g.gelu ? (g.bias >= 0 ? "BiasGelu" : "Gelu")
+  if (g.bias >= 0 || g.biasGrad >= 0 || g.gelu || g.dgelu) { // cuBLASLt, planned at first call
+    const char *epi = g.dgelu ? "Dgelu"
+                      : g.gelu ? (g.bias >= 0 ? "BiasGelu" : "Gelu")
                       : g.bias >= 0 ? "Bias"
                       : g.biasGradOf == Gemm::BiasGradOf::A ? "BiasGradA" : "BiasGradB";
     std::string none = "static_cast<" + std::string(storageType(tc)) + " *>(nullptr)";
@@ -236,7 +237,7 @@ void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
        << (g.transA ? "true" : "false") << ", " << (g.transB ? "true" : "false") << ", " << g.m
        << ", " << g.n << ", " << g.k << ", alpha, " << A << ", " << B << ", beta, " << C
        << ", otc_kernels::GemmEpilogue::" << epi << ", " << vec << ", "
-       << (g.gelu ? bufferName(g.aux) : none) << ");\n  }\n";
+       << (g.gelu || g.dgelu ? bufferName(g.aux) : none) << ");\n  }\n";
     return;
   }
   if (ta == ElemType::F32 && tc == ElemType::F32)

@@ -91,6 +91,16 @@ bool lowerGemmGelu(Operation *op, Lowering &l) {
   return finish(op, gemm.getA(), gemm.getB(), gemm.getResult(), g, l);
 }
 
+bool lowerGemmDgelu(Operation *op, Lowering &l) {
+  auto gemm = cast<GemmDgeluOp>(op);
+  otc::Gemm g = shapeOf2d(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
+  g.alpha = gemm.getAlpha().convertToDouble();
+  g.dgelu = true;
+  if ((g.aux = l.buffer(gemm.getPreactivation(), op)) < 0)
+    return false;
+  return finish(op, gemm.getA(), gemm.getB(), gemm.getResult(), g, l);
+}
+
 bool lowerGemmBiasGrad(Operation *op, Lowering &l) {
   auto gemm = cast<GemmBiasGradOp>(op);
   otc::Gemm g = shapeOf2d(gemm.getA(), gemm.getB(), gemm.getTransA(), gemm.getTransB());
@@ -139,6 +149,7 @@ void registerLinalgRules(RuleRegistry &r) {
   // the epilogue writes, through an accumulate step of its own.
   r.steps[GemmBiasGradOp::getOperationName()] = {lowerGemmBiasGrad, nullptr, own, always};
   r.steps[GemmGeluOp::getOperationName()] = {lowerGemmGelu, nullptr, own};
+  r.steps[GemmDgeluOp::getOperationName()] = {lowerGemmDgelu, nullptr, own};
 }
 
 } // namespace otc

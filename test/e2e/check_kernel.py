@@ -60,7 +60,8 @@ bias gradient (g's column sums) beside each. Each is a float32 sum of n
 terms: within u |v| + (n + 1) 2^-24 (sum of |terms|), u the result type's
 unit roundoff (2^-24 for float32 results), as `gemm` above. Then the tanh
 GELU of x Wᵀ + b and of x Wᵀ, with their preactivations: the GELU of the
-float32 sum (|gelu'| < 1.13 carries the sum's error), rounded once.
+float32 sum (|gelu'| < 1.13 carries the sum's error), rounded once; and
+x Wᵀ times gelu'(p) at the stored preactivation p, rounded once.
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
@@ -144,7 +145,7 @@ def main():
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
-                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 9}.get(kind, 1)
+                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -276,6 +277,16 @@ def main():
             ok &= check(f"gemm_gelu{i}", res[5 + 2 * i], gelu(pre),
                         u * np.abs(gelu(pre)) + 1.13 * s + 8 * F32_EPS * np.abs(pre) + sub)
             ok &= check(f"preactivation{i}", res[6 + 2 * i], pre, u * np.abs(pre) + s + sub)
+        # The product times gelu'(p), p the preactivation the kernel stored:
+        # the product's sum error times |gelu'| < 1.13, tanhf's few ulps.
+        p = res[6].astype(np.float64)
+        k, a = np.sqrt(2 / np.pi), 0.044715
+        th = np.tanh(k * (p + a * p ** 3))
+        d = 0.5 * (1 + th) + 0.5 * p * (1 - th * th) * k * (1 + 3 * a * p * p)
+        prod = x @ w.T
+        v = prod * d
+        ok &= check("gemm_dgelu", res[9], v, u * np.abs(v) + 1.13 * 41 * F32_EPS * (ax @ aw.T)
+                    + 8 * F32_EPS * np.abs(prod) + sub)
     else:
         a, b = a64
         c = a @ b

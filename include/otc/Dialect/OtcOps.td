@@ -418,6 +418,32 @@ def Otc_GemmGeluOp : Otc_Op<"gemm_gelu",
   }];
 }
 
+def Otc_GemmDgeluOp : Otc_Op<"gemm_dgelu",
+    [Pure, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+  let summary = "A GEMM whose epilogue multiplies by the tanh GELU's derivative";
+  let description = [{
+    `result = (alpha op(A) op(B)) * gelu_tanh'(preactivation)`, in float32
+    before one rounding (cuBLASLt's DGELU epilogue, the preactivation its
+    auxiliary input): the input gradient of the Linear after a tanh GELU
+    and the GELU's gradient in one pass. Formed by otc-fuse-gemm-epilogues
+    with `after-autodiff` from an `otc.gelu_grad` of a gemm's result.
+
+    ```mlir
+    %dpre = otc.gemm_dgelu %dy, %w, %pre
+        : (tensor<6x4xf32>, tensor<4x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$a, Otc_FloatTensor:$b, Otc_FloatTensor:$preactivation,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                   DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+                   DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $a `,` $b `,` $preactivation attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -206,7 +206,8 @@ def FuseGemmEpilogues : Pass<"otc-fuse-gemm-epilogues", "mlir::ModuleOp"> {
     With `after-autodiff` (that last run), a tanh `otc.gelu` of a gemm's result (with
     or without a bias, through a reshape of its rows) becomes one
     `otc.gemm_gelu`, which also returns the preactivation that the
-    backward reads (cuBLASLt's GELU_AUX_BIAS).
+    backward reads (cuBLASLt's GELU_AUX_BIAS), and a tanh `otc.gelu_grad`
+    of a gemm's result becomes `otc.gemm_dgelu` (DGELU).
 
     ```mlir
     %p = otc.matmul %x, %w : tensor<2x3x8xf32>, tensor<8x16xf32> -> tensor<2x3x16xf32>

@@ -250,3 +250,11 @@ func.func @gemm_gelu_bias(%x: tensor<6x8xf32>, %w: tensor<8x16xf32>, %b: tensor<
   %y, %p = otc.gemm_gelu %x, %w, %b : (tensor<6x8xf32>, tensor<8x16xf32>, tensor<8xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>)
   return %y : tensor<6x16xf32>
 }
+
+// -----
+
+func.func @gemm_dgelu_pre(%x: tensor<6x8xf32>, %w: tensor<8x16xf32>, %p: tensor<6x8xf32>) -> tensor<6x16xf32> {
+  // expected-error @+1 {{'otc.gemm_dgelu' op the result and the preactivation must both be 'tensor<6x16xf32>'}}
+  %d = otc.gemm_dgelu %x, %w, %p : (tensor<6x8xf32>, tensor<8x16xf32>, tensor<6x8xf32>) -> tensor<6x16xf32>
+  return %d : tensor<6x16xf32>
+}

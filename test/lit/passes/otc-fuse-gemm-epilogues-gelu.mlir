@@ -48,3 +48,37 @@ func.func @unfused(%x: tensor<6x8xf32>, %w: tensor<8x16xf32>, %c: tensor<6x16xf3
   %y2 = otc.gelu %g2 {approximate = 1 : i32} : tensor<6x16xf32>
   return %y, %y2 : tensor<6x16xf32>, tensor<6x16xf32>
 }
+
+// -----
+
+// The backward: the tanh GELU's gradient of a gemm's result (the next
+// Linear's input gradient, through reshapes) is that gemm's DGELU epilogue,
+// reading the preactivation reshaped to the rows.
+// CHECK-LABEL: func.func @dgelu
+// CHECK: %[[P:.*]] = otc.reshape %arg2 : tensor<2x3x16xf32> -> tensor<6x16xf32>
+// CHECK-NEXT: %[[D:.*]] = otc.gemm_dgelu %arg0, %arg1, %[[P]] {trans_b = true} : (tensor<6x4xf32>, tensor<16x4xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+// CHECK-NEXT: %[[R:.*]] = otc.reshape %[[D]] : tensor<6x16xf32> -> tensor<2x3x16xf32>
+// CHECK-NEXT: return %[[R]]
+// OFF-LABEL: func.func @dgelu
+// OFF-NOT: otc.gemm_dgelu
+func.func @dgelu(%dy: tensor<6x4xf32>, %w: tensor<16x4xf32>, %pre: tensor<2x3x16xf32>, %y: tensor<2x3x16xf32>) -> tensor<2x3x16xf32> {
+  %g = otc.gemm %dy, %w {trans_b = true} : (tensor<6x4xf32>, tensor<16x4xf32>) -> tensor<6x16xf32>
+  %r = otc.reshape %g : tensor<6x16xf32> -> tensor<2x3x16xf32>
+  %d = otc.gelu_grad %r, %pre output %y {approximate = 1 : i32} : tensor<2x3x16xf32>
+  return %d : tensor<2x3x16xf32>
+}
+
+// -----
+
+// Left alone: the exact form's gradient, and a gemm result used twice.
+// CHECK-LABEL: func.func @dgelu_unfused
+// CHECK-NOT: otc.gemm_dgelu
+// CHECK-COUNT-2: otc.gelu_grad
+func.func @dgelu_unfused(%dy: tensor<6x4xf32>, %w: tensor<4x16xf32>, %pre: tensor<6x16xf32>)
+    -> (tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>) {
+  %g = otc.gemm %dy, %w : (tensor<6x4xf32>, tensor<4x16xf32>) -> tensor<6x16xf32>
+  %d = otc.gelu_grad %g, %pre {approximate = 0 : i32} : tensor<6x16xf32>
+  %g2 = otc.gemm %dy, %w : (tensor<6x4xf32>, tensor<4x16xf32>) -> tensor<6x16xf32>
+  %d2 = otc.gelu_grad %g2, %pre {approximate = 1 : i32} : tensor<6x16xf32>
+  return %d, %d2, %g2 : tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>
+}

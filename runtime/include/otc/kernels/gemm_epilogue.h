@@ -44,6 +44,37 @@ OTC_HD float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
+/// gelu_tanh'(x), the factor of cuBLASLt's DGELU epilogue.
+OTC_HD float gelu_tanh_grad(float x) {
+  const float k = 0.7978845608028654f, a = 0.044715f;
+  float t = tanhf(k * (x + a * x * x * x));
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * a * x * x);
+}
+
+/// C, holding a float32 product, times gelu_tanh'(pre).
+template <long long M, long long N, class TP>
+void dgelu_rows(float *c, const TP *pre) {
+#pragma omp parallel for if (M * N > (1 << 16))
+  for (long long i = 0; i < M * N; ++i)
+    c[i] *= gelu_tanh_grad(otc_ld(pre[i]));
+}
+
+/// The 16-bit product times gelu_tanh'(pre) in float32, rounded once.
+template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
+          class TB, class TC>
+void gemm_f32acc_dgelu(float alpha, const TA *A, const TB *B, const TC *pre, TC *C) {
+  constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
+#pragma omp parallel for if (M * N * K > (1 << 18))
+  for (long long i = 0; i < M; ++i)
+    for (long long j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (long long p = 0; p < K; ++p)
+        acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
+               otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
+      otc_store(&C[i * N + j], alpha * acc * gelu_tanh_grad(otc_ld(pre[i * N + j])));
+    }
+}
+
 /// The float32 product in `pre` plus the bias (when given); with Gelu, C
 /// the GELU of that sum and `pre` the sum.
 template <long long M, long long N, bool Gelu, class TV, class TC>
@@ -100,7 +131,7 @@ template <> constexpr cudaDataType_t cuda_type<otc_f16>() { return CUDA_R_16F; }
 template <> constexpr cudaDataType_t cuda_type<otc_bf16>() { return CUDA_R_16BF; }
 
 /// What rides on the product.
-enum class GemmEpilogue { Bias, Gelu, BiasGelu, BiasGradA, BiasGradB };
+enum class GemmEpilogue { Bias, Gelu, BiasGelu, Dgelu, BiasGradA, BiasGradB };
 
 /// One call site's cuBLASLt plan, made at its first call.
 struct LtPlan {
@@ -134,6 +165,16 @@ __global__ void bias_gelu_kernel(long long rows, long long n, const float *produ
     }
     otc_store(&c[i], v);
   }
+}
+
+// The float32 product times gelu_tanh'(pre), rounded once into C: the
+// fallback of cuBLASLt's DGELU epilogue.
+template <class TC>
+__global__ void dgelu_kernel(long long rows, long long n, const float *product, const TC *pre,
+                             TC *c) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * n;
+       i += (long long)gridDim.x * blockDim.x)
+    otc_store(&c[i], product[i] * gelu_tanh_grad(otc_ld(pre[i])));
 }
 
 /// Float32 scratch for the 16-bit fallback's products, `bytes` at least:
@@ -211,6 +252,7 @@ inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bo
   uint32_t e = epi == GemmEpilogue::Bias        ? CUBLASLT_EPILOGUE_BIAS
                : epi == GemmEpilogue::Gelu      ? CUBLASLT_EPILOGUE_GELU_AUX
                : epi == GemmEpilogue::BiasGelu  ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+               : epi == GemmEpilogue::Dgelu     ? CUBLASLT_EPILOGUE_DGELU
                : epi == GemmEpilogue::BiasGradB ? CUBLASLT_EPILOGUE_BGRADA
                                                 : CUBLASLT_EPILOGUE_BGRADB;
   OTC_CUBLAS_CHECK(
@@ -250,7 +292,7 @@ inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bo
 
 /// The Gemm step with an epilogue on `stream`: `vec` is the bias (read;
 /// null for Gelu) or the bias gradient (written), `aux` the GELU's
-/// preactivation (written; null for the others). cuBLAS's `handle` is also
+/// preactivation (written; read under Dgelu; null for the others). cuBLAS's `handle` is also
 /// a cuBLASLt handle (a documented cast); `workspace` is the one it was given.
 template <class TA, class TC, class TV>
 void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, void *workspace,
@@ -258,6 +300,7 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
                    long long k, float alpha, const TA *A, const TA *B, float beta, TC *C,
                    GemmEpilogue epi, TV *vec, TC *aux) {
   bool gelu = epi == GemmEpilogue::Gelu || epi == GemmEpilogue::BiasGelu;
+  bool dgelu = epi == GemmEpilogue::Dgelu;
   constexpr cudaDataType_t ab = cuda_type<TA>(), dt = cuda_type<TC>();
   // cuBLASLt's vector has D's type. OTC_GEMM_EPILOGUE=unfused runs the
   // fallback instead (to check it, and to compare).
@@ -266,7 +309,8 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
     return e && strcmp(e, "unfused") == 0;
   }();
   // The preactivation's leading dimension must be a multiple of 8.
-  bool typed = cuda_type<TV>() == dt && workspace != nullptr && !unfused && !(gelu && n % 8);
+  bool typed = cuda_type<TV>() == dt && workspace != nullptr && !unfused &&
+               !((gelu || dgelu) && n % 8);
   unsigned alignment = lt_alignment(A);
   for (const void *p : {(const void *)B, (const void *)C, (const void *)vec, (const void *)aux})
     alignment = alignment < lt_alignment(p) ? alignment : lt_alignment(p);
@@ -288,7 +332,7 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
   long long lda = transA ? m : k, ldb = transB ? k : n;
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (epi == GemmEpilogue::Bias || gelu) {
+  if (epi == GemmEpilogue::Bias || gelu || dgelu) {
     // The product in float32, so that the bias and GELU come before the one
     // rounding as in the fused epilogue: in place when C is float32, else
     // in scratch, 32 MiB of rows at a time.
@@ -304,8 +348,12 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
                                     &beta, product, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
                                     CUBLAS_GEMM_DEFAULT));
       long long blocks = (rows * n + 255) / 256;
-      bias_gelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(
-          rows, n, product, vec, gelu, aux ? aux + r0 * n : aux, C + r0 * n);
+      if (dgelu)
+        dgelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(rows, n, product,
+                                                                        aux + r0 * n, C + r0 * n);
+      else
+        bias_gelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(
+            rows, n, product, vec, gelu, aux ? aux + r0 * n : aux, C + r0 * n);
       OTC_CUDA_CHECK(cudaGetLastError());
     }
     return;
