@@ -296,16 +296,14 @@ struct FuseGemmEpiloguesPass : otc::impl::FuseGemmEpiloguesBase<FuseGemmEpilogue
     getOperation().walk([&](ReduceSumOp op) { sums.push_back(op); });
     for (ReduceSumOp op : sums)
       (void)BiasGradIntoGemm()(op, rw);
-    {
-      SmallVector<GeluOp> gelus;
-      getOperation().walk([&](GeluOp op) { gelus.push_back(op); });
-      for (GeluOp op : gelus)
-        (void)geluIntoGemm(op, rw);
-      SmallVector<GeluGradOp> grads;
-      getOperation().walk([&](GeluGradOp op) { grads.push_back(op); });
-      for (GeluGradOp op : grads)
-        (void)dgeluIntoGemm(op, rw);
-    }
+    SmallVector<GeluOp> gelus;
+    getOperation().walk([&](GeluOp op) { gelus.push_back(op); });
+    for (GeluOp op : gelus)
+      (void)geluIntoGemm(op, rw);
+    SmallVector<GeluGradOp> grads;
+    getOperation().walk([&](GeluGradOp op) { grads.push_back(op); });
+    for (GeluGradOp op : grads)
+      (void)dgeluIntoGemm(op, rw);
   }
 };
 

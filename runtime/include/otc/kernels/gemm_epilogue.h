@@ -11,6 +11,7 @@
 #ifndef OTC_KERNELS_GEMM_EPILOGUE_H
 #define OTC_KERNELS_GEMM_EPILOGUE_H
 
+#include "otc/kernels/gemm_f32acc.h"
 #include "otc/runtime/kernel_support.h"
 
 #include <vector>
@@ -63,16 +64,9 @@ void dgelu_rows(float *c, const TP *pre) {
 template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
           class TB, class TC>
 void gemm_f32acc_dgelu(float alpha, const TA *A, const TB *B, const TC *pre, TC *C) {
-  constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
-#pragma omp parallel for if (M * N * K > (1 << 18))
-  for (long long i = 0; i < M; ++i)
-    for (long long j = 0; j < N; ++j) {
-      float acc = 0.0f;
-      for (long long p = 0; p < K; ++p)
-        acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
-               otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
-      otc_store(&C[i * N + j], alpha * acc * gelu_tanh_grad(otc_ld(pre[i * N + j])));
-    }
+  gemm_f32acc_each<TransA, TransB, M, N, K>(A, B, [&](long long i, long long j, float acc) {
+    otc_store(&C[i * N + j], alpha * acc * gelu_tanh_grad(otc_ld(pre[i * N + j])));
+  });
 }
 
 /// The float32 product in `pre` plus the bias (when given); with Gelu, C
@@ -95,21 +89,14 @@ template <bool TransA, bool TransB, long long M, long long N, long long K, bool 
           class TA, class TB, class TV, class TC>
 void gemm_f32acc_epilogue(float alpha, const TA *A, const TB *B, const TV *bias, TC *pre,
                           TC *C) {
-  constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
-#pragma omp parallel for if (M * N * K > (1 << 18))
-  for (long long i = 0; i < M; ++i)
-    for (long long j = 0; j < N; ++j) {
-      float acc = 0.0f;
-      for (long long p = 0; p < K; ++p)
-        acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
-               otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
-      float v = alpha * acc + (bias ? otc_ld(bias[j]) : 0.0f);
-      if constexpr (Gelu) {
-        otc_store(&pre[i * N + j], v);
-        v = gelu_tanh(v);
-      }
-      otc_store(&C[i * N + j], v);
+  gemm_f32acc_each<TransA, TransB, M, N, K>(A, B, [&](long long i, long long j, float acc) {
+    float v = alpha * acc + (bias ? otc_ld(bias[j]) : 0.0f);
+    if constexpr (Gelu) {
+      otc_store(&pre[i * N + j], v);
+      v = gelu_tanh(v);
     }
+    otc_store(&C[i * N + j], v);
+  });
 }
 
 } // namespace otc_kernels

@@ -8,9 +8,12 @@
 
 namespace otc_kernels {
 
+/// Calls `out(i, j, acc)` with each element's float32 sum over K, in index
+/// order: the one loop under every float-accumulating product and its
+/// epilogues (gemm_epilogue.h).
 template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
-          class TB, class TC>
-void gemm_f32acc(float alpha, const TA *A, const TB *B, float beta, TC *C) {
+          class TB, class Out>
+void gemm_f32acc_each(const TA *A, const TB *B, Out out) {
   constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
 #pragma omp parallel for if (M * N * K > (1 << 18))
   for (long long i = 0; i < M; ++i) {
@@ -19,10 +22,18 @@ void gemm_f32acc(float alpha, const TA *A, const TB *B, float beta, TC *C) {
       for (long long p = 0; p < K; ++p)
         acc += otc_ld(A[TransA ? p * lda + i : i * lda + p]) *
                otc_ld(B[TransB ? j * ldb + p : p * ldb + j]);
-      float prior = beta == 0.0f ? 0.0f : beta * otc_ld(C[i * N + j]);
-      otc_store(&C[i * N + j], alpha * acc + prior);
+      out(i, j, acc);
     }
   }
+}
+
+template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
+          class TB, class TC>
+void gemm_f32acc(float alpha, const TA *A, const TB *B, float beta, TC *C) {
+  gemm_f32acc_each<TransA, TransB, M, N, K>(A, B, [&](long long i, long long j, float acc) {
+    float prior = beta == 0.0f ? 0.0f : beta * otc_ld(C[i * N + j]);
+    otc_store(&C[i * N + j], alpha * acc + prior);
+  });
 }
 
 } // namespace otc_kernels
