@@ -26,6 +26,43 @@ LogicalResult NormalizeOp::buildGradients(OpBuilder &b, ValueRange dy,
                                           getEpsilonAttr(), getCenterAttr()));
   return success();
 }
+LogicalResult LayerNormOp::verify() {
+  if (!(getEpsilon().convertToDouble() >= 0))
+    return emitOpError("epsilon must not be negative");
+  if (failed(verifyAxis(*this)))
+    return failure();
+  RankedTensorType x = tensorType(getInput());
+  ArrayRef<int64_t> normalized = x.getShape().drop_front(getAxis());
+  for (Value v : {getScale(), getBias()}) {
+    if (!v)
+      continue;
+    RankedTensorType t = tensorType(v);
+    if (t.getShape() != normalized || t.getElementType() != x.getElementType())
+      return emitOpError("scale and bias must be ")
+             << RankedTensorType::get(normalized, x.getElementType())
+             << ", the input's dims from axis " << getAxis() << " on, not " << t;
+  }
+  return success();
+}
+
+// dx = normalize_grad(g * scale, x); the affine's gradients are column sums
+// over the rows (the dims before `axis`) of g * normalize(x) and of g. The
+// normalized value is recomputed rather than kept.
+LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                          SmallVectorImpl<Value> &grads) {
+  Location loc = getLoc();
+  Value g = dy[0];
+  grads.push_back(NormalizeGradOp::create(b, loc, MulOp::create(b, loc, g, getScale()),
+                                          getInput(), getAxisAttr(), getEpsilonAttr(),
+                                          getCenterAttr()));
+  Value y = NormalizeOp::create(b, loc, getInput(), getAxisAttr(), getEpsilonAttr(),
+                                getCenterAttr());
+  grads.push_back(sumToShape(b, loc, MulOp::create(b, loc, g, y), tensorType(getScale())));
+  if (getBias())
+    grads.push_back(sumToShape(b, loc, g, tensorType(getBias())));
+  return success();
+}
+
 LogicalResult LogSoftmaxOp::verify() { return verifyAxis(*this); }
 
 /// sum(v) over `axis`, keeping the dim so that it broadcasts back.

@@ -13,6 +13,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
     pm.addPass(createInsertLora(lora));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
+  pm.addPass(createFuseLayerNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
   pm.addPass(createFuseGelu());
@@ -35,6 +36,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
     pm.addPass(createInsertLora(lora));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
+  pm.addPass(createFuseLayerNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
   pm.addPass(createFuseGelu());

@@ -1,7 +1,8 @@
 // Softmax and log-softmax: one RowReduce step over the axis. Each row's max,
 // then the sum of exp(x - max), then the row again for the result.
-// Normalize (layer norm, or RMS norm without centering) and its gradient:
-// one RowReduce step each, over the trailing dims.
+// Normalize (layer norm, or RMS norm without centering), with its affine
+// (layer_norm) or without, and its gradient: one RowReduce step each, over
+// the trailing dims.
 #include "../Rules.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -82,6 +83,17 @@ bool lowerNormalize(Operation *op, Lowering &l) {
     int correction = b.binary(Node::Mul, y, meanGY);
     y = b.binary(Node::Mul, st.rstd, b.binary(Node::Sub, centredG, correction));
   }
+  if (auto ln = dyn_cast<LayerNormOp>(op)) { // the affine, before the one rounding
+    for (Value v : {ln.getScale(), ln.getBias()}) {
+      if (!v)
+        continue;
+      auto vShape = cast<RankedTensorType>(v.getType()).getShape();
+      int a = l.expr(b, v, broadcastMap(vShape, shape, map));
+      if (a < 0)
+        return false;
+      y = b.binary(v == ln.getScale() ? Node::Mul : Node::Add, y, a);
+    }
+  }
   l.store(b, op->getResult(0), y, map);
   return true;
 }
@@ -93,6 +105,7 @@ bool readsAll(Operation *, unsigned) { return true; }
 
 void registerNormalizationRules(RuleRegistry &r) {
   r.steps[NormalizeOp::getOperationName()] = {lowerNormalize<NormalizeOp>, readsInput};
+  r.steps[LayerNormOp::getOperationName()] = {lowerNormalize<LayerNormOp>, readsAll};
   r.steps[NormalizeGradOp::getOperationName()] = {lowerNormalize<NormalizeGradOp>, readsAll};
   r.steps[SoftmaxOp::getOperationName()] = {lowerSoftmax<SoftmaxOp, false>, readsInput};
   r.steps[LogSoftmaxOp::getOperationName()] = {lowerSoftmax<LogSoftmaxOp, true>, readsInput};

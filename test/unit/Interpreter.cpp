@@ -642,7 +642,7 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           });
           return r;
         })
-        .Case<NormalizeOp, NormalizeGradOp>([&](auto op) {
+        .Case<NormalizeOp, NormalizeGradOp, LayerNormOp>([&](auto op) {
           // Rows are the dims before `axis`; each row holds n elements.
           bool grad = isa<NormalizeGradOp>(op.getOperation());
           const Tensor &x = get(grad ? op->getOperand(1) : op->getOperand(0));
@@ -662,6 +662,11 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             std::vector<double> y(n);
             for (int64_t k = 0; k < n; ++k)
               y[k] = (xr[k] - mean) * rstd;
+            if (auto ln = dyn_cast<LayerNormOp>(op.getOperation())) { // the affine
+              for (int64_t k = 0; k < n; ++k)
+                y[k] = y[k] * get(ln.getScale()).data[k] +
+                       (ln.getBias() ? get(ln.getBias()).data[k] : 0.0);
+            }
             if (!grad) {
               std::copy(y.begin(), y.end(), r.data.begin() + row * n);
               continue;

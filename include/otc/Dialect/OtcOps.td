@@ -644,6 +644,36 @@ def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultT
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
 }
 
+// Seven FLOPs per element: normalize's five, the scale and the bias.
+def Otc_LayerNormOp : Otc_DiffOp<"layer_norm",
+    [AllTypesMatch<["input", "result"]>, Otc_F32, Otc_Cheap, Otc_FlopsPerInput<7>]> {
+  let summary = "normalize(x) * scale + bias, the affine over the dims from `axis` on";
+  let description = [{
+    Layer normalization (or RMS normalization, `center = false`) with its
+    affine: `scale` and the optional `bias` have the normalized dims' shape,
+    x.shape[axis:]. otc-fuse-layer-norm forms it from `otc.normalize` and
+    the elementwise scale and bias, so that code generation makes the
+    forward one RowReduce step, computed in float32 and rounded once (as
+    autocast's float32 layer_norm), with no normalized copy kept for the
+    backward. Its gradient is composed: normalize_grad of g * scale for x,
+    and column sums of g * normalize(x) and of g for the scale and bias.
+
+    ```mlir
+    %y = otc.layer_norm %x, %w, %b {axis = 2 : i64, epsilon = 1.0e-5 : f64}
+        : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$scale,
+                   Optional<Otc_FloatTensor>:$bias, I64Attr:$axis, F64Attr:$epsilon,
+                   DefaultValuedAttr<BoolAttr, "true">:$center);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale)
+    (`,` type($bias)^)?
+  }];
+}
+
 def Otc_SoftmaxOp : Otc_SoftmaxLikeOp<"softmax", "exp(x - max) / sum(exp(x - max))">;
 def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 

@@ -158,6 +158,34 @@ def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def FuseLayerNorm : Pass<"otc-fuse-layer-norm", "mlir::ModuleOp"> {
+  let summary = "Forms otc.layer_norm from otc.normalize and its scale and bias";
+  let description = [{
+    The importer writes LayerNormalization as `otc.normalize` then an
+    elementwise scale and bias, so that their gradients come from the
+    primitives; otc-fuse-rms-norm forms the normalize of RMSNorm, and the
+    model multiplies by its weight. That is three passes over memory
+    forward, and the normalized value kept for the scale's gradient. This
+    pass replaces a normalize whose one use is a multiplication by a scale
+    (and, when the product's one use is an addition, a bias), each constant
+    along the rows and covering the normalized dims, with one
+    `otc.layer_norm`: one RowReduce step in float32, rounded once. Its
+    gradient recomputes the normalized value. Run before autodiff and
+    otc-mixed-precision, so both see the op.
+
+    ```mlir
+    %n = otc.normalize %x {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<4x8xf32>
+    %s = otc.mul %n, %w : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %y = otc.add %s, %b : tensor<4x8xf32>, tensor<1x8xf32> -> tensor<4x8xf32>
+    // becomes
+    %b8 = otc.reshape %b : tensor<1x8xf32> -> tensor<8xf32>
+    %y = otc.layer_norm %x, %w, %b8 {axis = 1 : i64, epsilon = 1.0e-05 : f64}
+        : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def FuseGelu : Pass<"otc-fuse-gelu", "mlir::ModuleOp"> {
   let summary = "Forms otc.gelu from GELU written out as arithmetic";
   let description = [{
