@@ -265,9 +265,53 @@ bool Lowering::classify() {
     if (ok && shared) {
       inlined.insert(v);
       root[&op] = common;
+    } else if (Operation *host = hostFor(op, rules)) {
+      hostOf[v] = host;
+      root[&op] = host; // its operands, and its inlined producers, are read there
     }
   }
   return true;
+}
+
+Operation *Lowering::hostFor(Operation &op, const RuleRegistry &rules) {
+  Value v = op.getResult(0);
+  if (v.use_empty())
+    return nullptr;
+  // The first reader, by the position its loops run at; every other reader
+  // must come strictly later, since they read what the host stores.
+  Operation *first = nullptr;
+  int64_t at = INT64_MAX;
+  for (Operation *user : v.getUsers()) {
+    if (isa<func::ReturnOp, AccumulateOp, AssignOp>(user))
+      return nullptr;
+    Operation *r = rootOf.lookup(user);
+    if (!r)
+      return nullptr;
+    int64_t p = position[r];
+    if (p < at)
+      first = user, at = p;
+  }
+  const StepRule *rule = rules.stepRule(first);
+  if (!rule || !rule->hosts || rootOf.lookup(first) != first)
+    return nullptr;
+  unsigned uses = 0;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == first) {
+      if (!rule->hosts(first, use.getOperandNumber()))
+        return nullptr;
+      ++uses;
+    } else if (position[rootOf.lookup(user)] <= at) {
+      return nullptr;
+    }
+  }
+  if (uses != 1)
+    return nullptr;
+  // Nothing between writes memory the computation may read.
+  for (Operation *o = op.getNextNode(); o && o != first; o = o->getNextNode())
+    if (isa<AssignOp, AccumulateOp>(o))
+      return nullptr;
+  return first;
 }
 
 int64_t Lowering::usePosition(Operation *op) {
@@ -462,7 +506,8 @@ int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
       continue;
     }
     Value cur = stack.back().v;
-    if (!inlined.contains(cur) && !(compute && cur == v)) {
+    bool hosted = current && hostOf.lookup(cur) == current;
+    if (!inlined.contains(cur) && !(compute && cur == v) && !hosted) {
       int n = leaf(b, cur, stack.back().map);
       b.values[key(cur, stack.back().map)] = n;
       stack.pop_back();
@@ -493,6 +538,16 @@ int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
     if (n >= 0 && elemTypeOf(cur.getType(), t))
       n = b.roundTo(n, t);
     b.values[key(cur, stack.back().map)] = n;
+    if (hosted && n >= 0) { // the host runs over its elements one to one
+      const DimMap &m = stack.back().map;
+      std::vector<bool> seen(b.getStep().shape.size(), false);
+      for (int d : m)
+        if (d < 0 || seen[size_t(d)]) // LCOV_EXCL_LINE: StepRule::hosts promises it
+          return fail(current, "a hosted value is not read one to one"), -1;
+        else
+          seen[size_t(d)] = true;
+      store(b, cur, n, m);
+    }
     stack.pop_back();
   }
   if (!error.empty())
@@ -594,7 +649,8 @@ bool Lowering::run(Program &program) {
         prog->precision = toAbi(precision.getValue());
   const RuleRegistry &rules = RuleRegistry::get();
   for (Operation &op : func.getBody().front().without_terminator()) {
-    if (op.getNumResults() == 1 && inlined.contains(op.getResult(0)))
+    if (op.getNumResults() == 1 &&
+        (inlined.contains(op.getResult(0)) || hostOf.count(op.getResult(0))))
       continue;
     if (auto it = buffers.find(op.getNumResults() == 1 ? op.getResult(0) : Value());
         (it != buffers.end() && prog->buffers[it->second].place == Buffer::Place::LowParam) ||

@@ -92,6 +92,8 @@ public:
 
 private:
   bool classify();
+  /// The step op that computes and stores elementwise `op`'s result, or null.
+  mlir::Operation *hostFor(mlir::Operation &op, const struct RuleRegistry &rules);
   bool bindArguments();
   bool bindResults();
   bool fuseAccumulations();
@@ -127,6 +129,9 @@ private:
   std::vector<int> resultBuffers;
   llvm::DenseSet<mlir::Value> writtenByOwner;
   llvm::DenseSet<mlir::Value> inlined;
+  /// Elementwise values computed and stored by their first user's step
+  /// (StepRule::hosts) rather than by a step of their own.
+  llvm::DenseMap<mlir::Value, mlir::Operation *> hostOf;
   /// Parameters the step writes itself (otc.assign targets), found by classify.
   llvm::DenseSet<mlir::Value> assigned;
   /// Narrowing casts whose producer stores the 16-bit value itself.

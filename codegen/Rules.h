@@ -35,6 +35,12 @@ struct StepRule {
   /// last reader and the two have one type and size, or -1: for a row kernel
   /// that reads each row whole before it writes it, on both targets.
   int inPlace = -1;
+  /// Whether the op's step runs over operand `k`'s elements one to one, with
+  /// the identity map (a row kernel over its input), so that an elementwise
+  /// producer of it with later users too can be computed there and stored
+  /// from there, instead of in a step of its own: the residual add before
+  /// a LayerNorm.
+  bool (*hosts)(mlir::Operation *op, unsigned k) = nullptr;
 };
 
 /// For StepRule::accumulates.

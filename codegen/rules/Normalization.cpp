@@ -100,12 +100,15 @@ bool lowerNormalize(Operation *op, Lowering &l) {
 
 bool readsInput(Operation *, unsigned k) { return k == 0; }
 bool readsAll(Operation *, unsigned) { return true; }
+bool overInput(Operation *, unsigned k) { return k == 0; }
 
 } // namespace
 
 void registerNormalizationRules(RuleRegistry &r) {
   r.steps[NormalizeOp::getOperationName()] = {lowerNormalize<NormalizeOp>, readsInput};
   r.steps[LayerNormOp::getOperationName()] = {lowerNormalize<LayerNormOp>, readsAll};
+  r.steps[NormalizeOp::getOperationName()].hosts = overInput;
+  r.steps[LayerNormOp::getOperationName()].hosts = overInput;
   r.steps[NormalizeGradOp::getOperationName()] = {lowerNormalize<NormalizeGradOp>, readsAll};
   r.steps[SoftmaxOp::getOperationName()] = {lowerSoftmax<SoftmaxOp, false>, readsInput};
   r.steps[LogSoftmaxOp::getOperationName()] = {lowerSoftmax<LogSoftmaxOp, true>, readsInput};

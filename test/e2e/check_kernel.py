@@ -34,7 +34,8 @@ or the log a few ulps more: softmax within (max|x - m| + n + 8) 2^-24 |v|,
 log-softmax within that times (1 + |v|) absolutely; plus u |v| for storage.
 
 `normalize` checks layer normalization's normalize and its gradient over
-rows of n = 60, then RMS normalization's (no centering). Each statistic is a float32 sum of n terms, off by at most
+rows of n = 60, then RMS normalization's (no centering), then both with
+their affine (otc.layer_norm). Each statistic is a float32 sum of n terms, off by at most
 n 2^-24 of the sum of |terms|, which reaches y through rstd: y within
 2 n 2^-24 (rstd max|x| + |y|), and the gradient within
 4 n 2^-24 rstd max|g| (1 + |y|).
@@ -125,7 +126,8 @@ def main():
             args = [rng.normal(size=(5, 3)).astype(np.float32), ids,
                     rng.normal(size=(2, 4, 3)).astype(np.float32)]
         elif kind == "normalize":
-            args = [round_to(rng.normal(0.5, 2, (4, 6, 10)), t), round_to(rng.normal(0, 1, (4, 6, 10)), t)]
+            args = [round_to(rng.normal(0.5, 2, (4, 6, 10)), t), round_to(rng.normal(0, 1, (4, 6, 10)), t),
+                    round_to(rng.normal(1, 0.5, (6, 10)), t), round_to(rng.normal(0, 1, (6, 10)), t)]
         elif kind == "softmax":
             args = [round_to(rng.normal(0, 2, (6, 37)), t), round_to(rng.normal(0, 2, (3, 5, 7)), t)]
         elif kind == "unary":
@@ -144,7 +146,7 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 4, "gather": 2,
+        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
@@ -198,7 +200,7 @@ def main():
         ok &= check("gather", res[0], emb, 0)
         ok &= check("gather_grad", res[1], grad, 0)
     elif kind == "normalize":
-        x, g = (a.reshape(4, 60) for a in a64)
+        x, g = (a.reshape(4, 60) for a in a64[:2])
         n = 60
         d = x - x.mean(axis=1, keepdims=True)
         rstd = 1 / np.sqrt((d * d).mean(axis=1, keepdims=True) + 1e-5)
@@ -217,6 +219,14 @@ def main():
                     2 * n * f32 * (rrms * np.abs(x).max() + np.abs(yr)))
         ok &= check("rms_normalize_grad", res[3].reshape(4, 60), dxr,
                     4 * n * f32 * rrms * np.abs(g).max() * (1 + np.abs(yr)))
+        # The affine in the same float32 pass: y's bound times |w|, plus the
+        # product's and the sum's roundings.
+        w, b = (a.reshape(1, 60) for a in a64[2:])
+        for name, k, yn, inv, bias in (("layer_norm", 4, y, rstd, b), ("rms_layer_norm", 5, yr, rrms, 0 * b)):
+            want = yn * w + bias
+            bound = (2 * n * f32 * (inv * np.abs(x).max() + np.abs(yn)) * np.abs(w) +
+                     2 * f32 * (np.abs(yn * w) + np.abs(want)))
+            ok &= check(name, res[k].reshape(4, 60), want, bound)
     elif kind == "softmax":
         x, z = a64
         e = np.exp(x - x.max(axis=1, keepdims=True))
