@@ -26,12 +26,27 @@ LogicalResult NormalizeOp::buildGradients(OpBuilder &b, ValueRange dy,
                                           getEpsilonAttr(), getCenterAttr()));
   return success();
 }
+/// The row statistics' type: x's with the normalized dims 1.
+static RankedTensorType statsType(RankedTensorType x, int64_t axis) {
+  SmallVector<int64_t> rows(x.getShape());
+  std::fill(rows.begin() + std::clamp<int64_t>(axis, 0, x.getRank()), rows.end(), 1);
+  return RankedTensorType::get(rows, x.getElementType());
+}
+
+void LayerNormOp::build(OpBuilder &b, OperationState &state, Value input, Value scale, Value bias,
+                        IntegerAttr axis, FloatAttr epsilon, BoolAttr center) {
+  RankedTensorType x = tensorType(input), stats = statsType(x, axis.getInt());
+  build(b, state, TypeRange{x, stats, stats}, input, scale, bias, axis, epsilon, center);
+}
+
 LogicalResult LayerNormOp::verify() {
   if (!(getEpsilon().convertToDouble() >= 0))
     return emitOpError("epsilon must not be negative");
   if (failed(verifyAxis(*this)))
     return failure();
   RankedTensorType x = tensorType(getInput());
+  if (RankedTensorType want = statsType(x, getAxis()); tensorType(getMean()) != want)
+    return emitOpError("the row statistics must be ") << want << ", not " << getMean().getType();
   ArrayRef<int64_t> normalized = x.getShape().drop_front(getAxis());
   for (Value v : {getScale(), getBias()}) {
     if (!v)
@@ -46,18 +61,20 @@ LogicalResult LayerNormOp::verify() {
 }
 
 // dx = normalize_grad(g * scale, x); the affine's gradients are column sums
-// over the rows (the dims before `axis`) of g * normalize(x) and of g. The
-// normalized value is recomputed rather than kept.
+// over the rows (the dims before `axis`) of g * x̂ and of g, x̂ rebuilt
+// elementwise from the kept row statistics.
 LogicalResult LayerNormOp::buildGradients(OpBuilder &b, ValueRange dy,
                                           SmallVectorImpl<Value> &grads) {
+  if (dy[1] || dy[2])
+    return emitOpError("its row statistics are for its own gradient; nothing may differentiate them");
   Location loc = getLoc();
   Value g = dy[0];
   grads.push_back(NormalizeGradOp::create(b, loc, MulOp::create(b, loc, g, getScale()),
                                           getInput(), getAxisAttr(), getEpsilonAttr(),
                                           getCenterAttr()));
-  Value y = NormalizeOp::create(b, loc, getInput(), getAxisAttr(), getEpsilonAttr(),
-                                getCenterAttr());
-  grads.push_back(sumToShape(b, loc, MulOp::create(b, loc, g, y), tensorType(getScale())));
+  Value centred = getCenter() ? Value(SubOp::create(b, loc, getInput(), getMean())) : getInput();
+  Value xhat = MulOp::create(b, loc, centred, getRstd());
+  grads.push_back(sumToShape(b, loc, MulOp::create(b, loc, g, xhat), tensorType(getScale())));
   if (getBias())
     grads.push_back(sumToShape(b, loc, g, tensorType(getBias())));
   return success();

@@ -71,9 +71,9 @@ struct FuseAffine : OpRewritePattern<NormalizeOp> {
       return ReshapeOp::create(rewriter, n.getLoc(), normalized, v);
     };
     Value w = exact(scale), b = exact(bias);
-    rewriter.replaceOpWithNewOp<LayerNormOp>(root, x, n.getInput(), w, b,
-                                             n.getAxisAttr(), n.getEpsilonAttr(),
-                                             n.getCenterAttr());
+    auto ln = LayerNormOp::create(rewriter, root->getLoc(), n.getInput(), w, b, n.getAxisAttr(),
+                                  n.getEpsilonAttr(), n.getCenterAttr());
+    rewriter.replaceOp(root, ln.getResult());
     return success();
   }
 };

@@ -37,25 +37,27 @@ bool lowerSoftmax(Operation *op, Lowering &l) {
 /// (two passes: the mean, then the variance of the centred values). Without
 /// centering (RMS norm) x itself and one pass for mean(x²).
 struct RowStats {
-  int centred, rstd, n;
+  int centred, rstd, n, mean; // mean: -1 without centering
 };
 RowStats rowStats(NodeBuilder &b, int x, int64_t count, double epsilon, bool center) {
   int inv = b.constant(1.0 / double(count));
-  int centred = x;
-  if (center)
-    centred = b.binary(Node::Sub, x, b.binary(Node::Mul, b.reduce(Reduction::Sum, x), inv));
+  int centred = x, mean = -1;
+  if (center) {
+    mean = b.binary(Node::Mul, b.reduce(Reduction::Sum, x), inv);
+    centred = b.binary(Node::Sub, x, mean);
+  }
   int sq = b.binary(Node::Mul, centred, centred);
   int var = b.binary(Node::Mul, b.reduce(Reduction::Sum, sq), inv);
   int shifted = b.binary(Node::Add, var, b.constant(epsilon));
   int one = b.constant(1.0);
   int rstd = b.binary(Node::Div, one, b.unary(Node::Sqrt, shifted));
-  return {centred, rstd, inv};
+  return {centred, rstd, inv, mean};
 }
 
 template <class OpTy>
 bool lowerNormalize(Operation *op, Lowering &l) {
   auto nm = cast<OpTy>(op);
-  auto shape = cast<RankedTensorType>(nm.getType()).getShape().vec();
+  auto shape = cast<RankedTensorType>(op->getResult(0).getType()).getShape().vec();
   std::vector<bool> reduced(shape.size(), false);
   int64_t count = 1;
   for (size_t d = nm.getAxis(); d < shape.size(); ++d) {
@@ -84,6 +86,13 @@ bool lowerNormalize(Operation *op, Lowering &l) {
     y = b.binary(Node::Mul, st.rstd, b.binary(Node::Sub, centredG, correction));
   }
   if (auto ln = dyn_cast<LayerNormOp>(op)) { // the affine, before the one rounding
+    // The row statistics, where the backward reads them: one value per row.
+    auto statShape = cast<RankedTensorType>(ln.getMean().getType()).getShape();
+    DimMap perRow = broadcastMap(statShape, shape, map);
+    if (!ln.getMean().use_empty())
+      l.store(b, ln.getMean(), center ? st.mean : b.constant(0.0), perRow);
+    if (!ln.getRstd().use_empty())
+      l.store(b, ln.getRstd(), st.rstd, perRow);
     for (Value v : {ln.getScale(), ln.getBias()}) {
       if (!v)
         continue;

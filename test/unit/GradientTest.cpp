@@ -248,11 +248,11 @@ std::vector<Case> cases() {
       // The affine over the trailing dims: one [3] row, and a whole [2, 3]
       // plane (no row sums) without centering or bias.
       {"layer_norm_rows", kA23 + ", " + kB3 + ", %w: tensor<3xf64> {otc.param = \"w\", otc.trainable}",
-       "  %y = otc.layer_norm %a, %w, %b {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23 +
-       ", tensor<3xf64>, tensor<3xf64>", t23, {2, 3}},
+       "  %y, %m, %r = otc.layer_norm %a, %w, %b {axis = 1 : i64, epsilon = 1.0e-05 : f64} : " + t23 +
+       ", tensor<3xf64>, tensor<3xf64> -> tensor<2x1xf64>", t23, {2, 3}},
       {"rms_layer_norm_whole", kA23 + ", %w: tensor<2x3xf64> {otc.param = \"w\", otc.trainable}",
-       "  %y = otc.layer_norm %a, %w {axis = 0 : i64, epsilon = 0.1 : f64, center = false} : " + t23 +
-       ", " + t23, t23, {2, 3}},
+       "  %y, %m, %r = otc.layer_norm %a, %w {axis = 0 : i64, epsilon = 0.1 : f64, center = false} : " + t23 +
+       ", " + t23 + " -> tensor<1x1xf64>", t23, {2, 3}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},
       {"log_softmax_first_axis", kA23, "  %y = otc.log_softmax %a {axis = 0 : i64} : " + t23, t23, {2, 3}},
       // log and sqrt of a^2, which the inputs keep at 0.09 or more.

@@ -651,6 +651,7 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             n *= shape[d];
           double eps = op.getEpsilon().convertToDouble();
           Tensor r{shape, x.data};
+          Tensor stats[2]; // layer_norm's mean and rstd, added to env at the end
           for (int64_t row = 0; row < count(shape) / n; ++row) {
             const double *xr = &x.data[row * n];
             double mean = 0, var = 0;
@@ -662,10 +663,12 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             std::vector<double> y(n);
             for (int64_t k = 0; k < n; ++k)
               y[k] = (xr[k] - mean) * rstd;
-            if (auto ln = dyn_cast<LayerNormOp>(op.getOperation())) { // the affine
+            if (auto ln = dyn_cast<LayerNormOp>(op.getOperation())) { // the affine, the statistics
               for (int64_t k = 0; k < n; ++k)
                 y[k] = y[k] * get(ln.getScale()).data[k] +
                        (ln.getBias() ? get(ln.getBias()).data[k] : 0.0);
+              stats[0].data.push_back(mean);
+              stats[1].data.push_back(rstd);
             }
             if (!grad) {
               std::copy(y.begin(), y.end(), r.data.begin() + row * n);
@@ -679,6 +682,11 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             }
             for (int64_t k = 0; k < n; ++k)
               r.data[row * n + k] = rstd * (g[k] - sg - y[k] * sgy);
+          }
+          if (auto ln = dyn_cast<LayerNormOp>(op.getOperation())) {
+            stats[0].shape = stats[1].shape = shapeOf(ln.getMean());
+            env[ln.getMean()] = stats[0];
+            env[ln.getRstd()] = stats[1];
           }
           return r;
         })

@@ -646,31 +646,42 @@ def Otc_NormalizeGradOp : Otc_Op<"normalize_grad", [Pure, SameOperandsAndResultT
 
 // Seven FLOPs per element: normalize's five, the scale and the bias.
 def Otc_LayerNormOp : Otc_DiffOp<"layer_norm",
-    [AllTypesMatch<["input", "result"]>, Otc_F32, Otc_Cheap, Otc_FlopsPerInput<7>]> {
-  let summary = "normalize(x) * scale + bias, the affine over the dims from `axis` on";
+    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["mean", "rstd"]>, Otc_F32, Otc_Cheap,
+     Otc_FlopsPerInput<7>]> {
+  let summary = "normalize(x) * scale + bias over the dims from `axis` on, and its row statistics";
   let description = [{
     Layer normalization (or RMS normalization, `center = false`) with its
     affine: `scale` and the optional `bias` have the normalized dims' shape,
     x.shape[axis:]. otc-fuse-layer-norm forms it from `otc.normalize` and
     the elementwise scale and bias, so that code generation makes the
     forward one RowReduce step, computed in float32 and rounded once (as
-    autocast's float32 layer_norm), with no normalized copy kept for the
-    backward. Its gradient is composed: normalize_grad of g * scale for x,
-    and column sums of g * normalize(x) and of g for the scale and bias.
+    autocast's float32 layer_norm).
+
+    `mean` and `rstd` are each row's mean (zero without centering) and
+    1 / sqrt(var + epsilon), shaped as x with the normalized dims 1, as
+    PyTorch's layer_norm keeps them for its backward. The gradient is
+    composed from them: the scale's is the column sum of g * x̂, with
+    x̂ = (x - mean) * rstd an elementwise value fused into that sum, so no
+    normalized copy is kept or recomputed; the bias's is the column sum of
+    g; x's is normalize_grad of g * scale.
 
     ```mlir
-    %y = otc.layer_norm %x, %w, %b {axis = 2 : i64, epsilon = 1.0e-5 : f64}
-        : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>
+    %y, %mean, %rstd = otc.layer_norm %x, %w, %b {axis = 2 : i64, epsilon = 1.0e-5 : f64}
+        : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<2x8x1xf32>
     ```
   }];
   let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$scale,
                    Optional<Otc_FloatTensor>:$bias, I64Attr:$axis, F64Attr:$epsilon,
                    DefaultValuedAttr<BoolAttr, "true">:$center);
-  let results = (outs Otc_FloatTensor:$result);
+  let results = (outs Otc_FloatTensor:$result, Otc_FloatTensor:$mean, Otc_FloatTensor:$rstd);
   let hasVerifier = 1;
+  // The statistics' type follows from the input's and the axis.
+  let builders = [OpBuilder<(ins "mlir::Value":$input, "mlir::Value":$scale, "mlir::Value":$bias,
+                                 "mlir::IntegerAttr":$axis, "mlir::FloatAttr":$epsilon,
+                                 "mlir::BoolAttr":$center)>];
   let assemblyFormat = [{
     $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale)
-    (`,` type($bias)^)?
+    (`,` type($bias)^)? `->` type($mean)
   }];
 }
 

@@ -169,8 +169,8 @@ def FuseLayerNorm : Pass<"otc-fuse-layer-norm", "mlir::ModuleOp"> {
     pass replaces a normalize whose one use is a multiplication by a scale
     (and, when the product's one use is an addition, a bias), each constant
     along the rows and covering the normalized dims, with one
-    `otc.layer_norm`: one RowReduce step in float32, rounded once. Its
-    gradient recomputes the normalized value. Run before autodiff and
+    `otc.layer_norm`: one RowReduce step in float32, rounded once, which
+    also keeps each row's mean and rstd for the gradient. Run before autodiff and
     otc-mixed-precision, so both see the op.
 
     ```mlir
@@ -179,8 +179,8 @@ def FuseLayerNorm : Pass<"otc-fuse-layer-norm", "mlir::ModuleOp"> {
     %y = otc.add %s, %b : tensor<4x8xf32>, tensor<1x8xf32> -> tensor<4x8xf32>
     // becomes
     %b8 = otc.reshape %b : tensor<1x8xf32> -> tensor<8xf32>
-    %y = otc.layer_norm %x, %w, %b8 {axis = 1 : i64, epsilon = 1.0e-05 : f64}
-        : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+    %y, %mean, %rstd = otc.layer_norm %x, %w, %b8 {axis = 1 : i64, epsilon = 1.0e-05 : f64}
+        : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<4x1xf32>
     ```
   }];
   let dependentDialects = ["otc::OtcDialect"];

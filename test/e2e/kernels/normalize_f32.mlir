@@ -9,8 +9,8 @@ func.func @normalize(%x: tensor<4x6x10xf32>, %g: tensor<4x6x10xf32>, %w: tensor<
   %d = otc.normalize_grad %g, %x {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<4x6x10xf32>
   %r = otc.normalize %x {axis = 1 : i64, epsilon = 1.0e-05 : f64, center = false} : tensor<4x6x10xf32>
   %rd = otc.normalize_grad %g, %x {axis = 1 : i64, epsilon = 1.0e-05 : f64, center = false} : tensor<4x6x10xf32>
-  %l = otc.layer_norm %x, %w, %b {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<4x6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32>
-  %lr = otc.layer_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-05 : f64, center = false} : tensor<4x6x10xf32>, tensor<6x10xf32>
+  %l, %lm, %ls = otc.layer_norm %x, %w, %b {axis = 1 : i64, epsilon = 1.0e-05 : f64} : tensor<4x6x10xf32>, tensor<6x10xf32>, tensor<6x10xf32> -> tensor<4x1x1xf32>
+  %lr, %lrm, %lrs = otc.layer_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-05 : f64, center = false} : tensor<4x6x10xf32>, tensor<6x10xf32> -> tensor<4x1x1xf32>
   return %y, %d, %r, %rd, %l, %lr : tensor<4x6x10xf32>, tensor<4x6x10xf32>, tensor<4x6x10xf32>,
       tensor<4x6x10xf32>, tensor<4x6x10xf32>, tensor<4x6x10xf32>
 }

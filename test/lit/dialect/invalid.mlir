@@ -263,7 +263,7 @@ func.func @gemm_dgelu_pre(%x: tensor<6x8xf32>, %w: tensor<8x16xf32>, %p: tensor<
 
 func.func @layer_norm_scale_shape(%x: tensor<2x8xf32>, %w: tensor<2x8xf32>) -> tensor<2x8xf32> {
   // expected-error @+1 {{scale and bias must be 'tensor<8xf32>', the input's dims from axis 1 on, not 'tensor<2x8xf32>'}}
-  %y = otc.layer_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<2x8xf32>
+  %y, %m, %r = otc.layer_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x1xf32>
   return %y : tensor<2x8xf32>
 }
 
@@ -271,7 +271,7 @@ func.func @layer_norm_scale_shape(%x: tensor<2x8xf32>, %w: tensor<2x8xf32>) -> t
 
 func.func @layer_norm_bias_type(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf16>) -> tensor<2x8xf32> {
   // expected-error @+1 {{scale and bias must be 'tensor<8xf32>', the input's dims from axis 1 on, not 'tensor<8xf16>'}}
-  %y = otc.layer_norm %x, %w, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf16>
+  %y, %m, %r = otc.layer_norm %x, %w, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf16> -> tensor<2x1xf32>
   return %y : tensor<2x8xf32>
 }
 
@@ -279,6 +279,14 @@ func.func @layer_norm_bias_type(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %b: tens
 
 func.func @layer_norm_axis(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
   // expected-error @+1 {{axis 2 is outside [0, 2)}}
-  %y = otc.layer_norm %x, %w {axis = 2 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32>
+  %y, %m, %r = otc.layer_norm %x, %w {axis = 2 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x1xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @layer_norm_stats(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{the row statistics must be 'tensor<2x1xf32>', not 'tensor<2x8xf32>'}}
+  %y, %m, %r = otc.layer_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }

@@ -2,7 +2,7 @@
 
 // LayerNormalization as the importer writes it: normalize, * scale, + bias.
 // CHECK-LABEL: func.func @layer_norm
-// CHECK-NEXT: %[[Y:.*]] = otc.layer_norm %arg0, %arg1, %arg2 {axis = 2 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+// CHECK-NEXT: %[[Y:result[_0-9]*]], %{{.*}}, %{{.*}} = otc.layer_norm %arg0, %arg1, %arg2 {axis = 2 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x4x1xf32>
 // CHECK-NEXT: return %[[Y]]
 func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x4x8xf32> {
   %n = otc.normalize %x {axis = 2 : i64, epsilon = 1.0e-5 : f64} : tensor<2x4x8xf32>
@@ -16,10 +16,10 @@ func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32
 // RMSNorm's weight on the left, no bias; and a scale and bias with leading
 // ones over two normalized dims, in the other operand order, reshaped.
 // CHECK-LABEL: func.func @rms_and_leading_ones
-// CHECK-NEXT: %[[R:.*]] = otc.layer_norm %arg0, %arg1 {axis = 1 : i64, center = false, epsilon = 9.9999999999999995E-7 : f64} : tensor<3x8xf32>, tensor<8xf32>
+// CHECK-NEXT: %[[R:result[_0-9]*]], %{{.*}}, %{{.*}} = otc.layer_norm %arg0, %arg1 {axis = 1 : i64, center = false, epsilon = 9.9999999999999995E-7 : f64} : tensor<3x8xf32>, tensor<8xf32> -> tensor<3x1xf32>
 // CHECK-NEXT: %[[W:.*]] = otc.reshape %arg3 : tensor<1x4x8xf32> -> tensor<4x8xf32>
 // CHECK-NEXT: %[[B:.*]] = otc.reshape %arg4 : tensor<1x4x8xf32> -> tensor<4x8xf32>
-// CHECK-NEXT: %[[Y:.*]] = otc.layer_norm %arg2, %[[W]], %[[B]] {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+// CHECK-NEXT: %[[Y:result[_0-9]*]], %{{.*}}, %{{.*}} = otc.layer_norm %arg2, %[[W]], %[[B]] {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<2x4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<2x1x1xf32>
 // CHECK-NEXT: return %[[R]], %[[Y]]
 func.func @rms_and_leading_ones(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %z: tensor<2x4x8xf32>,
                                 %w: tensor<1x4x8xf32>, %b: tensor<1x4x8xf32>)
@@ -36,7 +36,7 @@ func.func @rms_and_leading_ones(%x: tensor<3x8xf32>, %g: tensor<8xf32>, %z: tens
 
 // A product with another use keeps its add: the op takes the scale alone.
 // CHECK-LABEL: func.func @product_used_twice
-// CHECK-NEXT: %[[S:.*]] = otc.layer_norm %arg0, %arg1 {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<3x8xf32>, tensor<8xf32>
+// CHECK-NEXT: %[[S:result[_0-9]*]], %{{.*}}, %{{.*}} = otc.layer_norm %arg0, %arg1 {axis = 1 : i64, epsilon = 1.000000e-05 : f64} : tensor<3x8xf32>, tensor<8xf32> -> tensor<3x1xf32>
 // CHECK-NEXT: %[[Y:.*]] = otc.add %[[S]], %arg2
 // CHECK-NEXT: return %[[Y]], %[[S]]
 func.func @product_used_twice(%x: tensor<3x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>)
