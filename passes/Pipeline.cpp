@@ -20,6 +20,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
   pm.addPass(createAutodiff());
+  pm.addPass(createMergeSliceGrads());
   pm.addPass(createGradAccumulation());
   pm.addPass(createLossScaling(scaling));
   pm.addPass(createCanonicalizerPass());

@@ -286,6 +286,33 @@ def GradAccumulation : Pass<"otc-grad-accumulation", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def MergeSliceGrads : Pass<"otc-merge-slice-grads", "mlir::ModuleOp"> {
+  let summary = "Sums of slice gradients that tile one axis become one concat";
+  let description = [{
+    A tensor split into pieces along one axis (GPT-2's q, k and v sliced
+    from one projection) gets, from autodiff, one `slice_grad` per piece
+    (zeros of the whole shape, the piece placed in them) and a sum of
+    those: for three pieces, three zero fills, three placements and the
+    sum's pass, each over the whole tensor, and three whole-size
+    temporaries. This pass replaces the pieces of such a sum (step 1 along
+    one axis, every other dim whole, not overlapping) with one
+    `otc.concat` in order of their starts, zeros filling any gap; other
+    terms of the sum stay added to it. Concat is exact, as the sum of a
+    value and zeros is. Run after autodiff.
+
+    ```mlir
+    %a = otc.slice_grad %dq [0, 0] [1, 1] : tensor<4x8xf32> -> tensor<4x24xf32>
+    %b = otc.slice_grad %dk [0, 8] [1, 1] : tensor<4x8xf32> -> tensor<4x24xf32>
+    %s = otc.add %a, %b : tensor<4x24xf32>, tensor<4x24xf32> -> tensor<4x24xf32>
+    // becomes
+    %z = otc.constant dense<0.0> : tensor<4x8xf32>
+    %s = otc.concat %dq, %dk, %z {axis = 1 : i64}
+        : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x24xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def MixedPrecision : Pass<"otc-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Rewrites the forward graph's element types, autocast-style";
   let description = [{
