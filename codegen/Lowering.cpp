@@ -2,6 +2,7 @@
 // one consumer's loops (a fusion group) are computed there; every other value
 // gets a typed buffer, placed in the arena by live range.
 #include "Lowering.h"
+#include "SplitColumns.h"
 #include "AbiEnums.h"
 #include "Rules.h"
 #include "otc/runtime/abi.h"
@@ -661,9 +662,22 @@ bool Lowering::run(Program &program) {
     const StepRule *step = rules.stepRule(&op);
     if (!(step ? step->lower(&op, *this) : lowerAsElementwise(&op, *this)))
       return fail(&op, "lowering failed");
-    for (size_t s = before; s < prog->steps.size(); ++s)
-      if (prog->steps[s].kind != Step::Gemm && prog->steps[s].kind != Step::LibraryCall)
-        collapseDims(prog->steps[s]);
+    for (size_t s = before; s < prog->steps.size(); ++s) {
+      if (prog->steps[s].kind == Step::Gemm || prog->steps[s].kind == Step::LibraryCall)
+        continue;
+      collapseDims(prog->steps[s]);
+      if (int64_t chunk = columnChunk(prog->steps[s])) {
+        const Step whole = prog->steps[s];
+        int partials = scratch(ElemType::F32,
+                               {int64_t(whole.reductions.size()), whole.shape[0] / chunk,
+                                whole.shape[1]},
+                               "column_partials");
+        Step second;
+        splitColumns(whole, chunk, partials, prog->steps[s], second);
+        prog->steps.insert(prog->steps.begin() + s + 1, std::move(second));
+        ++s;
+      }
+    }
   }
   markLowOnly();
   return finishResults() && placeArena() && error.empty();

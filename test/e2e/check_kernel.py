@@ -12,6 +12,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE slice f32
        check_kernel.py EXE steps f32
        check_kernel.py EXE rotary f32
+       check_kernel.py EXE columns f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each result of
@@ -64,6 +65,14 @@ GELU of x Wᵀ + b and of x Wᵀ, with their preactivations: the GELU of the
 float32 sum (|gelu'| < 1.13 carries the sum's error), rounded once; and
 x Wᵀ times gelu'(p) at the stored preactivation p, rounded once.
 
+`columns` checks column reductions over 4096 rows (32 x 128) of 24
+outputs, which code generation splits into 32 partial sums of 128 rows
+and their sum: a float32 sum done that way is within (128 + 32) 2^-24 of
+the sum of |terms| (each level's recursive-summation bound). The sum of
+x, of x y (exact products of float32 in float64, one rounding in
+float32 adds 2^-24 |xy|), the maximum (exact) and the mean (a sum times
+the exact 2^-12), and a [9, 24] sum left whole (9 2^-24).
+
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
 (numpy's is NaN).
@@ -109,6 +118,10 @@ def main():
         if kind == "rotary":
             args = [rng.normal(0, 1, (2, 3, 8)).astype(np.float32),
                     rng.normal(0, 1, (3, 8)).astype(np.float32), rng.normal(0, 1, (1, 8)).astype(np.float32)]
+        elif kind == "columns":
+            args = [rng.normal(0, 1, (32, 128, 24)).astype(np.float32),
+                    rng.normal(0.5, 1, (32, 128, 24)).astype(np.float32),
+                    rng.normal(0, 1, (9, 24)).astype(np.float32)]
         elif kind == "steps":
             x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, np.nan, np.inf, -np.inf,
                           2.0 ** 23 + 1, -2.0 ** 24], np.float32)
@@ -147,7 +160,8 @@ def main():
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
-                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10}.get(kind, 1)
+                 "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
+                 "columns": 5}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -238,6 +252,16 @@ def main():
                     u * sm + (np.abs(x - x.max(axis=1, keepdims=True)).max() + 37 + 8) * f32 * sm + sub)
         ok &= check("log_softmax", res[1], ls,
                     u * np.abs(ls) + (np.abs(zm).max() + 5 + 8) * f32 * (1 + np.abs(ls)) + sub)
+    elif kind == "columns":
+        x, y, z = a64
+        split = (128 + 32) * F32_EPS
+        ax, axy = np.abs(x).sum(axis=(0, 1)), np.abs(x * y).sum(axis=(0, 1))
+        ok &= check("column_sum", res[0], x.sum(axis=(0, 1)), split * ax)
+        ok &= check("column_product_sum", res[1], (x * y).sum(axis=(0, 1)), (split + F32_EPS) * axy)
+        ok &= check("column_max", res[2], y.max(axis=(0, 1)), 0 * y[0, 0])
+        ok &= check("column_mean", res[3].reshape(24), y.mean(axis=(0, 1)),
+                    split * np.abs(y).mean(axis=(0, 1)))
+        ok &= check("column_sum_short", res[4], z.sum(axis=0), 9 * F32_EPS * np.abs(z).sum(axis=0))
     elif kind == "unary":
         p, s = a64
         from math import erf

@@ -122,7 +122,7 @@ for t in f32 f16 bf16; do
     else fail=$((fail + 1)); echo "FAIL epilogue $t $path"; fi
   done
 done
-for k in unary softmax normalize gather logic slice steps rotary; do
+for k in unary softmax normalize gather logic slice steps rotary columns; do
   if "$py" "$dir/check_kernel.py" "$dir/kernel_${k}_f32" $k f32; then
     pass=$((pass + 1)); echo "PASS $k f32"
   else fail=$((fail + 1)); echo "FAIL $k f32"; fi

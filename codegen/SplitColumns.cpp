@@ -1,0 +1,118 @@
+// A column reduction (outputs side by side, a long reduced dim before them:
+// LayerNorm's scale and bias gradients over B*T rows) gives each output one
+// thread, which then walks the whole reduced dim alone: 768 threads summing
+// 8192 rows each at GPT-2's size, a few SMs busy. Split it in two steps: the
+// first sums chunks of rows into float32 partials [S, O] (S x O threads),
+// the second sums the S partials per output and runs the original epilogue.
+// The order of the sums is fixed by the program, so both targets, and every
+// run, give the same bits.
+#include "SplitColumns.h"
+
+#include <cstdlib>
+
+namespace otc {
+namespace {
+
+/// The nodes `roots` depend on, in index order (operands come first).
+std::vector<int> reachable(const Step &s, const std::vector<int> &roots) {
+  std::vector<char> need(s.nodes.size(), 0);
+  for (int r : roots)
+    need[r] = 1;
+  for (int i = (int)s.nodes.size() - 1; i >= 0; --i)
+    if (need[i])
+      for (int a : s.nodes[i].args)
+        need[a] = 1;
+  std::vector<int> out;
+  for (size_t i = 0; i < s.nodes.size(); ++i)
+    if (need[i])
+      out.push_back((int)i);
+  return out;
+}
+
+/// Copies `which` of `from`'s nodes into `to`, strides rewritten by
+/// `strides`; returns the old-to-new index map (-1 where not copied).
+template <class F>
+std::vector<int> copyNodes(const Step &from, const std::vector<int> &which, Step &to, F strides) {
+  std::vector<int> map(from.nodes.size(), -1);
+  for (int i : which) {
+    Node n = from.nodes[i];
+    for (int &a : n.args)
+      a = map[a];
+    if (n.op == Node::Load)
+      n.strides = strides(n.strides);
+    map[i] = (int)to.nodes.size();
+    to.nodes.push_back(std::move(n));
+  }
+  return map;
+}
+
+} // namespace
+
+int64_t columnChunk(const Step &s) {
+  if (s.kind != Step::Reduce || s.shape.size() != 2 || !s.reduced[0] || s.reduced[1])
+    return 0;
+  int64_t rows = s.shape[0], outputs = s.shape[1];
+  // Enough outputs fill the device alone; short columns are cheap.
+  if (outputs > kSplitMaxOutputs || rows < kSplitMinRows)
+    return 0;
+  for (const Node &n : s.nodes)
+    if (n.op == Node::Coord || n.op == Node::Gather || n.op == Node::Uniform)
+      return 0; // they read the row coordinate, which the split renumbers
+  // The divisor of `rows` nearest kSplitChunk, within a factor of two.
+  int64_t best = 0;
+  for (int64_t c = kSplitChunk / 2; c <= kSplitChunk * 2; ++c)
+    if (rows % c == 0 && (!best || std::llabs(c - kSplitChunk) < std::llabs(best - kSplitChunk)))
+      best = c;
+  return best;
+}
+
+void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second) {
+  int64_t parts = s.shape[0] / chunk, outputs = s.shape[1];
+  size_t nred = s.reductions.size();
+  // The partial sums: [parts, chunk (reduced), outputs].
+  first = Step();
+  first.kind = Step::Reduce;
+  first.origin = s.origin;
+  first.recomputed = s.recomputed;
+  first.shape = {parts, chunk, outputs};
+  first.reduced = {false, true, false};
+  std::vector<int> bodies;
+  for (const Reduction &r : s.reductions)
+    bodies.push_back(r.node);
+  auto map = copyNodes(s, reachable(s, bodies), first, [&](const std::vector<int64_t> &st) {
+    return std::vector<int64_t>{st[0] * chunk, st[0], st[1]};
+  });
+  for (size_t k = 0; k < nred; ++k) {
+    first.reductions.push_back({s.reductions[k].kind, map[s.reductions[k].node]});
+    Node red{Node::Reduced, ElemType::F32};
+    red.ivalue = (int64_t)k;
+    first.nodes.push_back(red);
+    first.stores.push_back({partials, {outputs, 0, 1}, (int)first.nodes.size() - 1,
+                            (int64_t)k * parts * outputs});
+  }
+  // Their sums per output, then the original epilogue and stores.
+  second = Step();
+  second.kind = Step::Reduce;
+  second.origin = s.origin;
+  second.recomputed = s.recomputed;
+  second.shape = {parts, outputs};
+  second.reduced = {true, false};
+  for (size_t k = 0; k < nred; ++k) {
+    Node load{Node::Load, ElemType::F32};
+    load.buffer = partials;
+    load.strides = {outputs, 1};
+    load.offset = (int64_t)k * parts * outputs;
+    second.nodes.push_back(load);
+    second.reductions.push_back({s.reductions[k].kind, (int)k});
+  }
+  std::vector<int> roots;
+  for (const Store &st : s.stores)
+    roots.push_back(st.node);
+  // An epilogue's loads do not move along the reduced dim (stride 0).
+  auto epilogue = copyNodes(s, reachable(s, roots), second,
+                            [](const std::vector<int64_t> &st) { return st; });
+  for (const Store &st : s.stores)
+    second.stores.push_back({st.buffer, st.strides, epilogue[st.node], st.offset});
+}
+
+} // namespace otc

@@ -1,0 +1,28 @@
+// Splitting a long column reduction into partial sums and their sum
+// (SplitColumns.cpp), so that its threads are many and its columns short.
+#ifndef OTC_CODEGEN_SPLITCOLUMNS_H
+#define OTC_CODEGEN_SPLITCOLUMNS_H
+
+#include "Program.h"
+
+namespace otc {
+
+/// Columns shorter than this stay one step.
+constexpr int64_t kSplitMinRows = 1024;
+/// More outputs than this keep a device busy unsplit.
+constexpr int64_t kSplitMaxOutputs = 16384;
+/// The rows each partial sum covers, roughly (a divisor of the rows).
+constexpr int64_t kSplitChunk = 128;
+
+/// For a Reduce step [R (reduced), O] (after collapseDims) worth
+/// splitting: the rows per partial sum, a divisor of R. Else 0.
+int64_t columnChunk(const Step &s);
+
+/// `first` sums `chunk` rows at a time into `partials`, a float32 buffer
+/// of [reductions, R / chunk, O]; `second` sums those per output and
+/// stores what `s` stored.
+void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second);
+
+} // namespace otc
+
+#endif

@@ -1,0 +1,15 @@
+// Column reductions long enough to be split into partial sums and their
+// sum (SplitColumns.cpp): sums over [32, 128] rows of 24 outputs, as
+// LayerNorm's scale and bias gradients over B x T rows; a product inside
+// the sum, a maximum, and a mean (the division after the sum). The [9, 24]
+// sum stays one step.
+func.func @columns(%x: tensor<32x128x24xf32>, %y: tensor<32x128x24xf32>, %z: tensor<9x24xf32>)
+    -> (tensor<24xf32>, tensor<24xf32>, tensor<24xf32>, tensor<1x1x24xf32>, tensor<24xf32>) {
+  %s = otc.reduce_sum %x [0, 1] : tensor<32x128x24xf32> -> tensor<24xf32>
+  %p = otc.mul %x, %y : tensor<32x128x24xf32>, tensor<32x128x24xf32> -> tensor<32x128x24xf32>
+  %ps = otc.reduce_sum %p [0, 1] : tensor<32x128x24xf32> -> tensor<24xf32>
+  %m = otc.reduce_max %y [0, 1] : tensor<32x128x24xf32> -> tensor<24xf32>
+  %a = otc.reduce_mean %y [0, 1] {keepdims = true} : tensor<32x128x24xf32> -> tensor<1x1x24xf32>
+  %zs = otc.reduce_sum %z [0] : tensor<9x24xf32> -> tensor<24xf32>
+  return %s, %ps, %m, %a, %zs : tensor<24xf32>, tensor<24xf32>, tensor<24xf32>, tensor<1x1x24xf32>, tensor<24xf32>
+}
