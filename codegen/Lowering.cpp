@@ -2,7 +2,7 @@
 // one consumer's loops (a fusion group) are computed there; every other value
 // gets a typed buffer, placed in the arena by live range.
 #include "Lowering.h"
-#include "SplitColumns.h"
+#include "ReduceSteps.h"
 #include "AbiEnums.h"
 #include "Rules.h"
 #include "otc/runtime/abi.h"
@@ -663,24 +663,56 @@ bool Lowering::run(Program &program) {
     if (!(step ? step->lower(&op, *this) : lowerAsElementwise(&op, *this)))
       return fail(&op, "lowering failed");
     for (size_t s = before; s < prog->steps.size(); ++s) {
-      if (prog->steps[s].kind == Step::Gemm || prog->steps[s].kind == Step::LibraryCall)
-        continue;
-      collapseDims(prog->steps[s]);
-      if (int64_t chunk = columnChunk(prog->steps[s])) {
-        const Step whole = prog->steps[s];
-        int partials = scratch(ElemType::F32,
-                               {int64_t(whole.reductions.size()), whole.shape[0] / chunk,
-                                whole.shape[1]},
-                               "column_partials");
-        Step second;
-        splitColumns(whole, chunk, partials, prog->steps[s], second);
-        prog->steps.insert(prog->steps.begin() + s + 1, std::move(second));
-        ++s;
-      }
+      stepAt.push_back(position[&op]);
+      if (prog->steps[s].kind != Step::Gemm && prog->steps[s].kind != Step::LibraryCall)
+        collapseDims(prog->steps[s]);
     }
   }
+  rewriteReduces();
   markLowOnly();
   return finishResults() && placeArena() && error.empty();
+}
+
+void Lowering::rewriteReduces() {
+  auto &steps = prog->steps;
+  // Every arena buffer of a step that spans positions [from, to] lives
+  // through all of them: one step reads and writes them all.
+  auto span = [&](const Step &s, int64_t from, int64_t to) {
+    for (int b : stepBuffers(s)) {
+      auto it = llvm::find(intervalBuffer, b);
+      if (it == intervalBuffer.end())
+        continue;
+      Interval &iv = intervals[size_t(it - intervalBuffer.begin())];
+      iv.begin = std::min(iv.begin, from);
+      iv.end = std::max(iv.end, to);
+    }
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    int64_t from = stepAt[i], to = stepAt[i];
+    while (i + 1 < steps.size() && mergeableReduces(steps[i], steps[i + 1])) {
+      to = stepAt[i + 1];
+      mergeReduces(steps[i], steps[i + 1]);
+      steps.erase(steps.begin() + i + 1);
+      stepAt.erase(stepAt.begin() + i + 1);
+    }
+    if (to != from)
+      span(steps[i], from, to);
+    int64_t chunk = columnChunk(steps[i]);
+    if (!chunk)
+      continue;
+    const Step whole = steps[i];
+    int partials = addBuffer(ElemType::F32,
+                             {int64_t(whole.reductions.size()), whole.shape[0] / chunk,
+                              whole.shape[1]},
+                             Buffer::Place::Arena, 0, "column_partials");
+    intervals.push_back({prog->buffers[partials].bytes(), from, to});
+    intervalBuffer.push_back(partials);
+    Step second;
+    splitColumns(whole, chunk, partials, steps[i], second);
+    steps.insert(steps.begin() + i + 1, std::move(second));
+    stepAt.insert(stepAt.begin() + i + 1, stepAt[i]);
+    ++i;
+  }
 }
 
 void Lowering::markLowOnly() {

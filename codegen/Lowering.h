@@ -100,6 +100,9 @@ private:
   bool storable(mlir::Value v) const;
   bool owned(mlir::Value v) const;
   bool makeBuffers();
+  /// Merges adjacent sibling Reduce steps and splits long column
+  /// reductions (ReduceSteps.h), before the arena is placed.
+  void rewriteReduces();
   /// Marks frozen parameters that no step reads in float32 (TensorDesc::lowOnly).
   void markLowOnly();
   bool placeArena();
@@ -147,6 +150,7 @@ private:
   llvm::DenseMap<mlir::Operation *, mlir::Value> fusedAccumulates;
   llvm::DenseSet<mlir::Value> stored;
   std::vector<Interval> intervals; // per arena buffer
+  std::vector<int64_t> stepAt;      // the op position of each step
   std::vector<int> intervalBuffer;
 };
 

@@ -1,5 +1,5 @@
 // Column reductions long enough to be split into partial sums and their
-// sum (SplitColumns.cpp): sums over [32, 128] rows of 24 outputs, as
+// sum (ReduceSteps.cpp): sums over [32, 128] rows of 24 outputs, as
 // LayerNorm's scale and bias gradients over B x T rows; a product inside
 // the sum, a maximum, and a mean (the division after the sum). The [9, 24]
 // sum stays one step.

@@ -1,11 +1,22 @@
-// Splitting a long column reduction into partial sums and their sum
-// (SplitColumns.cpp), so that its threads are many and its columns short.
-#ifndef OTC_CODEGEN_SPLITCOLUMNS_H
-#define OTC_CODEGEN_SPLITCOLUMNS_H
+// Program-level rewrites of Reduce steps (ReduceSteps.cpp): sibling
+// reductions over one iteration space merged into one step, and a long
+// column reduction split into partial sums and their sum, so that its
+// threads are many and its columns short.
+#ifndef OTC_CODEGEN_REDUCESTEPS_H
+#define OTC_CODEGEN_REDUCESTEPS_H
 
 #include "Program.h"
 
 namespace otc {
+
+/// Whether Reduce steps `a` then `b` can run as one: the same iteration
+/// space, and neither writes a buffer the other reads or writes. The
+/// caller keeps their arena buffers apart (one step reads all of them).
+bool mergeableReduces(const Step &a, const Step &b);
+
+/// `a` with `b`'s reductions and stores added, equal nodes shared (the
+/// gradient that LayerNorm's scale and bias sums both read, loaded once).
+void mergeReduces(Step &a, const Step &b);
 
 /// Columns shorter than this stay one step.
 constexpr int64_t kSplitMinRows = 1024;

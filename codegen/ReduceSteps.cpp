@@ -1,3 +1,7 @@
+// Sibling reductions: LayerNorm's scale and bias gradients are two column
+// sums over the same rows, each reading the incoming gradient. Adjacent
+// Reduce steps over one iteration space become one step, so it is read once.
+//
 // A column reduction (outputs side by side, a long reduced dim before them:
 // LayerNorm's scale and bias gradients over B*T rows) gives each output one
 // thread, which then walks the whole reduced dim alone: 768 threads summing
@@ -6,9 +10,11 @@
 // the second sums the S partials per output and runs the original epilogue.
 // The order of the sums is fixed by the program, so both targets, and every
 // run, give the same bits.
-#include "SplitColumns.h"
+#include "ReduceSteps.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
 namespace otc {
 namespace {
@@ -46,7 +52,65 @@ std::vector<int> copyNodes(const Step &from, const std::vector<int> &which, Step
   return map;
 }
 
+std::set<int> written(const Step &s) {
+  std::set<int> out;
+  for (const Store &st : s.stores)
+    out.insert(st.buffer);
+  return out;
+}
+
+std::set<int> read(const Step &s) {
+  std::set<int> out;
+  for (const Node &n : s.nodes)
+    if (n.buffer >= 0)
+      out.insert(n.buffer);
+  return out;
+}
+
+bool meets(const std::set<int> &a, const std::set<int> &b) {
+  return std::any_of(a.begin(), a.end(), [&](int x) { return b.count(x) > 0; });
+}
+
+bool sameNode(const Node &a, const Node &b) {
+  return a.op == b.op && a.type == b.type && a.args == b.args && a.buffer == b.buffer &&
+         a.strides == b.strides && a.value == b.value && a.ivalue == b.ivalue &&
+         a.extent == b.extent && a.offset == b.offset;
+}
+
 } // namespace
+
+bool mergeableReduces(const Step &a, const Step &b) {
+  if (a.kind != Step::Reduce || b.kind != Step::Reduce || a.shape != b.shape ||
+      a.reduced != b.reduced)
+    return false;
+  std::set<int> wa = written(a), wb = written(b);
+  return !meets(wa, read(b)) && !meets(wa, wb) && !meets(wb, read(a));
+}
+
+void mergeReduces(Step &a, const Step &b) {
+  int base = (int)a.reductions.size();
+  std::vector<int> map(b.nodes.size());
+  for (size_t i = 0; i < b.nodes.size(); ++i) {
+    Node n = b.nodes[i];
+    for (int &x : n.args)
+      x = map[x];
+    if (n.op == Node::Reduced)
+      n.ivalue += base;
+    auto same = std::find_if(a.nodes.begin(), a.nodes.end(),
+                             [&](const Node &m) { return sameNode(m, n); });
+    if (same != a.nodes.end()) {
+      map[i] = int(same - a.nodes.begin());
+      continue;
+    }
+    map[i] = (int)a.nodes.size();
+    a.nodes.push_back(std::move(n));
+  }
+  for (const Reduction &r : b.reductions)
+    a.reductions.push_back({r.kind, map[r.node]});
+  for (const Store &st : b.stores)
+    a.stores.push_back({st.buffer, st.strides, map[st.node], st.offset});
+  a.recomputed = a.recomputed && b.recomputed;
+}
 
 int64_t columnChunk(const Step &s) {
   if (s.kind != Step::Reduce || s.shape.size() != 2 || !s.reduced[0] || s.reduced[1])
