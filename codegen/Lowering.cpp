@@ -269,6 +269,10 @@ bool Lowering::classify() {
     } else if (Operation *host = hostFor(op, rules)) {
       hostOf[v] = host;
       root[&op] = host; // its operands, and its inlined producers, are read there
+    } else if (Value fed; Operation *feeder = feederFor(op, rules, fed)) {
+      hostOf[v] = feeder;
+      root[&op] = feeder;
+      fedTo[fed].push_back(&op);
     }
   }
   return true;
@@ -315,6 +319,47 @@ Operation *Lowering::hostFor(Operation &op, const RuleRegistry &rules) {
   return first;
 }
 
+bool Lowering::onlyFed(Value v) const {
+  auto fed = fedTo.find(v);
+  return fed != fedTo.end() && llvm::all_of(v.getUsers(), [&](Operation *u) {
+           return llvm::is_contained(fed->second, u);
+         });
+}
+
+Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &fed) {
+  Value v = op.getResult(0);
+  const ElementwiseRule *rule = rules.elementwiseRule(&op);
+  if (v.use_empty() || !rule || rule->operandMap)
+    return nullptr;
+  for (Operation *user : v.getUsers())
+    if (isa<func::ReturnOp, AccumulateOp, AssignOp>(user))
+      return nullptr;
+  // The latest operand stored one to one, over v's shape, by a step root.
+  Operation *feeder = nullptr;
+  for (Value o : op.getOperands()) {
+    Operation *def = o.getDefiningOp();
+    const StepRule *step = def ? rules.stepRule(def) : nullptr;
+    if (!step || !step->feeds || !step->feeds(def, cast<OpResult>(o).getResultNumber()) ||
+        shapeOf(o) != shapeOf(v))
+      continue;
+    if (!feeder || position[def] > position[feeder])
+      feeder = def, fed = o;
+  }
+  // Only where it takes the operand's place: an operand with other users
+  // stays in memory, and this value would live from the feeder on. A
+  // narrowing cast is its operand's store already.
+  if (!feeder || !fed.hasOneUse() || isa<CastOp>(op))
+    return nullptr;
+  // Every other operand exists by then, and nothing between writes memory.
+  for (Value o : op.getOperands())
+    if (Operation *def = o.getDefiningOp(); o != fed && def && position[def] > position[feeder])
+      return nullptr;
+  for (Operation *o = feeder->getNextNode(); o && o != &op; o = o->getNextNode())
+    if (isa<AssignOp, AccumulateOp>(o))
+      return nullptr;
+  return feeder;
+}
+
 int64_t Lowering::usePosition(Operation *op) {
   if (auto it = rootOf.find(op); it != rootOf.end() && it->second != op)
     return position[it->second];
@@ -347,7 +392,7 @@ bool Lowering::makeBuffers() {
   const RuleRegistry &rules = RuleRegistry::get();
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
-    if (inlined.contains(r) || targets.count(r) || buffers.count(r) ||
+    if (inlined.contains(r) || targets.count(r) || buffers.count(r) || onlyFed(r) ||
         isa<ConstantOp, ReshapeOp>(op) ||
         (nativeAccumulator.count(&op) && cast<OpResult>(r).getResultNumber() == 0))
       continue;
@@ -411,7 +456,11 @@ bool Lowering::makeBuffers() {
       auto arg = dyn_cast<BlockArgument>(v);
       prog->buffers[id].lowCopy = arg && func.getArgAttr(arg.getArgNumber(), attr::kParam);
     }
-    intervals.push_back({prog->buffers[id].bytes(), position[&op], last});
+    // A value fed by an earlier step is written there.
+    int64_t begin = position[&op];
+    if (Operation *host = hostOf.lookup(r))
+      begin = std::min(begin, position[host]);
+    intervals.push_back({prog->buffers[id].bytes(), begin, last});
     intervalBuffer.push_back(id);
    }
   }
@@ -563,6 +612,20 @@ void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) 
     if (map[j] >= 0)
       strides[map[j]] += own[j];
   stored.insert(result);
+  // Elementwise consumers fed here (StepRule::feeds): computed from this
+  // node, rounded as a load of the stored value would be, and stored too.
+  if (auto fed = fedTo.find(result); fed != fedTo.end()) {
+    int seen = node;
+    ElemType t;
+    if (elemTypeOf(result.getType(), t))
+      seen = b.roundTo(node, t);
+    b.values[std::make_pair((const void *)result.getAsOpaquePointer(), map)] = seen;
+    for (Operation *e : fed->second)
+      if (expr(b, e->getResult(0), map) < 0)
+        return;
+  }
+  if (onlyFed(result))
+    return;
   auto t = targets.find(result);
   if (t != targets.end()) {
     int to = t->second.buffer;

@@ -94,6 +94,14 @@ private:
   bool classify();
   /// The step op that computes and stores elementwise `op`'s result, or null.
   mlir::Operation *hostFor(mlir::Operation &op, const struct RuleRegistry &rules);
+  /// The earlier step op that stores an operand of elementwise `op` one to
+  /// one (StepRule::feeds) and can compute and store `op` beside it, or null;
+  /// `fed` is that operand.
+  mlir::Operation *feederFor(mlir::Operation &op, const struct RuleRegistry &rules,
+                             mlir::Value &fed);
+  /// Whether every user of `v` is fed `v` in its producer's step, so `v`
+  /// itself needs no memory.
+  bool onlyFed(mlir::Value v) const;
   bool bindArguments();
   bool bindResults();
   bool fuseAccumulations();
@@ -135,6 +143,9 @@ private:
   /// Elementwise values computed and stored by their first user's step
   /// (StepRule::hosts) rather than by a step of their own.
   llvm::DenseMap<mlir::Value, mlir::Operation *> hostOf;
+  /// Elementwise ops computed and stored where their host stores the
+  /// operand it feeds them (StepRule::feeds), by that operand.
+  llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Operation *, 2>> fedTo;
   /// Parameters the step writes itself (otc.assign targets), found by classify.
   llvm::DenseSet<mlir::Value> assigned;
   /// Narrowing casts whose producer stores the 16-bit value itself.

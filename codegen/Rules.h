@@ -41,6 +41,11 @@ struct StepRule {
   /// from there, instead of in a step of its own: the residual add before
   /// a LayerNorm.
   bool (*hosts)(mlir::Operation *op, unsigned k) = nullptr;
+  /// Whether the op's step stores result `k` through Lowering::store with
+  /// the identity map, once per element, so that an elementwise consumer of
+  /// it can be computed there and stored beside it, instead of in a step of
+  /// its own: the residual gradient's add after a normalize_grad.
+  bool (*feeds)(mlir::Operation *op, unsigned k) = nullptr;
 };
 
 /// For StepRule::accumulates.

@@ -121,6 +121,10 @@ void registerNormalizationRules(RuleRegistry &r) {
   r.steps[NormalizeGradOp::getOperationName()] = {lowerNormalize<NormalizeGradOp>, readsAll};
   r.steps[SoftmaxOp::getOperationName()] = {lowerSoftmax<SoftmaxOp, false>, readsInput};
   r.steps[LogSoftmaxOp::getOperationName()] = {lowerSoftmax<LogSoftmaxOp, true>, readsInput};
+  for (StringRef name : {NormalizeOp::getOperationName(), LayerNormOp::getOperationName(),
+                         NormalizeGradOp::getOperationName(), SoftmaxOp::getOperationName(),
+                         LogSoftmaxOp::getOperationName()})
+    r.steps[name].feeds = overInput; // result 0, over the step's whole shape
 }
 
 } // namespace otc
