@@ -7,16 +7,28 @@ using namespace otc;
 
 namespace {
 
+/// `shape` with dims 1 and 2 swapped under the [B, T, H, D] layout: the
+/// logical [B, H, T, D] of a tensor stored in `layout`, and back.
+SmallVector<int64_t> logical(ArrayRef<int64_t> shape, AttentionLayout layout) {
+  SmallVector<int64_t> s(shape);
+  if (layout == AttentionLayout::Bthd && s.size() == 4)
+    std::swap(s[1], s[2]);
+  return s;
+}
+
 /// Checks query [B, H, T, D], key [B, H/G, S, D], value [B, H/G, S, DV]
-/// and the mask; on success `scores` is [B, H, T, S].
+/// (dims 1 and 2 swapped in the bthd layout) and the mask; on success
+/// `scores` is [B, H, T, S].
 LogicalResult checkOperands(std::optional<Location> loc, Value q, Value k, Value v, Value mask,
-                            bool causal, std::optional<APFloat> fill,
+                            bool causal, std::optional<APFloat> fill, AttentionLayout layout,
                             SmallVectorImpl<int64_t> &scores) {
   RankedTensorType qt = tensorType(q), kt = tensorType(k), vt = tensorType(v);
   if (qt.getRank() != 4 || kt.getRank() != 4 || vt.getRank() != 4)
-    return emitOptionalError(loc, "attention takes [B, H, T, D] query, key and value, not ", qt,
-                             ", ", kt, ", ", vt);
-  auto qs = qt.getShape(), ks = kt.getShape(), vs = vt.getShape();
+    return emitOptionalError(loc, "attention takes [B, ",
+                             layout == AttentionLayout::Bthd ? "T, H" : "H, T",
+                             ", D] query, key and value, not ", qt, ", ", kt, ", ", vt);
+  SmallVector<int64_t> qs = logical(qt.getShape(), layout), ks = logical(kt.getShape(), layout),
+                       vs = logical(vt.getShape(), layout);
   if (qt.getElementType() != kt.getElementType() || qt.getElementType() != vt.getElementType())
     return emitOptionalError(loc, "query, key and value must share an element type: ", qt, ", ",
                              kt, ", ", vt);
@@ -46,16 +58,23 @@ LogicalResult checkOperands(std::optional<Location> loc, Value q, Value k, Value
   return success();
 }
 
+/// The layout an adaptor holds: absent while the op is being built.
+AttentionLayout layoutOf(AttentionLayoutAttr a) {
+  return a ? a.getValue() : AttentionLayout::Bhtd;
+}
+
 } // namespace
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> s;
   if (failed(checkOperands(loc, a.getQuery(), a.getKey(), a.getValue(), a.getMask(),
-                           a.getCausal(), a.getFill(), s)))
+                           a.getCausal(), a.getFill(), layoutOf(a.getLayoutAttr()), s)))
     return failure();
-  types.push_back(RankedTensorType::get({s[0], s[1], s[2], tensorType(a.getValue()).getShape()[3]},
-                                        tensorType(a.getQuery()).getElementType()));
+  types.push_back(RankedTensorType::get(
+      logical({s[0], s[1], s[2], tensorType(a.getValue()).getShape()[3]},
+              layoutOf(a.getLayoutAttr())),
+      tensorType(a.getQuery()).getElementType()));
   types.push_back(RankedTensorType::get({s[0], s[1], s[2], 2}, Float32Type::get(ctx)));
   return success();
 }
@@ -70,7 +89,7 @@ LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Loc
                                                 Adaptor a, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> s;
   if (failed(checkOperands(loc, a.getQuery(), a.getKey(), a.getValue(), a.getMask(),
-                           a.getCausal(), a.getFill(), s)))
+                           a.getCausal(), a.getFill(), layoutOf(a.getLayoutAttr()), s)))
     return failure();
   for (Value v : {a.getQuery(), a.getKey(), a.getValue()})
     types.push_back(v.getType());
@@ -84,7 +103,8 @@ LogicalResult AttentionGradOp::verify() {
                                    q.getElementType());
   if (getGrad().getType() != out || getOutput().getType() != out)
     return emitOpError("the output and its gradient must be ") << out;
-  auto stats = RankedTensorType::get({out.getShape()[0], out.getShape()[1], out.getShape()[2], 2},
+  SmallVector<int64_t> rows = logical(out.getShape(), getLayout());
+  auto stats = RankedTensorType::get({rows[0], rows[1], rows[2], 2},
                                      Float32Type::get(getContext()));
   if (getStats().getType() != stats)
     return emitOpError("the row statistics must be ") << stats;
@@ -103,7 +123,7 @@ LogicalResult AttentionOp::buildGradients(OpBuilder &b, ValueRange dy,
   }
   auto g = AttentionGradOp::create(b, getLoc(), dy[0], getQuery(), getKey(), getValue(),
                                    getResult(), getStats(), getMask(), getScaleAttr(),
-                                   getCausalAttr(), getFillAttr());
+                                   getCausalAttr(), getFillAttr(), getLayoutAttr());
   grads.append({g.getQueryGrad(), g.getKeyGrad(), g.getValueGrad()});
   if (getMask())
     grads.push_back(Value());

@@ -91,9 +91,10 @@ int64_t AvgPoolGradOp::getFlopCount() { return elements(getGrad().getType()) * t
 // and makes four more.
 namespace {
 
-int64_t attentionPairs(Value q, Value k) {
+int64_t attentionPairs(Value q, Value k, AttentionLayout layout) {
   auto qs = cast<ShapedType>(q.getType()).getShape();
-  return qs[0] * qs[1] * qs[2] * cast<ShapedType>(k.getType()).getShape()[2];
+  int64_t seq = layout == AttentionLayout::Bthd ? 1 : 2; // the keys' S
+  return qs[0] * qs[1] * qs[2] * cast<ShapedType>(k.getType()).getShape()[seq];
 }
 
 } // namespace
@@ -101,13 +102,13 @@ int64_t attentionPairs(Value q, Value k) {
 int64_t AttentionOp::getFlopCount() {
   int64_t d = cast<ShapedType>(getQuery().getType()).getShape()[3];
   int64_t dv = cast<ShapedType>(getValue().getType()).getShape()[3];
-  return 2 * attentionPairs(getQuery(), getKey()) * (d + dv);
+  return 2 * attentionPairs(getQuery(), getKey(), getLayout()) * (d + dv);
 }
 
 int64_t AttentionGradOp::getFlopCount() {
   int64_t d = cast<ShapedType>(getQuery().getType()).getShape()[3];
   int64_t dv = cast<ShapedType>(getValue().getType()).getShape()[3];
-  return 2 * attentionPairs(getQuery(), getKey()) * (3 * d + 2 * dv);
+  return 2 * attentionPairs(getQuery(), getKey(), getLayout()) * (3 * d + 2 * dv);
 }
 
 } // namespace otc

@@ -356,7 +356,8 @@ struct FuseAttentionPattern : OpRewritePattern<MatMulOp> {
       mask = NotOp::create(rewriter, loc, mask);
     FloatAttr fill = c.keep ? rewriter.getF64FloatAttr(c.fill) : FloatAttr();
     auto op = AttentionOp::create(rewriter, loc, q, k, v, mask, rewriter.getF64FloatAttr(c.scale),
-                                  rewriter.getBoolAttr(c.causal), fill);
+                                  rewriter.getBoolAttr(c.causal), fill,
+                                  AttentionLayoutAttr::get(getContext(), AttentionLayout::Bhtd));
     Value out = op.getResult();
     if (out.getType() != pv.getType())
       out = ReshapeOp::create(rewriter, loc, pv.getType(), out);

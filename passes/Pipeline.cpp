@@ -16,6 +16,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createFuseLayerNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
+  pm.addPass(createAttentionLayout());
   pm.addPass(createFuseGelu());
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));
@@ -40,6 +41,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
   pm.addPass(createFuseLayerNorm());
   pm.addPass(createFuseRotary());
   pm.addPass(createFuseAttention());
+  pm.addPass(createAttentionLayout());
   pm.addPass(createFuseGelu());
   pm.addPass(createFuseGemmEpilogues());
   pm.addPass(createMixedPrecision(precision));

@@ -47,10 +47,10 @@ struct Plan {
 };
 
 using Key = std::tuple<long long, long long, long long, long long, long long, long long, int, int,
-                       float>;
+                       float, int>;
 
 Key keyOf(const otc_attention_shape &a) {
-  return {a.b, a.h, a.hk, a.t, a.s, a.d, a.causal, a.dtype, a.scale};
+  return {a.b, a.h, a.hk, a.t, a.s, a.d, a.causal, a.dtype, a.scale, a.layout};
 }
 
 struct State {
@@ -67,25 +67,33 @@ State &state() {
   return s;
 }
 
-/// Row-major strides of a contiguous tensor of `dims`.
-std::vector<int64_t> packed(const std::vector<int64_t> &dims) {
+/// Row-major strides of a contiguous tensor of `dims` [b, h, t, d]; with
+/// `seqMajor`, stored as [b, t, h, d] (the dims cuDNN is given stay
+/// [b, h, t, d]).
+std::vector<int64_t> packed(const std::vector<int64_t> &dims, bool seqMajor = false) {
+  std::vector<int64_t> stored = dims;
+  if (seqMajor)
+    std::swap(stored[1], stored[2]);
   std::vector<int64_t> strides(dims.size(), 1);
   for (int i = int(dims.size()) - 2; i >= 0; --i)
-    strides[size_t(i)] = strides[size_t(i) + 1] * dims[size_t(i) + 1];
+    strides[size_t(i)] = strides[size_t(i) + 1] * stored[size_t(i) + 1];
+  if (seqMajor)
+    std::swap(strides[1], strides[2]);
   return strides;
 }
 
 std::shared_ptr<fe::graph::Tensor_attributes>
-tensor(fe::graph::Graph &g, const char *name, int64_t uid, std::vector<int64_t> dims) {
+tensor(fe::graph::Graph &g, const char *name, int64_t uid, std::vector<int64_t> dims,
+       bool seqMajor = false) {
   return g.tensor(
       fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(
-          packed(dims)));
+          packed(dims, seqMajor)));
 }
 
 /// Marks a graph's result as an output with its uid, contiguous.
 void output(const std::shared_ptr<fe::graph::Tensor_attributes> &t, int64_t uid,
-            const std::vector<int64_t> &dims) {
-  t->set_output(true).set_uid(uid).set_dim(dims).set_stride(packed(dims));
+            const std::vector<int64_t> &dims, bool seqMajor = false) {
+  t->set_output(true).set_uid(uid).set_dim(dims).set_stride(packed(dims, seqMajor));
 }
 
 std::shared_ptr<fe::graph::Graph> newGraph(const otc_attention_shape &a) {
@@ -114,16 +122,18 @@ Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
   Plan p;
   std::vector<int64_t> qd = {a.b, a.h, a.t, a.d}, kd = {a.b, a.hk, a.s, a.d};
   std::vector<int64_t> sd = {a.b, a.h, a.t, 1};
+  bool sm = a.layout != 0; // q, k, v, o and their gradients [b, t, h, d]
   {
     auto g = newGraph(a);
-    auto q = tensor(*g, "Q", kQ, qd), k = tensor(*g, "K", kK, kd), v = tensor(*g, "V", kV, kd);
+    auto q = tensor(*g, "Q", kQ, qd, sm), k = tensor(*g, "K", kK, kd, sm),
+         v = tensor(*g, "V", kV, kd, sm);
     auto options = fe::graph::SDPA_attributes()
                        .set_name("otc_attention")
                        .set_generate_stats(true)
                        .set_attn_scale(a.scale)
                        .set_causal_mask(a.causal != 0);
     auto [o, stats] = g->sdpa(q, k, v, options);
-    output(o, kO, qd);
+    output(o, kO, qd, sm);
     output(stats, kStats, sd);
     stats->set_data_type(fe::DataType_t::FLOAT);
     if (!finish(*g, handle, p.workspace))
@@ -132,8 +142,9 @@ Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
   }
   {
     auto g = newGraph(a);
-    auto q = tensor(*g, "Q", kQ, qd), k = tensor(*g, "K", kK, kd), v = tensor(*g, "V", kV, kd);
-    auto o = tensor(*g, "O", kO, qd), dO = tensor(*g, "dO", kdO, qd);
+    auto q = tensor(*g, "Q", kQ, qd, sm), k = tensor(*g, "K", kK, kd, sm),
+         v = tensor(*g, "V", kV, kd, sm);
+    auto o = tensor(*g, "O", kO, qd, sm), dO = tensor(*g, "dO", kdO, qd, sm);
     auto stats = tensor(*g, "Stats", kStats, sd);
     stats->set_data_type(fe::DataType_t::FLOAT);
     // Deterministic: a run's bits must not depend on scheduling (resume
@@ -144,9 +155,9 @@ Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
                        .set_causal_mask(a.causal != 0)
                        .set_deterministic_algorithm(true);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dO, stats, options);
-    output(dq, kdQ, qd);
-    output(dk, kdK, kd);
-    output(dv, kdV, kd);
+    output(dq, kdQ, qd, sm);
+    output(dk, kdK, kd, sm);
+    output(dv, kdV, kd, sm);
     if (finish(*g, handle, p.workspace))
       p.backward = g;
   }

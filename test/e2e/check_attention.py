@@ -6,7 +6,7 @@ and value gradients against a float64 reference, element by element.
 usage: check_attention.py OTC DIR --type f32|f16|bf16 [--heads H]
            [--kv-heads HK] [--queries T] [--keys S] [--causal]
            [--mask none|add|keep] [--target cpu|cuda]
-           [--build-only | --run-only] [--cudnn | --kernel]
+           [--build-only | --run-only] [--cudnn | --kernel] [--layout bthd]
 
 DIR receives the function and the executable; --build-only stops there
 and --run-only (OTC unused) runs one built before, as on a GPU machine
@@ -44,6 +44,10 @@ rounds the probabilities before p v and ds before ds k and ds q to the
 storage type, which adds u sum p|v| to out's bound, u sum p|dO| to dv's
 and u scale sum |ds| |k| (|q|) to dq's (dk's). --kernel runs otc's own
 kernels (OTC_ATTENTION=kernel).
+
+--layout bthd stores q, k, v, the output and the gradients [B, T, H, D]
+(otc-attention-layout's form): the same values, the same bounds, and on
+cuDNN the same graphs given strides.
 """
 import argparse
 import os
@@ -64,14 +68,21 @@ def g(n):
     return n * EPS
 
 
+def stored(shape, a):
+    """A [B, H, n, w] shape as the kernel stores it."""
+    return (shape[0], shape[2], shape[1], shape[3]) if a.layout == "bthd" else shape
+
+
 def mlir(a, shapes, scale):
     t = a.type
     ty = lambda s, e=t: "tensor<" + "x".join(map(str, s)) + "x" + e + ">"
-    q, k, v, o = (ty(shapes[n]) for n in ("q", "k", "v", "o"))
+    q, k, v, o = (ty(stored(shapes[n], a)) for n in ("q", "k", "v", "o"))
     lse = ty(shapes["lse"], "f32")
     attrs = f"scale = {scale:.17e} : f64"
     if a.causal:
         attrs += ", causal = true"
+    if a.layout == "bthd":
+        attrs += ", layout = 1 : i32"
     args = [f"%q: {q}", f"%k: {k}", f"%v: {v}", f"%g: {o}"]
     mask, mtype = "", ""
     if a.mask != "none":
@@ -163,6 +174,7 @@ def main():
     ap.add_argument("--run-only", action="store_true")
     ap.add_argument("--cudnn", action="store_true")
     ap.add_argument("--kernel", action="store_true")
+    ap.add_argument("--layout", default="bhtd", choices=["bhtd", "bthd"])
     a = ap.parse_args()
     B, H, HK, T, S, D, DV = a.batch, a.heads, a.kv_heads, a.queries, a.keys, a.dim, a.value_dim
     G = H // HK
@@ -197,11 +209,14 @@ def main():
     args = [q, k, v, dO] + ([mask] if mask is not None else [])
     data = tmp / "data"
     data.mkdir(exist_ok=True)
+    # [B, H, n, w] <-> [B, n, H, w] under bthd (the mask keeps its shape).
+    swap = (lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2))) if a.layout == "bthd" else (lambda x: x)
     for i, x in enumerate(args):
-        np.save(data / f"arg{i}.npy", x)
+        np.save(data / f"arg{i}.npy", swap(x) if i < 4 else x)
     env = dict(os.environ, OTC_ATTENTION="kernel") if a.kernel else None
     subprocess.run([str(exe), str(data)], check=True, env=env)
     got = [np.load(data / f"result{i}.npy").astype(np.float64) for i in range(5)]
+    got = [r if i == 1 else swap(r) for i, r in enumerate(got)]
     if a.cudnn:  # the packed log-sum-exp, in the first half
         got[1] = got[1].reshape(-1)[:B * H * T]
     f64 = lambda x: np.asarray(x, np.float64)

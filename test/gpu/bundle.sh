@@ -92,7 +92,8 @@ done
 "$otc" kernel "$root/test/e2e/kernels/dropout_f32.mlir" -o "$out/kernel_dropout" --target cuda
 # Fused attention (test/e2e/attention.test on the CPU): the same cases, and
 # a GPT-2-sized head (T 1024, D 64) in bf16 on cuDNN and on otc's kernels,
-# and grouped queries in f16 on cuDNN.
+# and grouped queries in f16 on cuDNN; then the [B, T, H, D] layout
+# (otc-attention-layout) on otc's kernels and, strided, on cuDNN.
 while read -r name flags; do
   "$py" "$root/test/e2e/check_attention.py" "$otc" "$out/attention/$name" --target cuda \
     --build-only $flags > /dev/null
@@ -107,6 +108,10 @@ f16 --type f16 --mask keep --heads 2 --kv-heads 1 --dim 64 --value-dim 40
 gpt2_bf16 --type bf16 --causal --batch 1 --heads 2 --kv-heads 2 --queries 1024 --keys 1024 --dim 64 --value-dim 64 --cudnn
 gpt2_bf16_kernel --type bf16 --causal --batch 1 --heads 2 --kv-heads 2 --queries 1024 --keys 1024 --dim 64 --value-dim 64 --kernel
 gqa_f16 --type f16 --heads 4 --kv-heads 2 --queries 128 --keys 128 --dim 64 --value-dim 64 --cudnn
+bthd_causal --layout bthd --causal --kv-heads 2
+bthd_padded --layout bthd --type bf16 --mask add --queries 6 --keys 9 --value-dim 16
+gpt2_bthd_bf16 --layout bthd --type bf16 --causal --batch 2 --heads 4 --kv-heads 4 --queries 1024 --keys 1024 --dim 64 --value-dim 64 --cudnn
+gqa_bthd_f16 --layout bthd --type f16 --heads 4 --kv-heads 2 --queries 128 --keys 128 --dim 64 --value-dim 64 --cudnn
 CASES
 # Recurrent cells (test/e2e/recurrent.test on the CPU): the same cases.
 while read -r name flags; do

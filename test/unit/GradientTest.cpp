@@ -208,6 +208,13 @@ std::vector<Case> cases() {
        "  %y, %st = otc.attention %q, %k, %v {causal = true, scale = 0.7 : f64} : tensor<1x4x3x2xf64>, "
        "tensor<1x2x3x2xf64>, tensor<1x2x3x3xf64> -> tensor<1x4x3x3xf64>, tensor<1x4x3x2xf32>",
        "tensor<1x4x3x3xf64>", {1, 4, 3, 3}},
+      // The same in the projections' layout (bthd): q [B, T, H, D].
+      {"attention_bthd_gqa", "%q: tensor<1x3x4x2xf64> {otc.param = \"q\", otc.trainable}, "
+       "%k: tensor<1x3x2x2xf64> {otc.param = \"k\", otc.trainable}, "
+       "%v: tensor<1x3x2x3xf64> {otc.param = \"v\", otc.trainable}",
+       "  %y, %st = otc.attention %q, %k, %v {causal = true, scale = 0.7 : f64, layout = 1 : i32} : "
+       "tensor<1x3x4x2xf64>, tensor<1x3x2x2xf64>, tensor<1x3x2x3xf64> -> tensor<1x3x4x3xf64>, tensor<1x4x3x2xf32>",
+       "tensor<1x3x4x3xf64>", {1, 3, 4, 3}},
       {"attention_added_mask", "%q: tensor<2x1x2x3xf64> {otc.param = \"q\", otc.trainable}, "
        "%k: tensor<2x1x4x3xf64> {otc.param = \"k\", otc.trainable}, "
        "%v: tensor<2x1x4x2xf64> {otc.param = \"v\", otc.trainable}",

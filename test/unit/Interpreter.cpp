@@ -181,6 +181,18 @@ struct AttentionRef {
   }
 };
 
+/// A rank-4 tensor with dims 1 and 2 swapped ([B, T, H, D] and [B, H, T, D]).
+Tensor swap12(const Tensor &x) {
+  int64_t n0 = x.shape[0], n1 = x.shape[1], n2 = x.shape[2], n3 = x.shape[3];
+  Tensor y{{n0, n2, n1, n3}, std::vector<double>(x.data.size())};
+  for (int64_t a = 0; a < n0; ++a)
+    for (int64_t b = 0; b < n1; ++b)
+      for (int64_t c = 0; c < n2; ++c)
+        for (int64_t d = 0; d < n3; ++d)
+          y.data[((a * n2 + c) * n1 + b) * n3 + d] = x.data[((a * n1 + b) * n2 + c) * n3 + d];
+  return y;
+}
+
 /// A recurrence's sizes and walk: step s runs at time t(s), after p(s).
 struct RecurrenceRef {
   int64_t T, B, H;
@@ -321,9 +333,13 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           return r;
         })
         .Case([&](AttentionOp op) {
-          AttentionRef<AttentionOp> a(op, get(op.getQuery()), get(op.getKey()), get(op.getValue()),
-                                      op.getMask() ? &get(op.getMask()) : nullptr);
-          Tensor out{shape, std::vector<double>(count(shape), 0.0)};
+          // bthd: computed in [B, H, T, D] between two swaps of dims 1 and 2.
+          bool sm = op.getLayout() == AttentionLayout::Bthd;
+          auto in = [&](Value v) { return sm ? swap12(get(v)) : get(v); };
+          Tensor q = in(op.getQuery()), k = in(op.getKey()), v = in(op.getValue());
+          AttentionRef<AttentionOp> a(op, q, k, v, op.getMask() ? &get(op.getMask()) : nullptr);
+          std::vector<int64_t> rows = {a.B, a.H, a.T, a.DV};
+          Tensor out{rows, std::vector<double>(count(rows), 0.0)};
           Tensor stats{shapeOf(op.getStats()), std::vector<double>(a.B * a.H * a.T * 2)};
           for (int64_t row = 0; row < a.B * a.H * a.T; ++row) {
             int64_t t = row % a.T, h = row / a.T % a.H, b = row / (a.T * a.H);
@@ -341,12 +357,14 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             stats.data[2 * row + 1] = std::log(l);
           }
           env[op.getStats()] = stats;
-          return out;
+          return sm ? swap12(out) : out;
         })
         .Case([&](AttentionGradOp op) {
-          AttentionRef<AttentionGradOp> a(op, get(op.getQuery()), get(op.getKey()), get(op.getValue()),
-                                          op.getMask() ? &get(op.getMask()) : nullptr);
-          const Tensor &g = get(op.getGrad()), &o = get(op.getOutput()), &st = get(op.getStats());
+          bool sm = op.getLayout() == AttentionLayout::Bthd;
+          auto in = [&](Value v) { return sm ? swap12(get(v)) : get(v); };
+          Tensor q = in(op.getQuery()), k = in(op.getKey()), v = in(op.getValue());
+          AttentionRef<AttentionGradOp> a(op, q, k, v, op.getMask() ? &get(op.getMask()) : nullptr);
+          const Tensor g = in(op.getGrad()), o = in(op.getOutput()), &st = get(op.getStats());
           Tensor dq{a.q.shape, std::vector<double>(a.q.data.size(), 0.0)};
           Tensor dk{a.k.shape, std::vector<double>(a.k.data.size(), 0.0)};
           Tensor dv{a.v.shape, std::vector<double>(a.v.data.size(), 0.0)};
@@ -371,9 +389,9 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
               }
             }
           }
-          env[op.getKeyGrad()] = dk;
-          env[op.getValueGrad()] = dv;
-          return dq;
+          env[op.getKeyGrad()] = sm ? swap12(dk) : dk;
+          env[op.getValueGrad()] = sm ? swap12(dv) : dv;
+          return sm ? swap12(dq) : dq;
         })
         .Case([&](LstmOp op) {
           const Tensor &x = get(op.getInput()), &r = get(op.getRecurrence());

@@ -8,7 +8,9 @@
 
 class Otc_AttentionAttrs {
   dag attentionAttrs = (ins F64Attr:$scale, DefaultValuedAttr<BoolAttr, "false">:$causal,
-                        OptionalAttr<F64Attr>:$fill);
+                        OptionalAttr<F64Attr>:$fill,
+                        DefaultValuedAttr<Otc_AttentionLayout,
+                                          "::otc::AttentionLayout::Bhtd">:$layout);
 }
 
 def Otc_AttentionOp : Otc_DiffOp<"attention",
@@ -22,6 +24,11 @@ def Otc_AttentionOp : Otc_DiffOp<"attention",
     - with a float `mask` broadcast to [B, H, T, S], x[s] + mask[.., t, s];
     - with an i1 `mask`, `fill` where the mask is false;
     - with `causal` (T = S), only s <= t take part.
+
+    With `layout = bthd` query, key, value and result (and the gradients)
+    are [B, T, H, D] instead, as the projections around attention make
+    them (otc-attention-layout folds the transposes between); the mask and
+    the row statistics keep [B, H, T, ...].
 
     `result` is softmax(x) v, in the query's type; `stats` holds, per row,
     m = max x and log(sum(exp(x - m))) in float32, for the backward. Kept

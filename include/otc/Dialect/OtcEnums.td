@@ -45,4 +45,12 @@ def Otc_GeluApproximation : I32EnumAttr<"GeluApproximation", "the form of otc.ge
   let cppNamespace = "::otc";
 }
 
+// Where otc.attention's sequence dim sits: [B, H, T, D] (heads outer, the
+// layout of the exported graph's products), or [B, T, H, D] (the layout of
+// the projections around it: no transposes, and cuDNN reads it strided).
+def Otc_AttentionLayout : I32EnumAttr<"AttentionLayout", "the dims order of attention's tensors", [
+    I32EnumAttrCase<"Bhtd", 0, "bhtd">, I32EnumAttrCase<"Bthd", 1, "bthd">]> {
+  let cppNamespace = "::otc";
+}
+
 #endif // OTC_ENUMS

@@ -130,6 +130,33 @@ def FuseAttention : Pass<"otc-fuse-attention", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def AttentionLayout : Pass<"otc-attention-layout", "mlir::ModuleOp"> {
+  let summary = "Attention reads and writes the projections' [B, T, H, D] layout";
+  let description = [{
+    Exported attention splits each projection [B, T, H·D] into heads,
+    [B, T, H, D], and transposes it to [B, H, T, D] for the products; the
+    result is transposed back before the output projection. Each
+    transpose is a pass over memory, and so is each transpose of their
+    gradients. This pass gives `otc.attention` whose query, key and value
+    are all such transposes `layout = bthd`: it reads the untransposed
+    tensors, and a reader of its result that transposed it back reads it
+    as it is (another reader gets one transpose). Its gradient inherits
+    the layout. The kernels index [B, T, H, D] directly, and cuDNN is
+    given the strides. Run after otc-fuse-attention, before autodiff.
+
+    ```mlir
+    %q = otc.transpose %x [0, 2, 1, 3] : tensor<2x8x4x16xbf16> -> tensor<2x4x8x16xbf16>
+    ... %k, %v alike
+    %o, %s = otc.attention %q, %k, %v {scale = 0.25 : f64, causal = true} : ...
+    %y = otc.transpose %o [0, 2, 1, 3] : tensor<2x4x8x16xbf16> -> tensor<2x8x4x16xbf16>
+    // becomes
+    %y, %s = otc.attention %x, %xk, %xv {scale = 0.25 : f64, causal = true, layout = 1 : i32}
+        : tensor<2x8x4x16xbf16>, ... -> tensor<2x8x4x16xbf16>, tensor<2x4x8x2xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let summary = "Forms otc.normalize {center = false} from hand-written RMSNorm";
   let description = [{

@@ -143,6 +143,26 @@ func.func @attention_heads(%q: tensor<1x3x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> 
 
 // -----
 
+// In the [B, T, H, D] layout the heads are dim 2: a [1, 4, 3, 8] query has
+// 3 heads, which 2 key heads do not divide.
+func.func @attention_heads_bthd(%q: tensor<1x4x3x8xf32>, %k: tensor<1x4x2x8xf32>) -> tensor<1x4x3x8xf32> {
+  // expected-error @+2 {{the query's 3 heads are not a multiple of the key's 2}}
+  // expected-error @+1 {{'otc.attention' op failed to infer returned types}}
+  %o, %s = otc.attention %q, %k, %k {scale = 1.0 : f64, layout = 1 : i32} : tensor<1x4x3x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32> -> tensor<1x4x3x8xf32>, tensor<1x3x4x2xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
+
+// -----
+
+// A gradient whose row statistics are not [B, H, T, 2] of the bthd layout.
+func.func @attention_grad_stats_bthd(%q: tensor<1x4x2x8xf32>, %st: tensor<1x4x2x2xf32>) -> tensor<1x4x2x8xf32> {
+  // expected-error @+1 {{the row statistics must be 'tensor<1x2x4x2xf32>'}}
+  %dq, %dk, %dv = otc.attention_grad %q, %q, %q, %q, %q, %st {scale = 1.0 : f64, layout = 1 : i32} : tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x2xf32> -> tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x8xf32>
+  return %dq : tensor<1x4x2x8xf32>
+}
+
+// -----
+
 // Causal attention is over a square of queries and keys.
 func.func @attention_causal(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x4x8xf32>) -> tensor<1x2x3x8xf32> {
   // expected-error @+2 {{causal attention needs as many queries as keys, not 3 and 4}}

@@ -16,11 +16,13 @@ extern "C" {
 
 enum { OTC_ATTENTION_F16 = 0, OTC_ATTENTION_BF16 = 1 };
 
-/* q [b, h, t, d], k and v [b, hk, s, d], contiguous. */
+/* q [b, h, t, d], k and v [b, hk, s, d], contiguous; with layout 1 the
+ * sequence dim comes before the heads: q [b, t, h, d], k and v [b, s, hk, d]. */
 typedef struct otc_attention_shape {
   long long b, h, hk, t, s, d;
   int causal, dtype;
   float scale;
+  int layout;
 } otc_attention_shape;
 
 int otc_cudnn_attention_forward(const otc_attention_shape *a, const void *q, const void *k,
