@@ -99,6 +99,11 @@ private:
   /// `fed` is that operand.
   mlir::Operation *feederFor(mlir::Operation &op, const struct RuleRegistry &rules,
                              mlir::Value &fed);
+  /// A float32 value's narrowing cast to 16 bits, where the value is
+  /// computed in another op's step (hosted or fed) and also read
+  /// elsewhere: computed and stored in that step too (the residual
+  /// gradient's 16-bit copy for the GEMMs).
+  void feedNarrowingCasts();
   /// Whether every user of `v` is fed `v` in its producer's step, so `v`
   /// itself needs no memory.
   bool onlyFed(mlir::Value v) const;
