@@ -288,7 +288,8 @@ void Lowering::feedNarrowingCasts() {
         !elemTypeOf(c.getType(), to) || (to != ElemType::F16 && to != ElemType::BF16) ||
         !cast<RankedTensorType>(c.getInput().getType()).getElementType().isF32())
       continue;
-    // One use: the producer stores it narrowed already (makeBuffers).
+    // One use: left to the cast's own step (conservative: the value would
+    // then need no float32 memory, which store() does not yet exploit here).
     Value in = c.getInput();
     if (in.hasOneUse() || llvm::any_of(c->getUsers(), [](Operation *u) {
           return isa<func::ReturnOp, AccumulateOp, AssignOp>(u);
@@ -306,8 +307,11 @@ void Lowering::feedNarrowingCasts() {
           return !r || position[r] <= position[host];
         }))
       continue;
+    // Nothing between the host and the cast, whichever comes first.
     bool between = false;
-    for (Operation *o = host->getNextNode(); o && o != &op; o = o->getNextNode())
+    Operation *first = position[host] < position[&op] ? host : &op;
+    Operation *last = first == host ? &op : host;
+    for (Operation *o = first->getNextNode(); o && o != last; o = o->getNextNode())
       between = between || isa<AssignOp, AccumulateOp>(o);
     if (between)
       continue;
@@ -389,9 +393,10 @@ Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &
   // narrowing cast is its operand's store already.
   if (!feeder || !fed.hasOneUse() || isa<CastOp>(op))
     return nullptr;
-  // Every other operand exists by then, and nothing between writes memory.
+  // Every other operand exists before the feeder (not another of its
+  // results, which the same step stores), and nothing between writes memory.
   for (Value o : op.getOperands())
-    if (Operation *def = o.getDefiningOp(); o != fed && def && position[def] > position[feeder])
+    if (Operation *def = o.getDefiningOp(); o != fed && def && position[def] >= position[feeder])
       return nullptr;
   for (Operation *o = feeder->getNextNode(); o && o != &op; o = o->getNextNode())
     if (isa<AssignOp, AccumulateOp>(o))

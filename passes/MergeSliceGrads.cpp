@@ -63,24 +63,28 @@ struct MergePieces : OpRewritePattern<AddOp> {
         return failure();
     SmallVector<Value> terms;
     collectTerms(root, terms);
-    // The pieces along the axis most of them share; each start once.
-    std::map<int64_t, std::map<int64_t, SliceGradOp>> byAxis;
-    for (Value t : terms)
-      if (auto s = t.getDefiningOp<SliceGradOp>(); s && s->hasOneUse())
-        if (int64_t axis = pieceAxis(s); axis >= 0)
-          byAxis[axis].emplace(s.getStarts()[axis], s);
+    // Only a sum of pieces alone, along one axis, none overlapping: then
+    // each element is one piece's value or zero, and the concat is exact.
+    // With other terms the sum's order, and so its rounding, would change.
+    std::map<int64_t, SliceGradOp> pieces; // by start
     int64_t axis = -1;
-    for (auto &[a, pieces] : byAxis)
-      if (pieces.size() >= 2 && (axis < 0 || pieces.size() > byAxis[axis].size()))
-        axis = a;
-    if (axis < 0)
-      return failure();
-    // In order of start; a piece overlapping the one before stays a term.
-    SmallVector<Value> inputs;
-    llvm::DenseSet<Operation *> merged;
+    for (Value t : terms) {
+      auto s = t.getDefiningOp<SliceGradOp>();
+      if (!s || !s->hasOneUse())
+        return failure();
+      int64_t a = pieceAxis(s);
+      if (a < 0 || (axis >= 0 && a != axis) || !pieces.emplace(s.getStarts()[a], s).second)
+        return failure();
+      axis = a;
+    }
     int64_t at = 0, n = type.getShape()[axis];
+    for (auto &[start, s] : pieces) {
+      if (start < at) // overlaps the piece before
+        return failure();
+      at = start + tensorType(s.getGrad()).getShape()[axis];
+    }
     Location loc = root.getLoc();
-    auto zeros = [&](int64_t size) {
+    auto zeros = [&](int64_t size) -> Value {
       SmallVector<int64_t> shape(type.getShape());
       shape[axis] = size;
       auto t = RankedTensorType::get(shape, type.getElementType());
@@ -88,24 +92,17 @@ struct MergePieces : OpRewritePattern<AddOp> {
                                 DenseElementsAttr::get(t, rewriter.getZeroAttr(type.getElementType())));
     };
     rewriter.setInsertionPoint(root);
-    for (auto &[start, s] : byAxis[axis]) {
-      if (start < at)
-        continue;
+    SmallVector<Value> inputs;
+    at = 0;
+    for (auto &[start, s] : pieces) {
       if (start > at)
         inputs.push_back(zeros(start - at));
       inputs.push_back(s.getGrad());
-      merged.insert(s);
       at = start + tensorType(s.getGrad()).getShape()[axis];
     }
-    if (merged.size() < 2)
-      return failure();
     if (at < n)
       inputs.push_back(zeros(n - at));
-    Value sum = ConcatOp::create(rewriter, loc, inputs, axis);
-    for (Value t : terms)
-      if (!merged.contains(t.getDefiningOp()))
-        sum = AddOp::create(rewriter, loc, sum, t);
-    rewriter.replaceOp(root, sum);
+    rewriter.replaceOp(root, ConcatOp::create(rewriter, loc, inputs, axis).getResult());
     return success();
   }
 };

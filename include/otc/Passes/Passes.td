@@ -321,11 +321,13 @@ def MergeSliceGrads : Pass<"otc-merge-slice-grads", "mlir::ModuleOp"> {
     (zeros of the whole shape, the piece placed in them) and a sum of
     those: for three pieces, three zero fills, three placements and the
     sum's pass, each over the whole tensor, and three whole-size
-    temporaries. This pass replaces the pieces of such a sum (step 1 along
-    one axis, every other dim whole, not overlapping) with one
-    `otc.concat` in order of their starts, zeros filling any gap; other
-    terms of the sum stay added to it. Concat is exact, as the sum of a
-    value and zeros is. Run after autodiff.
+    temporaries. This pass replaces such a sum, when its every term is a
+    piece (step 1 along one axis, every other dim whole, no two
+    overlapping), with one `otc.concat` in order of their starts, zeros
+    filling any gap. Each element of the sum is one piece's value or zero,
+    so the concat is exact; with other terms the sum's order, and its
+    rounding, would change, so such a sum is left alone. Run after
+    autodiff.
 
     ```mlir
     %a = otc.slice_grad %dq [0, 0] [1, 1] : tensor<4x8xf32> -> tensor<4x24xf32>
