@@ -188,6 +188,29 @@ int Lowering::buffer(Value v, Operation *user) {
   return -1;
 }
 
+namespace {
+
+/// Whether `user` reads its operand at the end of the step (a result, a
+/// gradient buffer's accumulate, an assign), not where a step computes it.
+bool readsAtEnd(Operation *user) { return isa<func::ReturnOp, AccumulateOp, AssignOp>(user); }
+
+/// Whether an op strictly between `a` and `b` (either first) writes memory.
+bool writesBetween(Operation *a, Operation *b, llvm::DenseMap<Operation *, int64_t> &position) {
+  if (position[b] < position[a])
+    std::swap(a, b);
+  for (Operation *o = a->getNextNode(); o && o != b; o = o->getNextNode())
+    if (isa<AssignOp, AccumulateOp>(o))
+      return true;
+  return false;
+}
+
+/// A value at a dim map: the key of NodeBuilder::values.
+std::pair<const void *, DimMap> valueKey(Value v, const DimMap &m) {
+  return {v.getAsOpaquePointer(), m};
+}
+
+} // namespace
+
 bool Lowering::classify() {
   const RuleRegistry &rules = RuleRegistry::get();
   Block &body = func.getBody().front();
@@ -291,9 +314,7 @@ void Lowering::feedNarrowingCasts() {
     // One use: left to the cast's own step (conservative: the value would
     // then need no float32 memory, which store() does not yet exploit here).
     Value in = c.getInput();
-    if (in.hasOneUse() || llvm::any_of(c->getUsers(), [](Operation *u) {
-          return isa<func::ReturnOp, AccumulateOp, AssignOp>(u);
-        }))
+    if (in.hasOneUse() || llvm::any_of(c->getUsers(), readsAtEnd))
       continue;
     // Only a value computed in another op's step (hosted or fed). A row
     // kernel's own result (the final LayerNorm's gradient) is left alone:
@@ -308,12 +329,7 @@ void Lowering::feedNarrowingCasts() {
         }))
       continue;
     // Nothing between the host and the cast, whichever comes first.
-    bool between = false;
-    Operation *first = position[host] < position[&op] ? host : &op;
-    Operation *last = first == host ? &op : host;
-    for (Operation *o = first->getNextNode(); o && o != last; o = o->getNextNode())
-      between = between || isa<AssignOp, AccumulateOp>(o);
-    if (between)
+    if (writesBetween(host, &op, position))
       continue;
     hostOf[c.getResult()] = host;
     rootOf[&op] = host;
@@ -330,7 +346,7 @@ Operation *Lowering::hostFor(Operation &op, const RuleRegistry &rules) {
   Operation *first = nullptr;
   int64_t at = INT64_MAX;
   for (Operation *user : v.getUsers()) {
-    if (isa<func::ReturnOp, AccumulateOp, AssignOp>(user))
+    if (readsAtEnd(user))
       return nullptr;
     Operation *r = rootOf.lookup(user);
     if (!r)
@@ -356,10 +372,7 @@ Operation *Lowering::hostFor(Operation &op, const RuleRegistry &rules) {
   if (uses != 1)
     return nullptr;
   // Nothing between writes memory the computation may read.
-  for (Operation *o = op.getNextNode(); o && o != first; o = o->getNextNode())
-    if (isa<AssignOp, AccumulateOp>(o))
-      return nullptr;
-  return first;
+  return writesBetween(&op, first, position) ? nullptr : first;
 }
 
 bool Lowering::onlyFed(Value v) const {
@@ -374,9 +387,8 @@ Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &
   const ElementwiseRule *rule = rules.elementwiseRule(&op);
   if (v.use_empty() || !rule || rule->operandMap)
     return nullptr;
-  for (Operation *user : v.getUsers())
-    if (isa<func::ReturnOp, AccumulateOp, AssignOp>(user))
-      return nullptr;
+  if (llvm::any_of(v.getUsers(), readsAtEnd))
+    return nullptr;
   // The latest operand stored one to one, over v's shape, by a step root.
   Operation *feeder = nullptr;
   for (Value o : op.getOperands()) {
@@ -398,10 +410,7 @@ Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &
   for (Value o : op.getOperands())
     if (Operation *def = o.getDefiningOp(); o != fed && def && position[def] >= position[feeder])
       return nullptr;
-  for (Operation *o = feeder->getNextNode(); o && o != &op; o = o->getNextNode())
-    if (isa<AssignOp, AccumulateOp>(o))
-      return nullptr;
-  return feeder;
+  return writesBetween(feeder, &op, position) ? nullptr : feeder;
 }
 
 int64_t Lowering::usePosition(Operation *op) {
@@ -588,9 +597,7 @@ int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
     std::vector<DimMap> operandMaps; // empty until expanded
     bool expanded = false;
   };
-  auto key = [](Value v, const DimMap &m) {
-    return std::make_pair((const void *)v.getAsOpaquePointer(), m);
-  };
+  auto key = valueKey;
   // Depth-first with an explicit stack: a chain of any length is fine.
   std::vector<Frame> stack;
   stack.push_back({v, map});
@@ -663,7 +670,7 @@ void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) 
     ElemType t;
     if (elemTypeOf(result.getType(), t))
       seen = b.roundTo(node, t);
-    b.values[std::make_pair((const void *)result.getAsOpaquePointer(), map)] = seen;
+    b.values[valueKey(result, map)] = seen;
     for (Operation *e : fed->second)
       if (expr(b, e->getResult(0), map) < 0)
         return;

@@ -133,13 +133,17 @@ int64_t columnChunk(const Step &s) {
 void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second) {
   int64_t parts = s.shape[0] / chunk, outputs = s.shape[1];
   size_t nred = s.reductions.size();
+  // An empty Reduce step of `s`'s op over `shape`.
+  auto start = [&](Step &t, std::vector<int64_t> shape, std::vector<bool> reduced) {
+    t = Step();
+    t.kind = Step::Reduce;
+    t.origin = s.origin;
+    t.recomputed = s.recomputed;
+    t.shape = std::move(shape);
+    t.reduced = std::move(reduced);
+  };
   // The partial sums: [parts, chunk (reduced), outputs].
-  first = Step();
-  first.kind = Step::Reduce;
-  first.origin = s.origin;
-  first.recomputed = s.recomputed;
-  first.shape = {parts, chunk, outputs};
-  first.reduced = {false, true, false};
+  start(first, {parts, chunk, outputs}, {false, true, false});
   std::vector<int> bodies;
   for (const Reduction &r : s.reductions)
     bodies.push_back(r.node);
@@ -155,12 +159,7 @@ void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step 
                             (int64_t)k * parts * outputs});
   }
   // Their sums per output, then the original epilogue and stores.
-  second = Step();
-  second.kind = Step::Reduce;
-  second.origin = s.origin;
-  second.recomputed = s.recomputed;
-  second.shape = {parts, outputs};
-  second.reduced = {true, false};
+  start(second, {parts, outputs}, {true, false});
   for (size_t k = 0; k < nred; ++k) {
     Node load{Node::Load, ElemType::F32};
     load.buffer = partials;

@@ -7,15 +7,6 @@ using namespace otc;
 
 namespace {
 
-/// `shape` with dims 1 and 2 swapped under the [B, T, H, D] layout: the
-/// logical [B, H, T, D] of a tensor stored in `layout`, and back.
-SmallVector<int64_t> logical(ArrayRef<int64_t> shape, AttentionLayout layout) {
-  SmallVector<int64_t> s(shape);
-  if (layout == AttentionLayout::Bthd && s.size() == 4)
-    std::swap(s[1], s[2]);
-  return s;
-}
-
 /// Checks query [B, H, T, D], key [B, H/G, S, D], value [B, H/G, S, DV]
 /// (dims 1 and 2 swapped in the bthd layout) and the mask; on success
 /// `scores` is [B, H, T, S].
@@ -27,8 +18,9 @@ LogicalResult checkOperands(std::optional<Location> loc, Value q, Value k, Value
     return emitOptionalError(loc, "attention takes [B, ",
                              layout == AttentionLayout::Bthd ? "T, H" : "H, T",
                              ", D] query, key and value, not ", qt, ", ", kt, ", ", vt);
-  SmallVector<int64_t> qs = logical(qt.getShape(), layout), ks = logical(kt.getShape(), layout),
-                       vs = logical(vt.getShape(), layout);
+  SmallVector<int64_t> qs = attentionRows(qt.getShape(), layout),
+                       ks = attentionRows(kt.getShape(), layout),
+                       vs = attentionRows(vt.getShape(), layout);
   if (qt.getElementType() != kt.getElementType() || qt.getElementType() != vt.getElementType())
     return emitOptionalError(loc, "query, key and value must share an element type: ", qt, ", ",
                              kt, ", ", vt);
@@ -65,6 +57,13 @@ AttentionLayout layoutOf(AttentionLayoutAttr a) {
 
 } // namespace
 
+SmallVector<int64_t> otc::attentionRows(ArrayRef<int64_t> shape, AttentionLayout layout) {
+  SmallVector<int64_t> s(shape);
+  if (layout == AttentionLayout::Bthd && s.size() == 4)
+    std::swap(s[1], s[2]);
+  return s;
+}
+
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor a, SmallVectorImpl<Type> &types) {
   SmallVector<int64_t> s;
@@ -72,8 +71,8 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Loca
                            a.getCausal(), a.getFill(), layoutOf(a.getLayoutAttr()), s)))
     return failure();
   types.push_back(RankedTensorType::get(
-      logical({s[0], s[1], s[2], tensorType(a.getValue()).getShape()[3]},
-              layoutOf(a.getLayoutAttr())),
+      attentionRows({s[0], s[1], s[2], tensorType(a.getValue()).getShape()[3]},
+                    layoutOf(a.getLayoutAttr())),
       tensorType(a.getQuery()).getElementType()));
   types.push_back(RankedTensorType::get({s[0], s[1], s[2], 2}, Float32Type::get(ctx)));
   return success();
@@ -103,7 +102,7 @@ LogicalResult AttentionGradOp::verify() {
                                    q.getElementType());
   if (getGrad().getType() != out || getOutput().getType() != out)
     return emitOpError("the output and its gradient must be ") << out;
-  SmallVector<int64_t> rows = logical(out.getShape(), getLayout());
+  SmallVector<int64_t> rows = attentionRows(out.getShape(), getLayout());
   auto stats = RankedTensorType::get({rows[0], rows[1], rows[2], 2},
                                      Float32Type::get(getContext()));
   if (getStats().getType() != stats)

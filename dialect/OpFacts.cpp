@@ -1,5 +1,6 @@
 // The op facts interface (OpFacts.td), the FLOP counts that ops compute
 // themselves (products and windows), and the step's count.
+#include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 
 using namespace mlir;
@@ -93,8 +94,7 @@ namespace {
 
 int64_t attentionPairs(Value q, Value k, AttentionLayout layout) {
   auto qs = cast<ShapedType>(q.getType()).getShape();
-  int64_t seq = layout == AttentionLayout::Bthd ? 1 : 2; // the keys' S
-  return qs[0] * qs[1] * qs[2] * cast<ShapedType>(k.getType()).getShape()[seq];
+  return qs[0] * qs[1] * qs[2] * attentionRows(cast<ShapedType>(k.getType()).getShape(), layout)[2];
 }
 
 } // namespace

@@ -12,22 +12,15 @@ using Kernel = otc::LibraryCall::Kernel;
 namespace otc {
 namespace {
 
-/// A [B, H, n, w] shape from its stored form (dims 1 and 2 swapped in bthd).
-std::vector<int64_t> logical(ArrayRef<int64_t> shape, AttentionLayout layout) {
-  std::vector<int64_t> s = shape.vec();
-  if (layout == AttentionLayout::Bthd)
-    std::swap(s[1], s[2]);
-  return s;
-}
-
 /// The template constants: B, H, G, T, S, D, DV, Causal, Mask, the mask's
 /// strides over [B, H, T, S] (0 where it broadcasts), and the layout (1:
 /// [B, T, H, D]).
 template <class OpTy>
 std::vector<int64_t> constants(OpTy op) {
   AttentionLayout layout = op.getLayout();
-  auto q = logical(shapeOf(op.getQuery()), layout), k = logical(shapeOf(op.getKey()), layout),
-       v = logical(shapeOf(op.getValue()), layout);
+  auto q = attentionRows(shapeOf(op.getQuery()), layout),
+       k = attentionRows(shapeOf(op.getKey()), layout),
+       v = attentionRows(shapeOf(op.getValue()), layout);
   std::vector<int64_t> c = {q[0], q[1], q[1] / k[1], q[2], k[2], q[3], v[3], op.getCausal()};
   std::vector<int64_t> strides(4, 0);
   int64_t kind = 0;
@@ -65,7 +58,7 @@ bool lowerAttention(Operation *op, Lowering &l) {
 
 bool lowerAttentionGrad(Operation *op, Lowering &l) {
   auto a = cast<AttentionGradOp>(op);
-  auto q = logical(shapeOf(a.getQuery()), a.getLayout());
+  auto q = attentionRows(shapeOf(a.getQuery()), a.getLayout());
   // Δ = dO · O per query row, which the dk/dv pass reads on CUDA.
   int delta = l.scratch(ElemType::F32, {q[0], q[1], q[2]}, "attention_delta");
   return call(a, l, Kernel::AttentionBackward,

@@ -110,6 +110,7 @@ bool lowerNormalize(Operation *op, Lowering &l) {
 bool readsInput(Operation *, unsigned k) { return k == 0; }
 bool readsAll(Operation *, unsigned) { return true; }
 bool overInput(Operation *, unsigned k) { return k == 0; }
+bool firstResult(Operation *, unsigned k) { return k == 0; }
 
 } // namespace
 
@@ -124,7 +125,7 @@ void registerNormalizationRules(RuleRegistry &r) {
   for (StringRef name : {NormalizeOp::getOperationName(), LayerNormOp::getOperationName(),
                          NormalizeGradOp::getOperationName(), SoftmaxOp::getOperationName(),
                          LogSoftmaxOp::getOperationName()})
-    r.steps[name].feeds = overInput; // result 0, over the step's whole shape
+    r.steps[name].feeds = firstResult; // over the step's whole shape
 }
 
 } // namespace otc

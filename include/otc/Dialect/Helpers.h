@@ -37,6 +37,10 @@ mlir::Value castElements(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 /// for 16-bit inputs, else the input's own (RecurrentOps.cpp).
 mlir::Type recurrentStateType(mlir::Type elem);
 
+/// An attention tensor's [B, H, n, w] shape from its stored one (dims 1
+/// and 2 swapped under AttentionLayout::Bthd), and back.
+llvm::SmallVector<int64_t> attentionRows(llvm::ArrayRef<int64_t> shape, AttentionLayout layout);
+
 /// Sums `grad` over the dimensions along which `target` was broadcast, so the
 /// gradient of a broadcast operand gets the operand's own shape.
 mlir::Value sumToShape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value grad,
