@@ -413,10 +413,112 @@ Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &
   return writesBetween(feeder, &op, position) ? nullptr : feeder;
 }
 
+namespace {
+
+/// The rows of a slice of `big` with steps 1 that cuts one dim, every dim
+/// after it whole: its offset, pitch and row width in elements; false for
+/// any other slice.
+bool sliceRows(SliceOp s, RowView &view, int64_t &width) {
+  auto big = shapeOf(s.getInput()), small = shapeOf(s.getResult());
+  int cut = -1;
+  for (size_t d = 0; d < big.size(); ++d) {
+    if (s.getSteps()[d] != 1)
+      return false;
+    if (small[d] != big[d]) {
+      if (cut >= 0)
+        return false;
+      cut = int(d);
+    }
+  }
+  if (cut < 0)
+    return false;
+  int64_t inner = 1;
+  for (size_t d = size_t(cut) + 1; d < big.size(); ++d)
+    inner *= big[d];
+  view.offset = s.getStarts()[size_t(cut)] * inner;
+  view.pitch = big[size_t(cut)] * inner;
+  width = small[size_t(cut)] * inner;
+  return true;
+}
+
+/// The op operands that read `v` past any reshapes, into `uses`.
+void readersThroughViews(Value v, SmallVectorImpl<OpOperand *> &uses) {
+  for (OpOperand &use : v.getUses()) {
+    if (auto r = dyn_cast<ReshapeOp>(use.getOwner()))
+      readersThroughViews(r.getResult(), uses);
+    else
+      uses.push_back(&use);
+  }
+}
+
+} // namespace
+
+void Lowering::findRowViews() {
+  const RuleRegistry &rules = RuleRegistry::get();
+  auto widthOf = [&](Operation *op, bool result, unsigned k) -> int64_t {
+    const StepRule *rule = rules.stepRule(op);
+    return rule && rule->rowWidth ? rule->rowWidth(op, result, k) : 0;
+  };
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    // A slice whose every reader reads its rows in place, of memory that is
+    // not itself a view.
+    if (auto s = dyn_cast<SliceOp>(op)) {
+      RowView view{s.getInput()};
+      int64_t width = 0;
+      SmallVector<OpOperand *> uses;
+      readersThroughViews(s.getResult(), uses);
+      Value base = viewBase(s.getInput());
+      if (!sliceRows(s, view, width) || uses.empty() || inlined.contains(base) ||
+          rowViews.count(base) || targets.count(s.getResult()) ||
+          llvm::any_of(uses, [&](OpOperand *u) {
+            return widthOf(u->getOwner(), false, u->getOperandNumber()) != width;
+          }))
+        continue;
+      rowViews[s.getResult()] = view;
+      continue;
+    }
+    // A result read once, by a concat (past reshapes), written into its
+    // place there: the concat's buffer then lives from this op on.
+    for (OpResult r : op.getResults()) {
+      int64_t width = widthOf(&op, true, r.getResultNumber());
+      Value v = r;
+      while (width && v.hasOneUse() && isa<ReshapeOp>(*v.getUsers().begin()))
+        v = v.getUsers().begin()->getResult(0);
+      auto c = width && v.hasOneUse() ? dyn_cast<ConcatOp>(*v.getUsers().begin()) : ConcatOp();
+      // Not into a concat that accumulates into a gradient buffer or the loss.
+      auto target = c ? targets.find(c.getResult()) : targets.end();
+      if (!c || (target != targets.end() && target->second.accumulate) || targets.count(r))
+        continue;
+      auto big = shapeOf(c.getResult());
+      size_t axis = size_t(c.getAxis());
+      int64_t inner = 1, at = 0;
+      for (size_t d = axis + 1; d < big.size(); ++d)
+        inner *= big[d];
+      for (Value in : c.getInputs()) {
+        if (in == v)
+          break;
+        at += shapeOf(in)[axis];
+      }
+      if (shapeOf(v)[axis] * inner != width)
+        continue;
+      rowViews[r] = {c.getResult(), at * inner, big[axis] * inner};
+      auto [it, fresh] = rowsWrittenFrom.try_emplace(c.getResult(), position[&op]);
+      if (!fresh)
+        it->second = std::min(it->second, position[&op]);
+    }
+  }
+}
+
+const RowView *Lowering::rowView(Value v) const {
+  auto it = rowViews.find(viewBase(v));
+  return it == rowViews.end() ? nullptr : &it->second;
+}
+
 int64_t Lowering::usePosition(Operation *op) {
   if (auto it = rootOf.find(op); it != rootOf.end() && it->second != op)
     return position[it->second];
-  if (isa<ReshapeOp>(op)) {
+  // A view's readers read its memory (a slice read in place: its input's).
+  if (isa<ReshapeOp>(op) || (isa<SliceOp>(op) && rowViews.count(op->getResult(0)))) {
     int64_t last = position[op];
     for (Operation *u : op->getResult(0).getUsers())
       last = std::max(last, usePosition(u));
@@ -446,7 +548,7 @@ bool Lowering::makeBuffers() {
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) || onlyFed(r) ||
-        isa<ConstantOp, ReshapeOp>(op) ||
+        rowViews.count(r) || isa<ConstantOp, ReshapeOp>(op) ||
         (nativeAccumulator.count(&op) && cast<OpResult>(r).getResultNumber() == 0))
       continue;
     ElemType type;
@@ -513,6 +615,8 @@ bool Lowering::makeBuffers() {
     int64_t begin = position[&op];
     if (Operation *host = hostOf.lookup(r))
       begin = std::min(begin, position[host]);
+    if (auto from = rowsWrittenFrom.find(r); from != rowsWrittenFrom.end())
+      begin = std::min(begin, from->second); // rows written by earlier producers
     intervals.push_back({prog->buffers[id].bytes(), begin, last});
     intervalBuffer.push_back(id);
    }
@@ -743,7 +847,10 @@ bool Lowering::run(Program &program) {
   prog = &program;
   if (!func.getBody().hasOneBlock())
     return fail(func, "expected a single block");
-  if (!classify() || !bindArguments() || !bindResults() || !makeBuffers())
+  if (!classify() || !bindArguments() || !bindResults())
+    return false;
+  findRowViews();
+  if (!makeBuffers())
     return false;
   if (auto policy = func->getAttrOfType<DictionaryAttr>(attr::kLossScale)) {
     auto mode = policy.getAs<LossScaleModeAttr>("mode");
@@ -769,8 +876,8 @@ bool Lowering::run(Program &program) {
       continue;
     if (auto it = buffers.find(op.getNumResults() == 1 ? op.getResult(0) : Value());
         (it != buffers.end() && prog->buffers[it->second].place == Buffer::Place::LowParam) ||
-        foldedCasts.contains(&op))
-      continue; // the optimizer update writes it, or its producer's store
+        foldedCasts.contains(&op) || (isa<SliceOp>(op) && rowViews.count(op.getResult(0))))
+      continue; // the optimizer update writes it, its producer's store, or a read in place
     current = &op;
     size_t before = prog->steps.size();
     const StepRule *step = rules.stepRule(&op);
@@ -812,17 +919,21 @@ void Lowering::rewriteReduces() {
     if (to != from)
       span(steps[i], from, to);
     int64_t chunk = columnChunk(steps[i]);
-    if (!chunk)
+    bool outer = !chunk && splitsOuter(steps[i]);
+    if (!chunk && !outer)
       continue;
     const Step whole = steps[i];
+    int64_t parts = chunk ? whole.shape[0] / chunk : whole.shape[0];
     int partials = addBuffer(ElemType::F32,
-                             {int64_t(whole.reductions.size()), whole.shape[0] / chunk,
-                              whole.shape[1]},
-                             Buffer::Place::Arena, 0, "column_partials");
+                             {int64_t(whole.reductions.size()), parts, whole.shape[1]},
+                             Buffer::Place::Arena, 0, chunk ? "column_partials" : "outer_partials");
     intervals.push_back({prog->buffers[partials].bytes(), from, to});
     intervalBuffer.push_back(partials);
     Step second;
-    splitColumns(whole, chunk, partials, steps[i], second);
+    if (chunk)
+      splitColumns(whole, chunk, partials, steps[i], second);
+    else
+      splitOuter(whole, partials, steps[i], second);
     steps.insert(steps.begin() + i + 1, std::move(second));
     stepAt.insert(stepAt.begin() + i + 1, stepAt[i]);
     ++i;

@@ -47,6 +47,15 @@ struct Interval {
 /// never overlap. Returns the arena size.
 int64_t placeBuffers(std::vector<Interval> &intervals);
 
+/// A tensor kept as rows inside another's memory: rows `pitch` elements
+/// apart from element `offset` of `base`'s buffer. A slice of a packed
+/// projection, read in place (q, k and v of one GEMM), or a result written
+/// straight into its place in a concat (their gradients).
+struct RowView {
+  mlir::Value base;
+  int64_t offset = 0, pitch = 0;
+};
+
 /// How a value's coordinates come from a step's iteration coordinates:
 /// entry j is the iteration dim that indexes the value's dim j, or -1 where
 /// the value's dim has size 1 and is read at 0 (broadcasting).
@@ -88,6 +97,10 @@ public:
   /// The buffer an Output::Own rule writes `v` into (its arena buffer or its
   /// result's), recorded as written.
   int ownResult(mlir::Value v, mlir::Operation *op);
+  /// `v`'s rows in another tensor's memory (through reshapes), where its
+  /// readers or its producer take them so (StepRule::rowWidth); null where
+  /// `v` has memory of its own.
+  const RowView *rowView(mlir::Value v) const;
   Program &program() { return *prog; }
 
 private:
@@ -107,6 +120,10 @@ private:
   /// Whether every user of `v` is fed `v` in its producer's step, so `v`
   /// itself needs no memory.
   bool onlyFed(mlir::Value v) const;
+  /// Finds the row views: slices whose every reader reads their rows in
+  /// place, and results whose one reader is a concat they can be written
+  /// into. After the bindings (a concat that accumulates is left alone).
+  void findRowViews();
   bool bindArguments();
   bool bindResults();
   bool fuseAccumulations();
@@ -151,6 +168,10 @@ private:
   /// Elementwise ops computed and stored where their host stores the
   /// operand it feeds them (StepRule::feeds), by that operand.
   llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Operation *, 2>> fedTo;
+  llvm::DenseMap<mlir::Value, RowView> rowViews;
+  /// A concat's result: the first position at which a producer writes rows
+  /// into it (its buffer lives from there).
+  llvm::DenseMap<mlir::Value, int64_t> rowsWrittenFrom;
   /// Parameters the step writes itself (otc.assign targets), found by classify.
   llvm::DenseSet<mlir::Value> assigned;
   /// Narrowing casts whose producer stores the 16-bit value itself.

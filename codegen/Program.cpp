@@ -223,8 +223,11 @@ std::string printProgram(const Program &p) {
     }
     if (s.kind == Step::LibraryCall) {
       os << " " << kernelTemplate(s.call.kernel) << dims(s.call.constants);
-      for (int b : s.call.buffers)
-        os << " b" << b;
+      for (size_t i = 0; i < s.call.buffers.size(); ++i) {
+        os << " b" << s.call.buffers[i];
+        if (!s.call.offsets.empty() && s.call.offsets[i])
+          os << "+" << s.call.offsets[i];
+      }
       for (const LibraryCall::Scalar &a : s.call.scalars)
         os << " " << scalarText(a);
       os << "\n";

@@ -135,6 +135,9 @@ struct LibraryCall {
   Kernel kernel = Kernel::GatherBackward;
   std::vector<int64_t> constants;
   std::vector<int> buffers;
+  /// Per buffer, elements from its start where the kernel's tensor begins
+  /// (a row view: Lowering::rowView); empty for none.
+  std::vector<int64_t> offsets;
   /// Run-time arguments after the buffers: integers, floats, or the
   /// window's first-micro-batch flag (for kernels that accumulate into
   /// gradients).

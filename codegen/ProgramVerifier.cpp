@@ -226,6 +226,16 @@ private:
     if (c.outputs < 1 || c.outputs > n)
       return fail(s, -1, std::string(kernelTemplate(c.kernel)) + " writes " + std::to_string(c.outputs) + " of its " +
                              std::to_string(n) + " buffers");
+    if (!c.offsets.empty() && c.offsets.size() != size_t(n))
+      return fail(s, -1, std::string(kernelTemplate(c.kernel)) + " has " +
+                             std::to_string(c.offsets.size()) + " offsets for " +
+                             std::to_string(n) + " buffers");
+    for (size_t i = 0; i < c.offsets.size(); ++i)
+      if (known(s, c.buffers[i]) &&
+          (c.offsets[i] < 0 || (c.offsets[i] && c.offsets[i] >= p.buffers[c.buffers[i]].count())))
+        return fail(s, c.buffers[i], "is passed from element " + std::to_string(c.offsets[i]) +
+                                         ", outside its " +
+                                         std::to_string(p.buffers[c.buffers[i]].count()));
     bool accumulates = false;
     for (const LibraryCall::Scalar &a : c.scalars)
       accumulates |= a.kind == LibraryCall::Scalar::First;

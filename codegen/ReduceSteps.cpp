@@ -10,6 +10,11 @@
 // the second sums the S partials per output and runs the original epilogue.
 // The order of the sums is fixed by the program, so both targets, and every
 // run, give the same bits.
+//
+// BatchNorm's statistics and its gradient's sums reduce [N, C, H W] over N
+// and H W per channel: C outputs (64 in ResNet-50's first stage), each one
+// block walking N H W elements. Split them the same way: N C rows of H W
+// into partials [N, C], then a column sum over N.
 #include "ReduceSteps.h"
 
 #include <algorithm>
@@ -130,20 +135,49 @@ int64_t columnChunk(const Step &s) {
   return best;
 }
 
+namespace {
+
+/// An empty Reduce step of `s`'s op over `shape`.
+void start(const Step &s, Step &t, std::vector<int64_t> shape, std::vector<bool> reduced) {
+  t = Step();
+  t.kind = Step::Reduce;
+  t.origin = s.origin;
+  t.recomputed = s.recomputed;
+  t.shape = std::move(shape);
+  t.reduced = std::move(reduced);
+}
+
+/// `second`, a Reduce step [parts (reduced), outputs]: reduces the
+/// [reductions, parts, outputs] float32 `partials` per output, then runs
+/// `s`'s epilogue (its loads' strides mapped by `strides`) and stores.
+template <class F>
+void sumPartials(const Step &s, int partials, int64_t parts, int64_t outputs, Step &second,
+                 F strides) {
+  start(s, second, {parts, outputs}, {true, false});
+  for (size_t k = 0; k < s.reductions.size(); ++k) {
+    Node load{Node::Load, ElemType::F32};
+    load.buffer = partials;
+    load.strides = {outputs, 1};
+    load.offset = (int64_t)k * parts * outputs;
+    second.nodes.push_back(load);
+    second.reductions.push_back({s.reductions[k].kind, (int)k});
+  }
+  std::vector<int> roots;
+  for (const Store &st : s.stores)
+    roots.push_back(st.node);
+  // An epilogue's loads do not move along the reduced dims (stride 0).
+  auto epilogue = copyNodes(s, reachable(s, roots), second, strides);
+  for (const Store &st : s.stores)
+    second.stores.push_back({st.buffer, strides(st.strides), epilogue[st.node], st.offset});
+}
+
+} // namespace
+
 void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second) {
   int64_t parts = s.shape[0] / chunk, outputs = s.shape[1];
   size_t nred = s.reductions.size();
-  // An empty Reduce step of `s`'s op over `shape`.
-  auto start = [&](Step &t, std::vector<int64_t> shape, std::vector<bool> reduced) {
-    t = Step();
-    t.kind = Step::Reduce;
-    t.origin = s.origin;
-    t.recomputed = s.recomputed;
-    t.shape = std::move(shape);
-    t.reduced = std::move(reduced);
-  };
   // The partial sums: [parts, chunk (reduced), outputs].
-  start(first, {parts, chunk, outputs}, {false, true, false});
+  start(s, first, {parts, chunk, outputs}, {false, true, false});
   std::vector<int> bodies;
   for (const Reduction &r : s.reductions)
     bodies.push_back(r.node);
@@ -159,23 +193,57 @@ void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step 
                             (int64_t)k * parts * outputs});
   }
   // Their sums per output, then the original epilogue and stores.
-  start(second, {parts, outputs}, {true, false});
-  for (size_t k = 0; k < nred; ++k) {
-    Node load{Node::Load, ElemType::F32};
-    load.buffer = partials;
-    load.strides = {outputs, 1};
-    load.offset = (int64_t)k * parts * outputs;
-    second.nodes.push_back(load);
-    second.reductions.push_back({s.reductions[k].kind, (int)k});
-  }
+  sumPartials(s, partials, parts, outputs, second,
+              [](const std::vector<int64_t> &st) { return st; });
+}
+
+bool splitsOuter(const Step &s) {
+  if (s.kind != Step::Reduce || s.shape.size() != 3 || !s.reduced[0] || s.reduced[1] ||
+      !s.reduced[2])
+    return false;
+  int64_t outer = s.shape[0], outputs = s.shape[1], inner = s.shape[2];
+  // Enough outputs fill the device alone; short rows are a warp's or less.
+  if (outputs > kSplitMaxOutputs || outer < 2 || inner < 32 || outer * inner < kSplitMinRows)
+    return false;
+  // The epilogue moves to a step without the inner dim: it must not vary
+  // along the reduced dims (no row-shaped result).
   std::vector<int> roots;
-  for (const Store &st : s.stores)
+  for (const Store &st : s.stores) {
+    if (st.strides[0] || st.strides[2])
+      return false;
     roots.push_back(st.node);
-  // An epilogue's loads do not move along the reduced dim (stride 0).
-  auto epilogue = copyNodes(s, reachable(s, roots), second,
-                            [](const std::vector<int64_t> &st) { return st; });
-  for (const Store &st : s.stores)
-    second.stores.push_back({st.buffer, st.strides, epilogue[st.node], st.offset});
+  }
+  for (int i : reachable(s, roots)) {
+    const Node &n = s.nodes[size_t(i)];
+    if ((n.op == Node::Load && (n.strides[0] || n.strides[2])) ||
+        (n.op == Node::Coord && n.ivalue != 1) || n.op == Node::Gather || n.op == Node::Uniform)
+      return false;
+  }
+  return true;
+}
+
+void splitOuter(const Step &s, int partials, Step &first, Step &second) {
+  int64_t outer = s.shape[0], outputs = s.shape[1];
+  // The partial reductions: [outer, outputs, inner (reduced)], the same
+  // iteration space, so every load and coordinate keeps its meaning.
+  start(s, first, s.shape, {false, false, true});
+  std::vector<int> bodies;
+  for (const Reduction &r : s.reductions)
+    bodies.push_back(r.node);
+  auto map = copyNodes(s, reachable(s, bodies), first,
+                       [](const std::vector<int64_t> &st) { return st; });
+  for (size_t k = 0; k < s.reductions.size(); ++k) {
+    first.reductions.push_back({s.reductions[k].kind, map[s.reductions[k].node]});
+    Node red{Node::Reduced, ElemType::F32};
+    red.ivalue = (int64_t)k;
+    first.nodes.push_back(red);
+    first.stores.push_back({partials, {outputs, 1, 0}, (int)first.nodes.size() - 1,
+                            (int64_t)k * outer * outputs});
+  }
+  // [outer (reduced), outputs]: the dims of `s` without the inner one.
+  sumPartials(s, partials, outer, outputs, second, [](const std::vector<int64_t> &st) {
+    return std::vector<int64_t>{st[0], st[1]};
+  });
 }
 
 } // namespace otc

@@ -1,7 +1,8 @@
 // Program-level rewrites of Reduce steps (ReduceSteps.cpp): sibling
 // reductions over one iteration space merged into one step, and a long
-// column reduction split into partial sums and their sum, so that its
-// threads are many and its columns short.
+// column reduction, or one over an outer and an inner dim, split into
+// partial sums and their sum, so that its threads are many and its columns
+// short.
 #ifndef OTC_CODEGEN_REDUCESTEPS_H
 #define OTC_CODEGEN_REDUCESTEPS_H
 
@@ -33,6 +34,17 @@ int64_t columnChunk(const Step &s);
 /// of [reductions, R / chunk, O]; `second` sums those per output and
 /// stores what `s` stored.
 void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second);
+
+/// For a Reduce step [R1 (reduced), O, R2 (reduced)] (after collapseDims:
+/// BatchNorm's sums over batch and pixels per channel) worth splitting:
+/// true where O outputs alone would leave the device idle and each of the
+/// R1 O inner rows is long enough to share.
+bool splitsOuter(const Step &s);
+
+/// `first` reduces each of the R1 O rows over R2 into `partials`, a
+/// float32 buffer of [reductions, R1, O]; `second` reduces those over R1
+/// per output and stores what `s` stored.
+void splitOuter(const Step &s, int partials, Step &first, Step &second);
 
 } // namespace otc
 

@@ -69,21 +69,26 @@ bool lowerLibraryCall(mlir::Operation *op, Lowering &l, LibraryCall::Kernel kern
   LibraryCall c;
   c.kernel = kernel;
   c.constants = std::move(constants);
-  for (mlir::Value v : inputs) {
-    if (!v)
-      continue;
-    int b = l.buffer(v, op);
-    if (b < 0)
-      return false;
+  std::vector<int64_t> offsets;
+  // A row view is its base's buffer from an offset (the pitch is the rule's
+  // constant); a result written so is its base's owner's to record.
+  auto add = [&](mlir::Value v, bool result) {
+    const RowView *view = l.rowView(v);
+    int b = view ? l.buffer(view->base, op) : result ? l.ownResult(v, op) : l.buffer(v, op);
     c.buffers.push_back(b);
-  }
+    offsets.push_back(view ? view->offset : 0);
+    return b >= 0;
+  };
+  for (mlir::Value v : inputs)
+    if (v && !add(v, false))
+      return false;
   c.buffers.insert(c.buffers.end(), scratch.begin(), scratch.end());
-  for (mlir::Value v : results) {
-    int b = l.ownResult(v, op);
-    if (b < 0)
+  offsets.resize(c.buffers.size(), 0);
+  for (mlir::Value v : results)
+    if (!add(v, true))
       return false;
-    c.buffers.push_back(b);
-  }
+  if (llvm::any_of(offsets, [](int64_t o) { return o != 0; }))
+    c.offsets = std::move(offsets);
   c.outputs = int(scratch.size() + results.size());
   c.scalars = std::move(scalars);
   l.newStep(Step::LibraryCall, op).call = c;

@@ -46,6 +46,11 @@ struct StepRule {
   /// it can be computed there and stored beside it, instead of in a step of
   /// its own: the residual gradient's add after a normalize_grad.
   bool (*feeds)(mlir::Operation *op, unsigned k) = nullptr;
+  /// The width in elements of the rows of operand k (`result`: of result k)
+  /// that the op's library call reads (writes) with a pitch and an offset
+  /// (Lowering::rowView), or 0 where it needs the tensor dense: attention in
+  /// the projections' layout, on slices of one packed q, k, v.
+  int64_t (*rowWidth)(mlir::Operation *op, bool result, unsigned k) = nullptr;
 };
 
 /// For StepRule::accumulates.

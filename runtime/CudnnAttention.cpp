@@ -10,7 +10,10 @@
 // Per shape the forward and backward graphs are built once, together: a
 // shape runs both on cuDNN or both on the library's kernels, so the row
 // statistics always have one layout (cuDNN's log-sum-exp, packed, in the
-// first half of the [B, H, T, 2] buffer).
+// first half of the [B, H, T, 2] buffer). The decision is the dense
+// shape's: tensors with row pitches (slices of a packed projection) get
+// graphs of their own given strides, and where cuDNN declines those, the
+// dense graphs run on copies.
 #include "otc/runtime/cuda_check.h"
 #include "otc/runtime/cudnn_attention.h"
 
@@ -19,9 +22,11 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,9 +44,14 @@ namespace {
 
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kdO, kdQ, kdK, kdV };
 
-/// A shape's graphs: both, or neither where cuDNN declines it.
+using Graph = std::shared_ptr<fe::graph::Graph>;
+using Pitches = std::array<long long, 6>; // q, k, v, dq, dk, dv; 0: dense
+
+/// A shape's dense graphs: both, or neither where cuDNN declines it; and
+/// per set of pitches, graphs given strides (null: declined, run on copies).
 struct Plan {
-  std::shared_ptr<fe::graph::Graph> forward, backward;
+  Graph forward, backward;
+  std::map<Pitches, Graph> pitchedForward, pitchedBackward;
   int64_t workspace = 0;
   bool supported() const { return forward && backward; }
 };
@@ -59,7 +69,10 @@ struct State {
   std::map<Key, Plan> plans;
   void *workspace = nullptr;
   int64_t workspaceBytes = 0;
-  bool disabled = false, noted = false;
+  // Dense copies of pitched tensors, for graphs cuDNN declines with strides.
+  void *scratch = nullptr;
+  int64_t scratchBytes = 0;
+  bool disabled = false, noted = false, notedCopies = false;
 };
 
 State &state() {
@@ -82,18 +95,26 @@ std::vector<int64_t> packed(const std::vector<int64_t> &dims, bool seqMajor = fa
   return strides;
 }
 
-std::shared_ptr<fe::graph::Tensor_attributes>
-tensor(fe::graph::Graph &g, const char *name, int64_t uid, std::vector<int64_t> dims,
-       bool seqMajor = false) {
-  return g.tensor(
-      fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(
-          packed(dims, seqMajor)));
+/// The strides of `dims` [b, h, t, d] stored [b, t, h, d] with (b, t)
+/// positions `pitch` elements apart; packed() where pitch is 0.
+std::vector<int64_t> strided(const std::vector<int64_t> &dims, bool seqMajor, long long pitch) {
+  if (!seqMajor || pitch == 0)
+    return packed(dims, seqMajor);
+  return {dims[2] * pitch, dims[3], pitch, 1};
 }
 
-/// Marks a graph's result as an output with its uid, contiguous.
+std::shared_ptr<fe::graph::Tensor_attributes>
+tensor(fe::graph::Graph &g, const char *name, int64_t uid, std::vector<int64_t> dims,
+       bool seqMajor = false, long long pitch = 0) {
+  return g.tensor(
+      fe::graph::Tensor_attributes().set_name(name).set_uid(uid).set_dim(dims).set_stride(
+          strided(dims, seqMajor, pitch)));
+}
+
+/// Marks a graph's result as an output with its uid.
 void output(const std::shared_ptr<fe::graph::Tensor_attributes> &t, int64_t uid,
-            const std::vector<int64_t> &dims, bool seqMajor = false) {
-  t->set_output(true).set_uid(uid).set_dim(dims).set_stride(packed(dims, seqMajor));
+            const std::vector<int64_t> &dims, bool seqMajor = false, long long pitch = 0) {
+  t->set_output(true).set_uid(uid).set_dim(dims).set_stride(strided(dims, seqMajor, pitch));
 }
 
 std::shared_ptr<fe::graph::Graph> newGraph(const otc_attention_shape &a) {
@@ -118,60 +139,84 @@ bool finish(fe::graph::Graph &g, cudnnHandle_t handle, int64_t &workspace) {
   return true;
 }
 
-Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
-  Plan p;
+/// The forward graph of `a` with pitches `pt` (q, k, v), or null where
+/// cuDNN declines it.
+Graph forwardGraph(const otc_attention_shape &a, const Pitches &pt, cudnnHandle_t handle,
+                   int64_t &workspace) {
   std::vector<int64_t> qd = {a.b, a.h, a.t, a.d}, kd = {a.b, a.hk, a.s, a.d};
   std::vector<int64_t> sd = {a.b, a.h, a.t, 1};
   bool sm = a.layout != 0; // q, k, v, o and their gradients [b, t, h, d]
-  {
-    auto g = newGraph(a);
-    auto q = tensor(*g, "Q", kQ, qd, sm), k = tensor(*g, "K", kK, kd, sm),
-         v = tensor(*g, "V", kV, kd, sm);
-    auto options = fe::graph::SDPA_attributes()
-                       .set_name("otc_attention")
-                       .set_generate_stats(true)
-                       .set_attn_scale(a.scale)
-                       .set_causal_mask(a.causal != 0);
-    auto [o, stats] = g->sdpa(q, k, v, options);
-    output(o, kO, qd, sm);
-    output(stats, kStats, sd);
-    stats->set_data_type(fe::DataType_t::FLOAT);
-    if (!finish(*g, handle, p.workspace))
-      return p;
-    p.forward = g;
-  }
-  {
-    auto g = newGraph(a);
-    auto q = tensor(*g, "Q", kQ, qd, sm), k = tensor(*g, "K", kK, kd, sm),
-         v = tensor(*g, "V", kV, kd, sm);
-    auto o = tensor(*g, "O", kO, qd, sm), dO = tensor(*g, "dO", kdO, qd, sm);
-    auto stats = tensor(*g, "Stats", kStats, sd);
-    stats->set_data_type(fe::DataType_t::FLOAT);
-    // Deterministic: a run's bits must not depend on scheduling (resume
-    // and recompute are checked bit for bit).
-    auto options = fe::graph::SDPA_backward_attributes()
-                       .set_name("otc_attention_backward")
-                       .set_attn_scale(a.scale)
-                       .set_causal_mask(a.causal != 0)
-                       .set_deterministic_algorithm(true);
-    auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dO, stats, options);
-    output(dq, kdQ, qd, sm);
-    output(dk, kdK, kd, sm);
-    output(dv, kdV, kd, sm);
-    if (finish(*g, handle, p.workspace))
-      p.backward = g;
-  }
+  auto g = newGraph(a);
+  auto q = tensor(*g, "Q", kQ, qd, sm, pt[0]), k = tensor(*g, "K", kK, kd, sm, pt[1]),
+       v = tensor(*g, "V", kV, kd, sm, pt[2]);
+  auto options = fe::graph::SDPA_attributes()
+                     .set_name("otc_attention")
+                     .set_generate_stats(true)
+                     .set_attn_scale(a.scale)
+                     .set_causal_mask(a.causal != 0);
+  auto [o, stats] = g->sdpa(q, k, v, options);
+  output(o, kO, qd, sm);
+  output(stats, kStats, sd);
+  stats->set_data_type(fe::DataType_t::FLOAT);
+  return finish(*g, handle, workspace) ? g : nullptr;
+}
+
+/// The backward graph of `a` with pitches `pt`, or null.
+Graph backwardGraph(const otc_attention_shape &a, const Pitches &pt, cudnnHandle_t handle,
+                    int64_t &workspace) {
+  std::vector<int64_t> qd = {a.b, a.h, a.t, a.d}, kd = {a.b, a.hk, a.s, a.d};
+  std::vector<int64_t> sd = {a.b, a.h, a.t, 1};
+  bool sm = a.layout != 0;
+  auto g = newGraph(a);
+  auto q = tensor(*g, "Q", kQ, qd, sm, pt[0]), k = tensor(*g, "K", kK, kd, sm, pt[1]),
+       v = tensor(*g, "V", kV, kd, sm, pt[2]);
+  auto o = tensor(*g, "O", kO, qd, sm), dO = tensor(*g, "dO", kdO, qd, sm);
+  auto stats = tensor(*g, "Stats", kStats, sd);
+  stats->set_data_type(fe::DataType_t::FLOAT);
+  // Deterministic: a run's bits must not depend on scheduling (resume
+  // and recompute are checked bit for bit).
+  auto options = fe::graph::SDPA_backward_attributes()
+                     .set_name("otc_attention_backward")
+                     .set_attn_scale(a.scale)
+                     .set_causal_mask(a.causal != 0)
+                     .set_deterministic_algorithm(true);
+  auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, dO, stats, options);
+  output(dq, kdQ, qd, sm, pt[3]);
+  output(dk, kdK, kd, sm, pt[4]);
+  output(dv, kdV, kd, sm, pt[5]);
+  return finish(*g, handle, workspace) ? g : nullptr;
+}
+
+Plan buildGraphs(const otc_attention_shape &a, cudnnHandle_t handle) {
+  Plan p;
+  Pitches dense{};
+  if ((p.forward = forwardGraph(a, dense, handle, p.workspace)))
+    p.backward = backwardGraph(a, dense, handle, p.workspace);
   return p;
 }
 
-/// cudnn-frontend throws where a symbol is missing from the cuDNN found.
-Plan build(const otc_attention_shape &a, cudnnHandle_t handle) {
+/// cudnn-frontend throws where a symbol is missing from the cuDNN found:
+/// `build` then gives what it gives for none.
+template <class F>
+auto guarded(F build) -> decltype(build()) {
   try {
-    return buildGraphs(a, handle);
+    return build();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "train: note: cuDNN attention: %s\n", e.what());
-    return Plan();
+    return decltype(build())();
   }
+}
+
+/// Grows a device buffer of the state to `bytes`: once per growth, at a
+/// shape's first step, the only synchronising calls.
+void grow(void *&buffer, int64_t &have, int64_t bytes, cudaStream_t stream) {
+  if (bytes <= have)
+    return;
+  OTC_CUDA_CHECK(cudaStreamSynchronize(stream));
+  OTC_CUDA_CHECK(cudaFree(buffer));
+  buffer = nullptr;
+  OTC_CUDA_CHECK(cudaMalloc(&buffer, size_t(bytes)));
+  have = bytes;
 }
 
 /// The shape's plan, built on first use; null where the library's kernels
@@ -201,7 +246,7 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
     return nullptr;
   auto it = s.plans.find(keyOf(a));
   if (it == s.plans.end()) {
-    it = s.plans.emplace(keyOf(a), build(a, s.handle)).first;
+    it = s.plans.emplace(keyOf(a), guarded([&] { return buildGraphs(a, s.handle); })).first;
     if (!it->second.supported() && !s.noted) {
       s.noted = true;
       std::fprintf(stderr,
@@ -209,14 +254,8 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
                    "(%lld key heads); it runs otc's kernels\n",
                    a.b, a.h, a.t, a.d, a.hk);
     }
-    if (it->second.supported() && it->second.workspace > s.workspaceBytes) {
-      // Once per shape, at the first step: the only synchronising call.
-      OTC_CUDA_CHECK(cudaStreamSynchronize(stream));
-      OTC_CUDA_CHECK(cudaFree(s.workspace));
-      s.workspace = nullptr;
-      OTC_CUDA_CHECK(cudaMalloc(&s.workspace, size_t(it->second.workspace)));
-      s.workspaceBytes = it->second.workspace;
-    }
+    if (it->second.supported())
+      grow(s.workspace, s.workspaceBytes, it->second.workspace, stream);
   }
   if (!it->second.supported())
     return nullptr;
@@ -225,6 +264,96 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
     std::exit(1);
   }
   return &it->second;
+}
+
+/// Whether any of the first `n` tensors (q, k, v, dq, dk, dv) has a pitch.
+bool pitched(const otc_attention_shape &a, int n) {
+  for (int i = 0; i < n; ++i)
+    if (a.pitch[i])
+      return true;
+  return false;
+}
+
+/// The graph of `p`'s shape given a's pitches (the forward's: q, k and v),
+/// built on first use; null where cuDNN declines them, and the dense graph
+/// then runs on copies.
+Graph pitchedGraph(Plan &p, const otc_attention_shape &a, bool forward, cudaStream_t stream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Pitches pt{};
+  std::copy(a.pitch, a.pitch + (forward ? 3 : 6), pt.begin());
+  auto &graphs = forward ? p.pitchedForward : p.pitchedBackward;
+  auto it = graphs.find(pt);
+  if (it == graphs.end()) {
+    int64_t bytes = 0;
+    Graph g = guarded([&] {
+      return forward ? forwardGraph(a, pt, s.handle, bytes) : backwardGraph(a, pt, s.handle, bytes);
+    });
+    if (g) {
+      grow(s.workspace, s.workspaceBytes, bytes, stream);
+    } else if (!s.notedCopies) {
+      s.notedCopies = true;
+      std::fprintf(stderr, "train: note: cuDNN declines attention on slices of a packed "
+                           "projection; it runs on dense copies of them\n");
+    }
+    it = graphs.emplace(pt, g).first;
+  }
+  return it->second;
+}
+
+/// Tensor i's rows (b t or b s), their width and the distance between them
+/// (q, k, v, dq, dk, dv; layout 1, 16-bit elements).
+struct Rows {
+  long long count, width, pitch;
+};
+Rows rowsOf(const otc_attention_shape &a, int i) {
+  bool query = i % 3 == 0;
+  long long width = (query ? a.h : a.hk) * a.d;
+  return {a.b * (query ? a.t : a.s), width, a.pitch[i] ? a.pitch[i] : width};
+}
+
+/// Copies of the pitched tensors among q, k, v (`in`) and dq, dk, dv
+/// (`grads`, null in the forward) in dense scratch memory: `in` is copied
+/// there and repointed; `grads` are repointed, for copyBack.
+void denseCopies(const otc_attention_shape &a, const void *in[3], void **grads,
+                 cudaStream_t stream) {
+  State &s = state();
+  int64_t bytes = 0;
+  for (int i = 0; i < (grads ? 6 : 3); ++i)
+    if (a.pitch[i])
+      bytes += 2 * rowsOf(a, i).count * rowsOf(a, i).width;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    grow(s.scratch, s.scratchBytes, bytes, stream);
+  }
+  char *at = static_cast<char *>(s.scratch);
+  for (int i = 0; i < (grads ? 6 : 3); ++i) {
+    if (!a.pitch[i])
+      continue;
+    Rows r = rowsOf(a, i);
+    if (i < 3) {
+      OTC_CUDA_CHECK(cudaMemcpy2DAsync(at, size_t(2 * r.width), in[i], size_t(2 * r.pitch),
+                                       size_t(2 * r.width), size_t(r.count),
+                                       cudaMemcpyDeviceToDevice, stream));
+      in[i] = at;
+    } else {
+      grads[i - 3] = at;
+    }
+    at += 2 * r.count * r.width;
+  }
+}
+
+/// Copies the dense gradients `dense` out to their pitched places `to`.
+void copyBack(const otc_attention_shape &a, void *const dense[3], void *const to[3],
+              cudaStream_t stream) {
+  for (int i = 3; i < 6; ++i) {
+    if (!a.pitch[i])
+      continue;
+    Rows r = rowsOf(a, i);
+    OTC_CUDA_CHECK(cudaMemcpy2DAsync(to[i - 3], size_t(2 * r.pitch), dense[i - 3],
+                                     size_t(2 * r.width), size_t(2 * r.width), size_t(r.count),
+                                     cudaMemcpyDeviceToDevice, stream));
+  }
 }
 
 void run(fe::graph::Graph &g, std::unordered_map<int64_t, void *> &pack) {
@@ -251,12 +380,20 @@ extern "C" int otc_cudnn_attention_forward(const otc_attention_shape *a, const v
   Plan *p = planFor(*a, stream);
   if (!p)
     return 0;
-  std::unordered_map<int64_t, void *> pack = {{kQ, const_cast<void *>(q)},
-                                              {kK, const_cast<void *>(k)},
-                                              {kV, const_cast<void *>(v)},
+  const void *in[3] = {q, k, v};
+  Graph g = p->forward;
+  if (pitched(*a, 3)) {
+    if (Graph strided = pitchedGraph(*p, *a, true, stream))
+      g = strided;
+    else
+      denseCopies(*a, in, nullptr, stream);
+  }
+  std::unordered_map<int64_t, void *> pack = {{kQ, const_cast<void *>(in[0])},
+                                              {kK, const_cast<void *>(in[1])},
+                                              {kV, const_cast<void *>(in[2])},
                                               {kO, out},
                                               {kStats, stats}};
-  run(*p->forward, pack);
+  run(*g, pack);
   return 1;
 }
 
@@ -267,12 +404,25 @@ extern "C" int otc_cudnn_attention_backward(const otc_attention_shape *a, const 
   Plan *p = planFor(*a, stream);
   if (!p)
     return 0;
+  const void *in[3] = {q, k, v};
+  void *const to[3] = {dq, dk, dv};
+  void *grads[3] = {dq, dk, dv};
+  Graph g = p->backward;
+  bool copies = false;
+  if (pitched(*a, 6)) {
+    if (Graph strided = pitchedGraph(*p, *a, false, stream))
+      g = strided;
+    else
+      denseCopies(*a, in, grads, stream), copies = true;
+  }
   std::unordered_map<int64_t, void *> pack = {
-      {kQ, const_cast<void *>(q)},      {kK, const_cast<void *>(k)},
-      {kV, const_cast<void *>(v)},      {kO, const_cast<void *>(out)},
+      {kQ, const_cast<void *>(in[0])},  {kK, const_cast<void *>(in[1])},
+      {kV, const_cast<void *>(in[2])},  {kO, const_cast<void *>(out)},
       {kdO, const_cast<void *>(dout)},  {kStats, const_cast<float *>(stats)},
-      {kdQ, dq},                        {kdK, dk},
-      {kdV, dv}};
-  run(*p->backward, pack);
+      {kdQ, grads[0]},                  {kdK, grads[1]},
+      {kdV, grads[2]}};
+  run(*g, pack);
+  if (copies)
+    copyBack(*a, grads, to, stream);
   return 1;
 }

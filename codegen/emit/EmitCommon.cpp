@@ -282,8 +282,10 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
   }
   os << "(";
   std::vector<std::string> args;
-  for (int b : call.buffers)
-    args.push_back(bufferName(b));
+  for (size_t i = 0; i < call.buffers.size(); ++i)
+    args.push_back(bufferName(call.buffers[i]) +
+                   (call.offsets.empty() || !call.offsets[i] ? ""
+                                                             : " + " + intLiteral(call.offsets[i])));
   for (const LibraryCall::Scalar &s : call.scalars)
     args.push_back(scalarText(s));
   if (cuda && kernelUsesBlas(call.kernel))

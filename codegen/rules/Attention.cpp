@@ -12,11 +12,17 @@ using Kernel = otc::LibraryCall::Kernel;
 namespace otc {
 namespace {
 
+/// The row pitch of `v` (0: dense).
+int64_t pitchOf(Lowering &l, Value v) {
+  const RowView *view = v ? l.rowView(v) : nullptr;
+  return view ? view->pitch : 0;
+}
+
 /// The template constants: B, H, G, T, S, D, DV, Causal, Mask, the mask's
-/// strides over [B, H, T, S] (0 where it broadcasts), and the layout (1:
-/// [B, T, H, D]).
+/// strides over [B, H, T, S] (0 where it broadcasts), the layout (1:
+/// [B, T, H, D]), and the row pitches of q, k, v, dq, dk, dv.
 template <class OpTy>
-std::vector<int64_t> constants(OpTy op) {
+std::vector<int64_t> constants(OpTy op, Lowering &l, ArrayRef<Value> grads) {
   AttentionLayout layout = op.getLayout();
   auto q = attentionRows(shapeOf(op.getQuery()), layout),
        k = attentionRows(shapeOf(op.getKey()), layout),
@@ -35,25 +41,50 @@ std::vector<int64_t> constants(OpTy op) {
   c.push_back(kind);
   c.insert(c.end(), strides.begin(), strides.end());
   c.push_back(layout == AttentionLayout::Bthd);
+  for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
+    c.push_back(pitchOf(l, v));
+  for (int i = 0; i < 3; ++i)
+    c.push_back(grads.empty() ? 0 : pitchOf(l, grads[size_t(i)]));
   return c;
+}
+
+/// Attention in the projections' layout reads q, k and v, and writes their
+/// gradients, as one row of H D (H/G D) elements per (b, t): slices of a
+/// packed projection need no copies.
+int64_t rowWidth(Operation *op, bool result, unsigned k) {
+  Value v;
+  if (auto a = dyn_cast<AttentionOp>(op); a && !result && k < 3 &&
+                                          a.getLayout() == AttentionLayout::Bthd)
+    v = a.getOperand(k);
+  if (auto a = dyn_cast<AttentionGradOp>(op); a && a.getLayout() == AttentionLayout::Bthd) {
+    if (result && k < 3)
+      v = a.getResult(k);
+    else if (!result && k >= 1 && k <= 3) // q, k, v after the output's gradient
+      v = a.getOperand(k);
+  }
+  if (!v)
+    return 0;
+  auto shape = shapeOf(v);
+  return shape[2] * shape[3];
 }
 
 /// The call with its mask appended to `inputs`, its scale and fill.
 template <class OpTy>
 bool call(OpTy op, Lowering &l, Kernel kernel, ArrayRef<Value> inputs, ArrayRef<int> scratch,
-          ArrayRef<Value> results) {
+          ArrayRef<Value> results, ArrayRef<Value> grads) {
   SmallVector<Value> reads(inputs);
   reads.push_back(op.getMask());
   LibraryCall::Scalar scale{LibraryCall::Scalar::Float}, fill{LibraryCall::Scalar::Float};
   scale.real = op.getScale().convertToDouble();
   fill.real = op.getFill() ? op.getFill()->convertToDouble() : 0.0;
-  return lowerLibraryCall(op, l, kernel, constants(op), reads, scratch, results, {scale, fill});
+  return lowerLibraryCall(op, l, kernel, constants(op, l, grads), reads, scratch, results,
+                          {scale, fill});
 }
 
 bool lowerAttention(Operation *op, Lowering &l) {
   auto a = cast<AttentionOp>(op);
   return call(a, l, Kernel::AttentionForward, {a.getQuery(), a.getKey(), a.getValue()}, {},
-              {a.getResult(), a.getStats()});
+              {a.getResult(), a.getStats()}, {});
 }
 
 bool lowerAttentionGrad(Operation *op, Lowering &l) {
@@ -63,15 +94,18 @@ bool lowerAttentionGrad(Operation *op, Lowering &l) {
   int delta = l.scratch(ElemType::F32, {q[0], q[1], q[2]}, "attention_delta");
   return call(a, l, Kernel::AttentionBackward,
               {a.getGrad(), a.getQuery(), a.getKey(), a.getValue(), a.getOutput(), a.getStats()},
-              {delta}, {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()});
+              {delta}, {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()},
+              {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()});
 }
 
 } // namespace
 
 void registerAttentionRules(RuleRegistry &r) {
   auto own = StepRule::Output::Own;
-  r.steps[AttentionOp::getOperationName()] = {lowerAttention, nullptr, own};
-  r.steps[AttentionGradOp::getOperationName()] = {lowerAttentionGrad, nullptr, own};
+  StepRule forward{lowerAttention, nullptr, own}, backward{lowerAttentionGrad, nullptr, own};
+  forward.rowWidth = backward.rowWidth = rowWidth;
+  r.steps[AttentionOp::getOperationName()] = forward;
+  r.steps[AttentionGradOp::getOperationName()] = backward;
 }
 
 } // namespace otc

@@ -120,7 +120,8 @@ bool lowerSliceGrad(Operation *op, Lowering &l) {
   return true;
 }
 
-// Concat: each input copied (its producer fused in) to its place.
+// Concat: each input copied (its producer fused in) to its place, but for
+// those their producer wrote there (Lowering::rowView).
 bool lowerConcat(Operation *op, Lowering &l) {
   auto c = cast<ConcatOp>(op);
   auto big = shapeOf(c.getResult());
@@ -131,6 +132,10 @@ bool lowerConcat(Operation *op, Lowering &l) {
   int64_t at = 0;
   for (Value v : c.getInputs()) {
     auto shape = shapeOf(v);
+    if (const RowView *view = l.rowView(v); view && view->base == c.getResult()) {
+      at += shape[c.getAxis()];
+      continue;
+    }
     Step &s = l.newStep(Step::Elementwise, op, shape.vec());
     NodeBuilder b(s);
     int x = l.expr(b, v, identityMap(shape.size()));

@@ -7,6 +7,7 @@ usage: check_attention.py OTC DIR --type f32|f16|bf16 [--heads H]
            [--kv-heads HK] [--queries T] [--keys S] [--causal]
            [--mask none|add|keep] [--target cpu|cuda]
            [--build-only | --run-only] [--cudnn | --kernel] [--layout bthd]
+           [--packed qkv|kv]
 
 DIR receives the function and the executable; --build-only stops there
 and --run-only (OTC unused) runs one built before, as on a GPU machine
@@ -48,6 +49,13 @@ kernels (OTC_ATTENTION=kernel).
 --layout bthd stores q, k, v, the output and the gradients [B, T, H, D]
 (otc-attention-layout's form): the same values, the same bounds, and on
 cuDNN the same graphs given strides.
+
+--packed qkv (T = S) passes q, k and v as one [B, T, H D + 2 HK D]
+argument, sliced, and returns their gradients as one concat, as a fused
+qkv projection gives them; --packed kv packs k and v only (cross
+attention). Both imply bthd, and the kernels must then read and write the
+packed rows in place: the script prints the slice and concat steps the
+program still has (none expected), then checks the same values.
 """
 import argparse
 import os
@@ -73,6 +81,48 @@ def stored(shape, a):
     return (shape[0], shape[2], shape[1], shape[3]) if a.layout == "bthd" else shape
 
 
+def packed_parts(a, shapes):
+    """The packed tensors' [B, n, w] shapes and, per part, its tensor, its
+    offset in its pack and its stored [B, n, heads, w] shape."""
+    names = ["q", "k", "v"] if a.packed == "qkv" else ["k", "v"]
+    parts, at = [], 0
+    for n in names:
+        B, heads, rows, w = shapes[n]
+        parts.append((n, at, (B, rows, heads, w)))
+        at += heads * w
+    return (shapes["k"][0], shapes["k"][2], at), parts
+
+
+def packed_mlir(a, shapes, scale, ty, attrs, mask, mtype, margs):
+    """The function with q, k, v sliced from one argument (or k, v) and
+    their gradients concatenated."""
+    q, k, v, o = (ty(stored(shapes[n], a)) for n in ("q", "k", "v", "o"))
+    lse = ty(shapes["lse"], "f32")
+    pshape, parts = packed_parts(a, shapes)
+    pt = ty(pshape)
+    args = ([] if a.packed == "qkv" else [f"%q: {q}"]) + [f"%x: {pt}", f"%g: {o}"] + margs
+    body = []
+    for n, at, st in parts:
+        flat = ty(st[:2] + (st[2] * st[3],))
+        body.append(f"  %{n}f = otc.slice %x [0, 0, {at}] [1, 1, 1] : {pt} -> {flat}")
+        body.append(f"  %{n} = otc.reshape %{n}f : {flat} -> {ty(st)}")
+    body.append(f"  %o, %lse = otc.attention %q, %k, %v{mask} {{{attrs}}} : {q}, {k}, {v}{mtype} -> {o}, {lse}")
+    body.append(f"  %dq, %dk, %dv = otc.attention_grad %g, %q, %k, %v, %o, %lse{mask} {{{attrs}}}"
+                f" : {o}, {q}, {k}, {v}, {o}, {lse}{mtype} -> {q}, {k}, {v}")
+    flats = []
+    for n, at, st in parts:
+        flat = ty(st[:2] + (st[2] * st[3],))
+        body.append(f"  %d{n}f = otc.reshape %d{n} : {ty(st)} -> {flat}")
+        flats.append(flat)
+    names = ", ".join(f"%d{n}f" for n, _, _ in parts)
+    body.append(f"  %dx = otc.concat {names} {{axis = 2 : i64}} : {', '.join(flats)} -> {pt}")
+    results = [o, lse] + ([] if a.packed == "qkv" else [q]) + [pt]
+    rnames = ["%o", "%lse"] + ([] if a.packed == "qkv" else ["%dq"]) + ["%dx"]
+    body.append(f"  return {', '.join(rnames)} : {', '.join(results)}")
+    return (f"func.func @attention({', '.join(args)}) -> ({', '.join(results)}) {{\n"
+            + "\n".join(body) + "\n}\n")
+
+
 def mlir(a, shapes, scale):
     t = a.type
     ty = lambda s, e=t: "tensor<" + "x".join(map(str, s)) + "x" + e + ">"
@@ -91,6 +141,8 @@ def mlir(a, shapes, scale):
         mask, mtype = " mask %m", ", " + mt
         if a.mask == "keep":
             attrs += f", fill = {FILL:.17e} : f64"
+    if a.packed:
+        return packed_mlir(a, shapes, scale, ty, attrs, mask, mtype, args[4:])
     return (f"func.func @attention({', '.join(args)}) -> ({o}, {lse}, {q}, {k}, {v}) {{\n"
             f"  %o, %lse = otc.attention %q, %k, %v{mask} {{{attrs}}} : {q}, {k}, {v}{mtype} -> {o}, {lse}\n"
             f"  %dq, %dk, %dv = otc.attention_grad %g, %q, %k, %v, %o, %lse{mask} {{{attrs}}}"
@@ -175,7 +227,12 @@ def main():
     ap.add_argument("--cudnn", action="store_true")
     ap.add_argument("--kernel", action="store_true")
     ap.add_argument("--layout", default="bhtd", choices=["bhtd", "bthd"])
+    ap.add_argument("--packed", choices=["qkv", "kv"])
     a = ap.parse_args()
+    if a.packed:
+        a.layout = "bthd"
+        if a.packed == "qkv" and a.queries != a.keys:
+            ap.error("--packed qkv needs --queries equal to --keys")
     B, H, HK, T, S, D, DV = a.batch, a.heads, a.kv_heads, a.queries, a.keys, a.dim, a.value_dim
     G = H // HK
     scale = 1 / np.sqrt(D)
@@ -200,6 +257,12 @@ def main():
         (tmp / "attention.mlir").write_text(mlir(a, shapes, scale))
         subprocess.run([a.otc, "kernel", str(tmp / "attention.mlir"), "-o", str(exe), "--target", a.target],
                        check=True)
+        if a.packed:
+            prog = subprocess.run([a.otc, "kernel", str(tmp / "attention.mlir"), "-o", str(tmp / "p"),
+                                   "--target", a.target, "--emit", "program"],
+                                  check=True, capture_output=True, text=True).stdout
+            print(f"in place: {prog.count('(otc.slice)')} slice steps, "
+                  f"{prog.count('(otc.concat)')} concat steps")
     if a.build_only:
         return 0
     q = round_to(rng.normal(0, 1, shapes["q"]), a.type)
@@ -211,12 +274,27 @@ def main():
     data.mkdir(exist_ok=True)
     # [B, H, n, w] <-> [B, n, H, w] under bthd (the mask keeps its shape).
     swap = (lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2))) if a.layout == "bthd" else (lambda x: x)
-    for i, x in enumerate(args):
-        np.save(data / f"arg{i}.npy", swap(x) if i < 4 else x)
+    if a.packed:  # [B, n, heads, w] parts side by side along the last dim
+        pshape, parts = packed_parts(a, shapes)
+        x = np.concatenate([swap(dict(q=q, k=k, v=v)[n]).reshape(st[:2] + (-1,))
+                            for n, _, st in parts], axis=-1)
+        files = ([] if a.packed == "qkv" else [swap(q)]) + [x, swap(dO)] + args[4:]
+    else:
+        files = [swap(x) if i < 4 else x for i, x in enumerate(args)]
+    for i, x in enumerate(files):
+        np.save(data / f"arg{i}.npy", x)
     env = dict(os.environ, OTC_ATTENTION="kernel") if a.kernel else None
     subprocess.run([str(exe), str(data)], check=True, env=env)
-    got = [np.load(data / f"result{i}.npy").astype(np.float64) for i in range(5)]
-    got = [r if i == 1 else swap(r) for i, r in enumerate(got)]
+    if a.packed:
+        res = [np.load(data / f"result{i}.npy").astype(np.float64)
+               for i in range(3 if a.packed == "qkv" else 4)]
+        grads = {} if a.packed == "qkv" else {"q": res[2]}
+        for n, at, st in parts:
+            grads[n] = res[-1][..., at:at + st[2] * st[3]].reshape(st)
+        got = [swap(res[0]), res[1]] + [swap(grads[n]) for n in ("q", "k", "v")]
+    else:
+        got = [np.load(data / f"result{i}.npy").astype(np.float64) for i in range(5)]
+        got = [r if i == 1 else swap(r) for i, r in enumerate(got)]
     if a.cudnn:  # the packed log-sum-exp, in the first half
         got[1] = got[1].reshape(-1)[:B * H * T]
     f64 = lambda x: np.asarray(x, np.float64)

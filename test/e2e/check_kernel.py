@@ -71,7 +71,10 @@ and their sum: a float32 sum done that way is within (128 + 32) 2^-24 of
 the sum of |terms| (each level's recursive-summation bound). The sum of
 x, of x y (exact products of float32 in float64, one rounding in
 float32 adds 2^-24 |xy|), the maximum (exact) and the mean (a sum times
-the exact 2^-12), and a [9, 24] sum left whole (9 2^-24).
+the exact 2^-12), and a [9, 24] sum left whole (9 2^-24). Then sums over
+dims 0 and 2 of [8, 6, 256] per channel (BatchNorm's), split into 8 x 6
+partial sums over 256 and their sums over 8: within (256 + 8) 2^-24 of
+the sum of |terms|, the mean of squares one 2^-24 more.
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
@@ -121,7 +124,8 @@ def main():
         elif kind == "columns":
             args = [rng.normal(0, 1, (32, 128, 24)).astype(np.float32),
                     rng.normal(0.5, 1, (32, 128, 24)).astype(np.float32),
-                    rng.normal(0, 1, (9, 24)).astype(np.float32)]
+                    rng.normal(0, 1, (9, 24)).astype(np.float32),
+                    rng.normal(0.5, 1, (8, 6, 256)).astype(np.float32)]
         elif kind == "steps":
             x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, np.nan, np.inf, -np.inf,
                           2.0 ** 23 + 1, -2.0 ** 24], np.float32)
@@ -161,7 +165,7 @@ def main():
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
-                 "columns": 5}.get(kind, 1)
+                 "columns": 7}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -253,7 +257,7 @@ def main():
         ok &= check("log_softmax", res[1], ls,
                     u * np.abs(ls) + (np.abs(zm).max() + 5 + 8) * f32 * (1 + np.abs(ls)) + sub)
     elif kind == "columns":
-        x, y, z = a64
+        x, y, z, w = a64
         split = (128 + 32) * F32_EPS
         ax, axy = np.abs(x).sum(axis=(0, 1)), np.abs(x * y).sum(axis=(0, 1))
         ok &= check("column_sum", res[0], x.sum(axis=(0, 1)), split * ax)
@@ -262,6 +266,10 @@ def main():
         ok &= check("column_mean", res[3].reshape(24), y.mean(axis=(0, 1)),
                     split * np.abs(y).mean(axis=(0, 1)))
         ok &= check("column_sum_short", res[4], z.sum(axis=0), 9 * F32_EPS * np.abs(z).sum(axis=0))
+        outer = (256 + 8) * F32_EPS  # rows of 256, then 8 partial sums
+        ok &= check("channel_sum", res[5], w.sum(axis=(0, 2)), outer * np.abs(w).sum(axis=(0, 2)))
+        ok &= check("channel_mean_square", res[6].reshape(6), (w * w).mean(axis=(0, 2)),
+                    (outer + F32_EPS) * (w * w).mean(axis=(0, 2)))
     elif kind == "unary":
         p, s = a64
         from math import erf

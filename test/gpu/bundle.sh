@@ -93,7 +93,8 @@ done
 # Fused attention (test/e2e/attention.test on the CPU): the same cases, and
 # a GPT-2-sized head (T 1024, D 64) in bf16 on cuDNN and on otc's kernels,
 # and grouped queries in f16 on cuDNN; then the [B, T, H, D] layout
-# (otc-attention-layout) on otc's kernels and, strided, on cuDNN.
+# (otc-attention-layout) on otc's kernels and, strided, on cuDNN; then q, k
+# and v read in place from one packed projection, with row pitches.
 while read -r name flags; do
   "$py" "$root/test/e2e/check_attention.py" "$otc" "$out/attention/$name" --target cuda \
     --build-only $flags > /dev/null
@@ -112,6 +113,11 @@ bthd_causal --layout bthd --causal --kv-heads 2
 bthd_padded --layout bthd --type bf16 --mask add --queries 6 --keys 9 --value-dim 16
 gpt2_bthd_bf16 --layout bthd --type bf16 --causal --batch 2 --heads 4 --kv-heads 4 --queries 1024 --keys 1024 --dim 64 --value-dim 64 --cudnn
 gqa_bthd_f16 --layout bthd --type f16 --heads 4 --kv-heads 2 --queries 128 --keys 128 --dim 64 --value-dim 64 --cudnn
+packed_qkv --packed qkv --causal --kv-heads 2 --value-dim 16
+packed_kv --packed kv --type bf16 --mask add --queries 6 --keys 9 --value-dim 16 --kv-heads 2
+gpt2_packed_bf16 --packed qkv --type bf16 --causal --batch 2 --heads 4 --kv-heads 4 --queries 1024 --keys 1024 --dim 64 --value-dim 64 --cudnn
+gpt2_packed_bf16_kernel --packed qkv --type bf16 --causal --batch 2 --heads 4 --kv-heads 4 --queries 1024 --keys 1024 --dim 64 --value-dim 64 --kernel
+packed_kv_f16 --packed kv --type f16 --heads 4 --kv-heads 2 --queries 128 --keys 256 --dim 64 --value-dim 64 --cudnn
 CASES
 # Recurrent cells (test/e2e/recurrent.test on the CPU): the same cases.
 while read -r name flags; do

@@ -8,7 +8,10 @@
 // DV], out [B, H, T, DV] (with Layout 1, [B, T, H, D], [B, S, H/G, D], ...:
 // the projections' layout), stats [B, H, T, 2] (m, l), delta [B, H, T]
 // whatever the layout. Rows are numbered (b H + h) T + t, keys
-// (b H/G + j) S + s; query_at and key_at place them. Query head h reads key
+// (b H/G + j) S + s; query_at and key_at place them. In layout 1 the (b, t)
+// positions of q, k, v, dq, dk and dv may lie QP, KP, VP, DQP, DKP, DVP
+// elements apart (0: dense): slices of one packed projection, read and
+// written in place. Query head h reads key
 // head h / G. The mask (Mask 1: i1, scores set to `fill` where false;
 // Mask 2: added to the scores) is read at b MB + h MH + t MT + s MS, so any
 // broadcast costs nothing. With Causal (T = S) only keys s <= t take part.
@@ -28,29 +31,33 @@
 #define OTC_ATTENTION                                                                     \
   long long B, long long H, long long G, long long T, long long S, long long D,           \
       long long DV, long long Causal, long long Mask, long long MB, long long MH,         \
-      long long MT, long long MS, long long Layout
-#define OTC_ATTENTION_ARGS B, H, G, T, S, D, DV, Causal, Mask, MB, MH, MT, MS, Layout
+      long long MT, long long MS, long long Layout, long long QP, long long KP, long long VP,   \
+      long long DQP, long long DKP, long long DVP
+#define OTC_ATTENTION_ARGS                                                                \
+  B, H, G, T, S, D, DV, Causal, Mask, MB, MH, MT, MS, Layout, QP, KP, VP, DQP, DKP, DVP
 
 namespace otc_kernels {
 
 /// The offset of query row `row` in a tensor of rows `w` wide (q, dq: D;
-/// out, dout: DV).
+/// out, dout: DV) whose (b, t) positions lie `pitch` apart (0: H w).
 template <OTC_ATTENTION>
-OTC_HD long long query_at(long long row, long long w) {
+OTC_HD long long query_at(long long row, long long w, long long pitch) {
+  static_assert(Layout == 1 || QP + KP + VP + DQP + DKP + DVP == 0, "pitches need layout 1");
   if constexpr (Layout == 0)
     return row * w;
   long long t = row % T, h = (row / T) % H, b = row / (T * H);
-  return ((b * T + t) * H + h) * w;
+  return (b * T + t) * (pitch ? pitch : H * w) + h * w;
 }
 
-/// The offset of key row `key` (k, dk: D wide; v, dv: DV).
+/// The offset of key row `key` (k, dk: D wide; v, dv: DV), (b, s)
+/// positions `pitch` apart (0: H/G w).
 template <OTC_ATTENTION>
-OTC_HD long long key_at(long long key, long long w) {
+OTC_HD long long key_at(long long key, long long w, long long pitch) {
   if constexpr (Layout == 0)
     return key * w;
   constexpr long long HK = H / G;
   long long s = key % S, j = (key / S) % HK, b = key / (S * HK);
-  return ((b * S + s) * HK + j) * w;
+  return (b * S + s) * (pitch ? pitch : HK * w) + j * w;
 }
 
 /// The score of query row (b, h, t) against key s, given q · k, and
@@ -88,8 +95,8 @@ template <OTC_ATTENTION, class Q, class M>
 __device__ float attention_row_score(const Q *q, const Q *k, const M *mask, long long row,
                                      long long s, int lane, float scale, float fill, bool &masked) {
   long long t = row % T, h = (row / T) % H, b = row / (T * H), key = (b * (H / G) + h / G) * S + s;
-  float dot = attention_dot<OTC_ATTENTION_ARGS>(q + query_at<OTC_ATTENTION_ARGS>(row, D),
-                                                k + key_at<OTC_ATTENTION_ARGS>(key, D), D, lane);
+  float dot = attention_dot<OTC_ATTENTION_ARGS>(q + query_at<OTC_ATTENTION_ARGS>(row, D, QP),
+                                                k + key_at<OTC_ATTENTION_ARGS>(key, D, KP), D, lane);
   return attention_score<OTC_ATTENTION_ARGS>(dot, mask, b, h, t, s, scale, fill, masked);
 }
 
@@ -120,13 +127,13 @@ __global__ void attention_forward_kernel(const Q *q, const Q *k, const Q *v, con
       l = l * c + p;
       for (long long r = 0; r < R; ++r) {
         long long j = lane + 32 * r;
-        acc[r] = acc[r] * c + (j < DV ? p * otc_ld(v[key_at<OTC_ATTENTION_ARGS>(kv + s, DV) + j]) : 0.0f);
+        acc[r] = acc[r] * c + (j < DV ? p * otc_ld(v[key_at<OTC_ATTENTION_ARGS>(kv + s, DV, VP) + j]) : 0.0f);
       }
       m = next;
     }
     for (long long r = 0; r < R; ++r)
       if (lane + 32 * r < DV)
-        otc_store(out + query_at<OTC_ATTENTION_ARGS>(row, DV) + lane + 32 * r, acc[r] / l);
+        otc_store(out + query_at<OTC_ATTENTION_ARGS>(row, DV, 0) + lane + 32 * r, acc[r] / l);
     if (lane == 0) {
       stats[2 * row] = m;
       stats[2 * row + 1] = logf(l);
@@ -142,7 +149,7 @@ __global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const
   constexpr long long R = OTC_LANES(D);
   for_warp_rows(B * H * T, [&](long long row, int lane) {
     long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * (H / G) + h / G) * S;
-    const long long o = query_at<OTC_ATTENTION_ARGS>(row, DV);
+    const long long o = query_at<OTC_ATTENTION_ARGS>(row, DV, 0);
     float dd = attention_dot<OTC_ATTENTION_ARGS>(dout + o, out + o, DV, lane);
     if (lane == 0)
       delta[row] = dd;
@@ -154,16 +161,16 @@ __global__ void attention_dq_kernel(const Q *dout, const Q *q, const Q *k, const
       bool masked;
       float x = attention_row_score<OTC_ATTENTION_ARGS>(q, k, mask, row, s, lane, scale, fill, masked);
       float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
-      float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + o, v + key_at<OTC_ATTENTION_ARGS>(kv + s, DV),
+      float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + o, v + key_at<OTC_ATTENTION_ARGS>(kv + s, DV, VP),
                                                    DV, lane);
       float ds = masked ? 0.0f : p * (dp - dd);
       for (long long r = 0; r < R; ++r)
         if (lane + 32 * r < D)
-          acc[r] += ds * otc_ld(k[key_at<OTC_ATTENTION_ARGS>(kv + s, D) + lane + 32 * r]);
+          acc[r] += ds * otc_ld(k[key_at<OTC_ATTENTION_ARGS>(kv + s, D, KP) + lane + 32 * r]);
     }
     for (long long r = 0; r < R; ++r)
       if (lane + 32 * r < D)
-        otc_store(dq + query_at<OTC_ATTENTION_ARGS>(row, D) + lane + 32 * r, scale * acc[r]);
+        otc_store(dq + query_at<OTC_ATTENTION_ARGS>(row, D, DQP) + lane + 32 * r, scale * acc[r]);
   });
 }
 
@@ -188,8 +195,8 @@ __global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, cons
         bool masked;
         float x = attention_row_score<OTC_ATTENTION_ARGS>(q, k, mask, row, s, lane, scale, fill, masked);
         float p = expf(x - stats[2 * row] - stats[2 * row + 1]);
-        const long long o = query_at<OTC_ATTENTION_ARGS>(row, DV);
-        float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + o, v + key_at<OTC_ATTENTION_ARGS>(key, DV),
+        const long long o = query_at<OTC_ATTENTION_ARGS>(row, DV, 0);
+        float dp = attention_dot<OTC_ATTENTION_ARGS>(dout + o, v + key_at<OTC_ATTENTION_ARGS>(key, DV, VP),
                                                      DV, lane);
         float ds = masked ? 0.0f : p * (dp - delta[row]);
         for (long long r = 0; r < RV; ++r)
@@ -197,15 +204,15 @@ __global__ void attention_dkv_kernel(const Q *dout, const Q *q, const Q *k, cons
             av[r] += p * otc_ld(dout[o + lane + 32 * r]);
         for (long long r = 0; r < RK; ++r)
           if (lane + 32 * r < D)
-            ak[r] += ds * otc_ld(q[query_at<OTC_ATTENTION_ARGS>(row, D) + lane + 32 * r]);
+            ak[r] += ds * otc_ld(q[query_at<OTC_ATTENTION_ARGS>(row, D, QP) + lane + 32 * r]);
       }
     }
     for (long long r = 0; r < RK; ++r)
       if (lane + 32 * r < D)
-        otc_store(dk + key_at<OTC_ATTENTION_ARGS>(key, D) + lane + 32 * r, scale * ak[r]);
+        otc_store(dk + key_at<OTC_ATTENTION_ARGS>(key, D, DKP) + lane + 32 * r, scale * ak[r]);
     for (long long r = 0; r < RV; ++r)
       if (lane + 32 * r < DV)
-        otc_store(dv + key_at<OTC_ATTENTION_ARGS>(key, DV) + lane + 32 * r, av[r]);
+        otc_store(dv + key_at<OTC_ATTENTION_ARGS>(key, DV, DVP) + lane + 32 * r, av[r]);
   });
 }
 
@@ -244,7 +251,7 @@ template <OTC_ATTENTION, class Q>
 otc_attention_shape attention_shape(float scale) {
   return {B, H, H / G, T, S, D, (int)Causal,
           std::is_same<Q, otc_bf16>::value ? OTC_ATTENTION_BF16 : OTC_ATTENTION_F16, scale,
-          (int)Layout};
+          (int)Layout, {QP, KP, VP, DQP, DKP, DVP}};
 }
 #endif
 
@@ -292,11 +299,11 @@ void attention_forward(const Q *q, const Q *k, const Q *v, const M *mask, Q *out
     for (long long row = 0; row < B * H * T; ++row) {
       long long t = row % T, h = (row / T) % H, b = row / (T * H), kv = (b * HK + h / G) * S;
       for (long long d = 0; d < D; ++d)
-        qr[d] = otc_ld(q[query_at<OTC_ATTENTION_ARGS>(row, D) + d]);
+        qr[d] = otc_ld(q[query_at<OTC_ATTENTION_ARGS>(row, D, QP) + d]);
       long long end = Causal ? t + 1 : S;
       float m = -INFINITY;
       for (long long s = 0; s < end; ++s) {
-        const Q *kr = k + key_at<OTC_ATTENTION_ARGS>(kv + s, D);
+        const Q *kr = k + key_at<OTC_ATTENTION_ARGS>(kv + s, D, KP);
         float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
         for (long long d = 0; d < D; ++d)
@@ -313,14 +320,14 @@ void attention_forward(const Q *q, const Q *k, const Q *v, const M *mask, Q *out
       for (long long j = 0; j < DV; ++j)
         acc[j] = 0.0f;
       for (long long s = 0; s < end; ++s) {
-        const Q *vr = v + key_at<OTC_ATTENTION_ARGS>(kv + s, DV);
+        const Q *vr = v + key_at<OTC_ATTENTION_ARGS>(kv + s, DV, VP);
         float p = x[s] / sum;
 #pragma omp simd
         for (long long j = 0; j < DV; ++j)
           acc[j] += p * otc_ld(vr[j]);
       }
       for (long long j = 0; j < DV; ++j)
-        otc_store(out + query_at<OTC_ATTENTION_ARGS>(row, DV) + j, acc[j]);
+        otc_store(out + query_at<OTC_ATTENTION_ARGS>(row, DV, 0) + j, acc[j]);
       stats[2 * row] = m;
       stats[2 * row + 1] = logf(sum);
     }
@@ -352,8 +359,8 @@ void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const
         long long h = j * G + g;
         for (long long t = 0; t < T; ++t) {
           long long row = (b * H + h) * T + t;
-          const long long qo = query_at<OTC_ATTENTION_ARGS>(row, D),
-                          oo = query_at<OTC_ATTENTION_ARGS>(row, DV);
+          const long long qo = query_at<OTC_ATTENTION_ARGS>(row, D, QP),
+                          oo = query_at<OTC_ATTENTION_ARGS>(row, DV, 0);
           for (long long d = 0; d < D; ++d) {
             qr[d] = otc_ld(q[qo + d]);
             aq[d] = 0.0f;
@@ -366,8 +373,8 @@ void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const
           delta[row] = dd;
           long long end = Causal ? t + 1 : S;
           for (long long s = 0; s < end; ++s) {
-            const Q *kr = k + key_at<OTC_ATTENTION_ARGS>(head * S + s, D),
-                    *vr = v + key_at<OTC_ATTENTION_ARGS>(head * S + s, DV);
+            const Q *kr = k + key_at<OTC_ATTENTION_ARGS>(head * S + s, D, KP),
+                    *vr = v + key_at<OTC_ATTENTION_ARGS>(head * S + s, DV, VP);
             float dot = 0.0f, dp = 0.0f;
 #pragma omp simd reduction(+ : dot)
             for (long long d = 0; d < D; ++d)
@@ -389,13 +396,14 @@ void attention_backward(const Q *dout, const Q *q, const Q *k, const Q *v, const
               ks[d] += ds * qr[d];
             }
           }
+          const long long dqo = query_at<OTC_ATTENTION_ARGS>(row, D, DQP);
           for (long long d = 0; d < D; ++d)
-            otc_store(dq + qo + d, scale * aq[d]);
+            otc_store(dq + dqo + d, scale * aq[d]);
         }
       }
       for (long long s = 0; s < S; ++s) {
-        Q *ks = dk + key_at<OTC_ATTENTION_ARGS>(head * S + s, D),
-          *vs = dv + key_at<OTC_ATTENTION_ARGS>(head * S + s, DV);
+        Q *ks = dk + key_at<OTC_ATTENTION_ARGS>(head * S + s, D, DKP),
+          *vs = dv + key_at<OTC_ATTENTION_ARGS>(head * S + s, DV, DVP);
         for (long long d = 0; d < D; ++d)
           otc_store(ks + d, scale * ak[s * D + d]);
         for (long long c = 0; c < DV; ++c)

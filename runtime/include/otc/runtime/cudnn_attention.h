@@ -17,12 +17,15 @@ extern "C" {
 enum { OTC_ATTENTION_F16 = 0, OTC_ATTENTION_BF16 = 1 };
 
 /* q [b, h, t, d], k and v [b, hk, s, d], contiguous; with layout 1 the
- * sequence dim comes before the heads: q [b, t, h, d], k and v [b, s, hk, d]. */
+ * sequence dim comes before the heads: q [b, t, h, d], k and v [b, s, hk, d],
+ * and the (b, t) positions of q, k, v, dq, dk, dv lie pitch[0..5] elements
+ * apart (0: dense), as in slices of one packed projection. */
 typedef struct otc_attention_shape {
   long long b, h, hk, t, s, d;
   int causal, dtype;
   float scale;
   int layout;
+  long long pitch[6];
 } otc_attention_shape;
 
 int otc_cudnn_attention_forward(const otc_attention_shape *a, const void *q, const void *k,
