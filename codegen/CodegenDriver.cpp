@@ -128,6 +128,12 @@ std::string emitSource(const Program &program, Target target, bool training, int
     os << "#include \"otc/kernels/gemm_f32acc.h\"\n#include \"otc/kernels/optimizer.h\"\n"
           "#include <cblas.h>\n#include <omp.h>\n";
   os << "\nnamespace {\n\n";
+  if (cuda) // the step's scalars, read by the kernels from device memory
+    os << "struct otc_scalars_t {\n  float seed;\n  unsigned long long rng_seed, rng_offset;\n};\n"
+          "__device__ otc_scalars_t otc_step_scalars;\n"
+          "__global__ void otc_set_scalars(float seed, unsigned long long rng_seed,\n"
+          "                                unsigned long long rng_offset) {\n"
+          "  otc_step_scalars = {seed, rng_seed, rng_offset};\n}\n\n";
   emitConstants(os, program, cuda);
   // One kernel per distinct body: a model's repeated layers launch the
   // same kernels on other buffers, and the host compiler's time is per kernel.
@@ -150,15 +156,27 @@ std::string emitSource(const Program &program, Target target, bool training, int
   }
   os << "} // namespace\n\n";
 
-  os << (training ? "static void otc_generated_step(const otc_step_args *a) {\n"
-                  : "static void otc_generated_run(const otc_function_args *a) {\n");
+  // CUDA training: the body apart from setting the scalars (the runtime
+  // captures it in a CUDA graph); step does both.
+  bool split = cuda && training;
+  if (split)
+    os << "static void otc_generated_scalars(const otc_step_args *a) {\n"
+          "  otc_set_scalars<<<1, 1, 0, (cudaStream_t)a->stream>>>(a->seed, a->rng_seed, "
+          "a->rng_offset);\n  OTC_CUDA_CHECK(cudaGetLastError());\n}\n\n";
+  os << (!training ? "static void otc_generated_run(const otc_function_args *a) {\n"
+         : split   ? "static void otc_generated_body(const otc_step_args *a) {\n"
+                   : "static void otc_generated_step(const otc_step_args *a) {\n");
   os << (training ? "  const float seed = a->seed;\n  const int first = a->first;\n"
                     "  const unsigned long long rng_seed = a->rng_seed, rng_offset = a->rng_offset;\n"
                   : "  const float seed = 0.0f;\n  const int first = 1;\n"
                     "  const unsigned long long rng_seed = 0, rng_offset = 0;\n")
      << "  (void)seed;\n  (void)first;\n  (void)rng_seed;\n  (void)rng_offset;\n";
   if (cuda)
-    os << "  cublasHandle_t handle = (cublasHandle_t)a->blas;\n  cudaStream_t stream = 0;\n"
+    os << "  cublasHandle_t handle = (cublasHandle_t)a->blas;\n"
+       << (training ? "  cudaStream_t stream = (cudaStream_t)a->stream;\n"
+                    : "  cudaStream_t stream = 0;\n"
+                      "  otc_set_scalars<<<1, 1, 0, stream>>>(seed, rng_seed, rng_offset);\n"
+                      "  OTC_CUDA_CHECK(cudaGetLastError());\n")
        << "  OTC_CUBLAS_CHECK(cublasSetStream(handle, stream));\n";
   for (const Buffer &b : program.buffers) {
     os << "  " << storageType(b.type) << " *" << bufferName(b.id) << " = ";
@@ -204,6 +222,9 @@ std::string emitSource(const Program &program, Target target, bool training, int
       os << "  if (a->grad_ready) a->grad_ready(a->grad_ready_ctx, " << g << ");\n";
   }
   os << "}\n\n";
+  if (split)
+    os << "static void otc_generated_step(const otc_step_args *a) {\n"
+          "  otc_generated_scalars(a);\n  otc_generated_body(a);\n}\n\n";
   if (cuda)
     os << "#define OTC_SET_THREADS 0\n";
   else
@@ -276,7 +297,9 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .token_labels = " << program.tokenLabels << ",\n"
      << "  .min_8bit_size = " << program.min8bitSize << ",\n"
      << "  .num_lora = " << program.lora.size() << ",\n  .lora = kLora,\n"
-     << "  .grad_order = kGradOrder,\n};\n\n"
+     << "  .grad_order = kGradOrder,\n"
+     << (split ? "  .set_scalars = otc_generated_scalars,\n  .body = otc_generated_body,\n" : "")
+     << "};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();
 }

@@ -468,10 +468,15 @@ void Lowering::findRowViews() {
       SmallVector<OpOperand *> uses;
       readersThroughViews(s.getResult(), uses);
       Value base = viewBase(s.getInput());
+      // The readers read the base where they run, not where the slice is:
+      // an argument (a parameter the step assigns, a gradient buffer) must
+      // not be written in between. Values are written once.
+      bool argument = isa<BlockArgument>(base);
       if (!sliceRows(s, view, width) || uses.empty() || inlined.contains(base) ||
-          rowViews.count(base) || targets.count(s.getResult()) ||
+          rowViews.count(base) || targets.count(s.getResult()) || assigned.contains(base) ||
           llvm::any_of(uses, [&](OpOperand *u) {
-            return widthOf(u->getOwner(), false, u->getOperandNumber()) != width;
+            return widthOf(u->getOwner(), false, u->getOperandNumber()) != width ||
+                   (argument && writesBetween(&op, u->getOwner(), position));
           }))
         continue;
       rowViews[s.getResult()] = view;

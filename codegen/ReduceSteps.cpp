@@ -72,6 +72,18 @@ std::set<int> read(const Step &s) {
   return out;
 }
 
+/// Whether a reduction's body reads another reduction (a later pass): its
+/// partial sums would read partial values.
+bool multiPass(const Step &s) {
+  std::vector<int> bodies;
+  for (const Reduction &r : s.reductions)
+    bodies.push_back(r.node);
+  for (int i : reachable(s, bodies))
+    if (s.nodes[size_t(i)].op == Node::Reduced)
+      return true;
+  return false;
+}
+
 bool meets(const std::set<int> &a, const std::set<int> &b) {
   return std::any_of(a.begin(), a.end(), [&](int x) { return b.count(x) > 0; });
 }
@@ -122,7 +134,7 @@ int64_t columnChunk(const Step &s) {
     return 0;
   int64_t rows = s.shape[0], outputs = s.shape[1];
   // Enough outputs fill the device alone; short columns are cheap.
-  if (outputs > kSplitMaxOutputs || rows < kSplitMinRows)
+  if (outputs > kSplitMaxOutputs || rows < kSplitMinRows || multiPass(s))
     return 0;
   for (const Node &n : s.nodes)
     if (n.op == Node::Coord || n.op == Node::Gather || n.op == Node::Uniform)
@@ -203,7 +215,8 @@ bool splitsOuter(const Step &s) {
     return false;
   int64_t outer = s.shape[0], outputs = s.shape[1], inner = s.shape[2];
   // Enough outputs fill the device alone; short rows are a warp's or less.
-  if (outputs > kSplitMaxOutputs || outer < 2 || inner < 32 || outer * inner < kSplitMinRows)
+  if (outputs > kSplitMaxOutputs || outer < 2 || inner < 32 || outer * inner < kSplitMinSums ||
+      multiPass(s))
     return false;
   // The epilogue moves to a step without the inner dim: it must not vary
   // along the reduced dims (no row-shaped result).

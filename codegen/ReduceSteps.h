@@ -23,6 +23,9 @@ void mergeReduces(Step &a, const Step &b);
 constexpr int64_t kSplitMinRows = 1024;
 /// More outputs than this keep a device busy unsplit.
 constexpr int64_t kSplitMaxOutputs = 16384;
+/// Outer and inner reductions of fewer terms per output stay one step: a
+/// block per output streams them fast enough (the tiny models' BatchNorms).
+constexpr int64_t kSplitMinSums = 1 << 16;
 /// The rows each partial sum covers, roughly (a divisor of the rows).
 constexpr int64_t kSplitChunk = 128;
 

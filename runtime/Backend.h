@@ -101,6 +101,11 @@ public:
     for (size_t i = 0; i < n; ++i)
       toDevice(dst[i], src[i], bytes[i]);
   }
+  /// Runs one micro-batch of the step. CUDA with useGraphs(true) replays
+  /// a CUDA graph of the step's body per input set and first flag, captured
+  /// at its second run (the first builds the libraries' plans).
+  virtual void runStep(const otc_program &prog, const otc_step_args &args) { prog.step(&args); }
+  virtual void useGraphs(bool) {}
   /// Copies `bytes` bytes between two allocations of this backend.
   virtual void copy(void *dst, const void *src, size_t bytes) = 0;
   /// Bytes requested through alloc() so far.

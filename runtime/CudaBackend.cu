@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace otc {
@@ -152,6 +153,11 @@ public:
     }
     if (copyStream)
       cudaStreamDestroy(copyStream);
+    for (auto &[key, r] : replays)
+      if (r.exec)
+        cudaGraphExecDestroy(r.exec);
+    if (captureStream)
+      cudaStreamDestroy(captureStream);
     for (void *p : blocks)
       cudaFree(p);
     cublasDestroy(handle);
@@ -342,6 +348,38 @@ public:
   void copy(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
+  void useGraphs(bool on) override { graphs = on; }
+  // Every pointer in the arguments but the inputs' is fixed for the run,
+  // and the scalars the kernels read are set before each replay: a graph
+  // per input set (the array's address) and first flag. The first run of
+  // each is eager, so cuBLASLt's and cuDNN's plans and workspaces exist
+  // before a capture. The last micro-batch of a data-parallel window calls
+  // back into the host (grad_ready) and stays eager.
+  void runStep(const otc_program &prog, const otc_step_args &args) override {
+    if (!graphs || !prog.body || !prog.set_scalars || args.grad_ready) {
+      prog.step(&args);
+      return;
+    }
+    Replay &r = replays[{static_cast<const void *>(args.inputs), args.first != 0}];
+    if (r.runs++ == 0) {
+      prog.step(&args);
+      return;
+    }
+    if (!r.exec) {
+      if (!captureStream)
+        OTC_CUDA_CHECK(cudaStreamCreateWithFlags(&captureStream, cudaStreamNonBlocking));
+      otc_step_args c = args;
+      c.stream = captureStream;
+      cudaGraph_t graph = nullptr;
+      OTC_CUDA_CHECK(cudaStreamBeginCapture(captureStream, cudaStreamCaptureModeRelaxed));
+      prog.body(&c);
+      OTC_CUDA_CHECK(cudaStreamEndCapture(captureStream, &graph));
+      OTC_CUDA_CHECK(cudaGraphInstantiate(&r.exec, graph, 0));
+      OTC_CUDA_CHECK(cudaGraphDestroy(graph));
+    }
+    prog.set_scalars(&args); // on the default stream, before the replay
+    OTC_CUDA_CHECK(cudaGraphLaunch(r.exec, 0));
+  }
 
   std::string deviceMemoryNote() override {
     size_t free = 0, total = 0;
@@ -382,6 +420,14 @@ private:
   size_t updateTableBytes = 0, updateChunks = 0;
   std::vector<UpdateSpan> updateSpans;
   int64_t most = 1; // the table's largest tensor
+  // --cuda-graphs: the step body's graph per input set and first flag.
+  struct Replay {
+    int64_t runs = 0;
+    cudaGraphExec_t exec = nullptr;
+  };
+  bool graphs = false;
+  std::map<std::pair<const void *, bool>, Replay> replays;
+  cudaStream_t captureStream = nullptr;
 };
 
 } // namespace

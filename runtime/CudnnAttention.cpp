@@ -23,10 +23,12 @@
 #include <dlfcn.h>
 
 #include <array>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -207,14 +209,13 @@ auto guarded(F build) -> decltype(build()) {
   }
 }
 
-/// Grows a device buffer of the state to `bytes`: once per growth, at a
-/// shape's first step, the only synchronising calls.
+/// Grows a device buffer of the state to `bytes`, at a shape's first call.
+/// The outgrown one is not freed: a captured CUDA graph of the step may
+/// still use it (a later shape is the evaluation's, run eagerly).
 void grow(void *&buffer, int64_t &have, int64_t bytes, cudaStream_t stream) {
+  (void)stream;
   if (bytes <= have)
     return;
-  OTC_CUDA_CHECK(cudaStreamSynchronize(stream));
-  OTC_CUDA_CHECK(cudaFree(buffer));
-  buffer = nullptr;
   OTC_CUDA_CHECK(cudaMalloc(&buffer, size_t(bytes)));
   have = bytes;
 }
@@ -266,6 +267,15 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
   return &it->second;
 }
 
+/// Whether every pointer is 16-byte aligned, as cuDNN's kernels load them
+/// (a slice of a packed projection starts where the slice does).
+bool aligned(std::initializer_list<const void *> ptrs) {
+  for (const void *p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16)
+      return false;
+  return true;
+}
+
 /// Whether any of the first `n` tensors (q, k, v, dq, dk, dv) has a pitch.
 bool pitched(const otc_attention_shape &a, int n) {
   for (int i = 0; i < n; ++i)
@@ -306,7 +316,7 @@ Graph pitchedGraph(Plan &p, const otc_attention_shape &a, bool forward, cudaStre
 struct Rows {
   long long count, width, pitch;
 };
-Rows rowsOf(const otc_attention_shape &a, int i) {
+Rows rowsOf(const otc_attention_shape &a, int i) { // cuDNN's v has k's head size
   bool query = i % 3 == 0;
   long long width = (query ? a.h : a.hk) * a.d;
   return {a.b * (query ? a.t : a.s), width, a.pitch[i] ? a.pitch[i] : width};
@@ -383,7 +393,8 @@ extern "C" int otc_cudnn_attention_forward(const otc_attention_shape *a, const v
   const void *in[3] = {q, k, v};
   Graph g = p->forward;
   if (pitched(*a, 3)) {
-    if (Graph strided = pitchedGraph(*p, *a, true, stream))
+    Graph strided = aligned({q, k, v}) ? pitchedGraph(*p, *a, true, stream) : nullptr;
+    if (strided)
       g = strided;
     else
       denseCopies(*a, in, nullptr, stream);
@@ -410,7 +421,9 @@ extern "C" int otc_cudnn_attention_backward(const otc_attention_shape *a, const 
   Graph g = p->backward;
   bool copies = false;
   if (pitched(*a, 6)) {
-    if (Graph strided = pitchedGraph(*p, *a, false, stream))
+    Graph strided =
+        aligned({q, k, v, dq, dk, dv}) ? pitchedGraph(*p, *a, false, stream) : nullptr;
+    if (strided)
       g = strided;
     else
       denseCopies(*a, in, grads, stream), copies = true;

@@ -224,6 +224,12 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
       {"--trace", "FILE",
        "write the run's spans (micro-batches, all-reduces, updates) for chrome://tracing or Perfetto",
        nullptr, text(&TrainOptions::trace)},
+      {"--cuda-graphs", nullptr,
+       "CUDA: capture a micro-batch's kernels once per input buffer set and first flag, and "
+       "replay them as a CUDA graph (bitwise the same run, fewer launches); ignored on the CPU "
+       "and on the last micro-batch of a data-parallel window",
+       "off",
+       [](TrainOptions &o, const char *, std::string &) { return o.cudaGraphs = true; }},
       {"--threads", "N", "CPU threads", "OMP_NUM_THREADS, else all cores",
        [](TrainOptions &o, const char *v, std::string &e) {
          if (count("--threads", v, o.threads, e) && o.threads <= 4096)

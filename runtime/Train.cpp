@@ -812,7 +812,7 @@ struct Trainer {
       args.grad_ready = comm && j == last ? &GradBuckets::onReady : nullptr;
       args.grad_ready_ctx = buckets.get();
       double began = trace.now();
-      prog.step(&args);
+      backend->runStep(prog, args);
       trace.span("micro-batch " + std::to_string(globalIndex(s, j)), Trace::Compute, began);
       first = false;
     }
@@ -1223,6 +1223,7 @@ int run(int argc, char **argv) {
       t.prog.set_threads(int(t.opt.threads));
     t.backend = makeBackend();
     t.backend->setUpdateKernel(t.prog.update);
+    t.backend->useGraphs(t.opt.cudaGraphs);
     t.joinRanks();
     t.loadData();
     t.loadParams();

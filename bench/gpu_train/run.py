@@ -32,7 +32,7 @@ PyTorch in float64: otc's must depart from them by at most twice PyTorch
 float32's departure, plus 1e-4 of the loss (the CPU smoke test).
 
 usage: run.py BUNDLE [--steps 100] [--runs 3] [--warmup 10] [--out DIR]
-              [--device cuda] [--systems otc,eager,compile] [--configs A,B]
+              [--device cuda] [--systems otc,otc_graphs,eager,compile] [--configs A,B]
               [--reference64]
 """
 import argparse
@@ -181,8 +181,9 @@ def main():
         for system in systems:
             runs = []
             for r in range(a.runs):
-                if system == "otc":
-                    res = run_otc(bundle / cname, work, cfg, bench.otc_flags, a.steps, a.warmup,
+                if system in ("otc", "otc_graphs"):  # otc_graphs: with --cuda-graphs
+                    flags = bench.otc_flags + (["--cuda-graphs"] if system == "otc_graphs" else [])
+                    res = run_otc(bundle / cname, work, cfg, flags, a.steps, a.warmup,
                                   per_sample, env)
                 else:
                     res = run_torch(name, shape, system, cfg, arrays, a.steps, a.warmup, per_sample,
@@ -194,10 +195,10 @@ def main():
             rows[system] = runs
         results["configs"][cname] = rows
         med = {s: statistics.median(r["rate"] for r in runs) for s, runs in rows.items()}
-        if "otc" in med:
+        for o in ("otc", "otc_graphs"):
             for s in ("eager", "compile"):
-                if s in med:
-                    print(f"{cname}: otc / {s} {bench.unit}/s {med['otc'] / med[s]:.2f}")
+                if o in med and s in med:
+                    print(f"{cname}: {o} / {s} {bench.unit}/s {med[o] / med[s]:.2f}")
             if "eager" in rows and cfg["precision"] == "fp32" and a.reference64:
                 # Both against PyTorch in float64: otc within twice PyTorch
                 # float32's departure (a small ResNet's BatchNorm backward

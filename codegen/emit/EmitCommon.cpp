@@ -244,30 +244,30 @@ std::string coords(const Step &s, const std::vector<int> &dims, const std::strin
   return out;
 }
 
-std::string kernelParams(const Program &p, const LoopInfo &info) {
+std::string kernelParams(const Program &p, const LoopInfo &info, bool scalarsInMemory) {
   std::string s;
   for (int b : info.buffers)
     s += (s.empty() ? "" : ", ") + std::string(storageType(p.buffers[b].type)) +
          " *__restrict__ " + bufferName(b);
-  if (info.usesSeed)
+  if (info.usesSeed && !scalarsInMemory)
     s += (s.empty() ? "" : ", ") + std::string("float seed");
   if (info.usesFirst)
     s += (s.empty() ? "" : ", ") + std::string("int first");
-  if (info.usesRng)
+  if (info.usesRng && !scalarsInMemory)
     s += (s.empty() ? "" : ", ") +
          std::string("unsigned long long rng_seed, unsigned long long rng_offset");
   return s;
 }
 
-std::string kernelArgs(const LoopInfo &info) {
+std::string kernelArgs(const LoopInfo &info, bool scalarsInMemory) {
   std::string s;
   for (int b : info.buffers)
     s += (s.empty() ? "" : ", ") + bufferName(b);
-  if (info.usesSeed)
+  if (info.usesSeed && !scalarsInMemory)
     s += (s.empty() ? "" : ", ") + std::string("seed");
   if (info.usesFirst)
     s += (s.empty() ? "" : ", ") + std::string("first");
-  if (info.usesRng)
+  if (info.usesRng && !scalarsInMemory)
     s += (s.empty() ? "" : ", ") + std::string("rng_seed, rng_offset");
   return s;
 }

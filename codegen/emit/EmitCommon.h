@@ -82,8 +82,11 @@ std::string kernelName(const Step &s, int k);
 std::string coords(const Step &s, const std::vector<int> &dims, const std::string &flat,
                    const std::string &indexType, const std::string &pad);
 /// The kernel's parameter list and the matching call arguments.
-std::string kernelParams(const Program &p, const LoopInfo &info);
-std::string kernelArgs(const LoopInfo &info);
+/// A kernel's parameters and its launch's arguments: its buffers, then the
+/// scalars it reads. `scalarsInMemory` (CUDA): seed and the generator's
+/// words come from device memory (otc_step_scalars), not parameters.
+std::string kernelParams(const Program &p, const LoopInfo &info, bool scalarsInMemory = false);
+std::string kernelArgs(const LoopInfo &info, bool scalarsInMemory = false);
 /// `0.0f` or `-INFINITY`: where a reduction starts.
 const char *reductionInit(Reduction::Kind k);
 /// `acc = acc + v` or `acc = fmaxf(acc, v)`.

@@ -201,7 +201,14 @@ void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, const std
   KernelParamNames params(info.buffers);
   const char *it = indexType(p, info);
   os << "__global__ void __launch_bounds__(" << kThreads << ") " << name << "("
-     << kernelParams(p, info) << ") {\n";
+     << kernelParams(p, info, true) << ") {\n";
+  // The step's scalars from device memory (set before the body runs), so a
+  // captured graph of the body replays with each micro-batch's.
+  if (info.usesSeed)
+    os << "  const float seed = otc_step_scalars.seed;\n";
+  if (info.usesRng)
+    os << "  const unsigned long long rng_seed = otc_step_scalars.rng_seed,\n"
+          "                           rng_offset = otc_step_scalars.rng_offset;\n";
   if (s.kind == Step::Elementwise)
     elementwise(os, p, s, it);
   else if (isColumnReduce(s))
@@ -213,7 +220,7 @@ void emitCudaKernel(std::ostream &os, const Program &p, const Step &s, const std
 
 void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, const std::string &name) {
   os << "  " << name << "<<<" << gridOf(p, s) << ", " << kThreads << ", 0, stream>>>("
-     << kernelArgs(LoopInfo(s)) << ");\n  OTC_CUDA_CHECK(cudaGetLastError());\n";
+     << kernelArgs(LoopInfo(s), true) << ");\n  OTC_CUDA_CHECK(cudaGetLastError());\n";
 }
 
 // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T.

@@ -72,8 +72,8 @@ the sum of |terms| (each level's recursive-summation bound). The sum of
 x, of x y (exact products of float32 in float64, one rounding in
 float32 adds 2^-24 |xy|), the maximum (exact) and the mean (a sum times
 the exact 2^-12), and a [9, 24] sum left whole (9 2^-24). Then sums over
-dims 0 and 2 of [8, 6, 256] per channel (BatchNorm's), split into 8 x 6
-partial sums over 256 and their sums over 8: within (256 + 8) 2^-24 of
+dims 0 and 2 of [16, 6, 4096] per channel (BatchNorm's), split into 16 x 6
+partial sums over 4096 and their sums over 16: within (4096 + 16) 2^-24 of
 the sum of |terms|, the mean of squares one 2^-24 more.
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
@@ -125,7 +125,7 @@ def main():
             args = [rng.normal(0, 1, (32, 128, 24)).astype(np.float32),
                     rng.normal(0.5, 1, (32, 128, 24)).astype(np.float32),
                     rng.normal(0, 1, (9, 24)).astype(np.float32),
-                    rng.normal(0.5, 1, (8, 6, 256)).astype(np.float32)]
+                    rng.normal(0.5, 1, (16, 6, 4096)).astype(np.float32)]
         elif kind == "steps":
             x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.0, np.nan, np.inf, -np.inf,
                           2.0 ** 23 + 1, -2.0 ** 24], np.float32)
@@ -266,7 +266,7 @@ def main():
         ok &= check("column_mean", res[3].reshape(24), y.mean(axis=(0, 1)),
                     split * np.abs(y).mean(axis=(0, 1)))
         ok &= check("column_sum_short", res[4], z.sum(axis=0), 9 * F32_EPS * np.abs(z).sum(axis=0))
-        outer = (256 + 8) * F32_EPS  # rows of 256, then 8 partial sums
+        outer = (4096 + 16) * F32_EPS  # rows of 4096, then 16 partial sums
         ok &= check("channel_sum", res[5], w.sum(axis=(0, 2)), outer * np.abs(w).sum(axis=(0, 2)))
         ok &= check("channel_mean_square", res[6].reshape(6), (w * w).mean(axis=(0, 2)),
                     (outer + F32_EPS) * (w * w).mean(axis=(0, 2)))

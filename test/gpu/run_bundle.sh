@@ -45,6 +45,16 @@ for zc in "$dir"/zoo/*/; do
     check "zoo $case matches PyTorch" "$tmp/zoo_$case.onnx" "$zc/expected.npz"
   fi
 done
+# CUDA graphs (--cuda-graphs): each zoo model's run replayed from graphs
+# saves bitwise the model of its eager run (dropout's draws included).
+for zc in "$dir"/zoo/*/; do
+  case=$(basename "$zc")
+  "$zc/train" --data "$zc/data" $(cat "$zc/train_flags") --cuda-graphs \
+    --save "$tmp/graphs_$case.onnx" 2> "$tmp/graphs_$case.err" || echo "train failed: graphs $case"
+  if cmp -s "$tmp/zoo_$case.onnx" "$tmp/graphs_$case.onnx"; then
+    pass=$((pass + 1)); echo "PASS zoo $case with CUDA graphs is bitwise the eager run"
+  else fail=$((fail + 1)); echo "FAIL zoo $case with CUDA graphs"; cat "$tmp/graphs_$case.err"; fi
+done
 # A finite loss with an overflowing gradient stops at the gradient, saving nothing.
 mkdir -p "$tmp/x" && cp "$dir/data/x.npy" "$tmp/x/"
 if ! "$dir/train_grad_overflow" --data "$tmp/x" --steps 2 --accum-steps 2 --save "$tmp/grad.onnx" \
@@ -154,7 +164,8 @@ for model in ${OTC_BENCH-gpt2 bert resnet50}; do
   b="$dir/bench_$model"
   [ -d "$b" ] || continue
   steps=100; [ "$model" = gpt2 ] || steps=30
-  "$py" "$b/run.py" "$b" --steps $steps --out "$tmp/bench_$model" || echo "bench $model failed"
+  "$py" "$b/run.py" "$b" --steps $steps --systems otc,otc_graphs,eager,compile \
+    --out "$tmp/bench_$model" || echo "bench $model failed"
   cp "$tmp/bench_$model/results.json" "${OUT:-$dir}/bench_$model.json" 2>/dev/null || true
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || true

@@ -166,13 +166,12 @@ __global__ void dgelu_kernel(long long rows, long long n, const float *product, 
 
 /// Float32 scratch for the 16-bit fallback's products, `bytes` at least:
 /// grown at a first call, outside the memory plan (cuBLAS's workspace is
-/// cuBLAS's own while it runs the product).
+/// cuBLAS's own while it runs the product). An outgrown buffer is not
+/// freed: a captured CUDA graph of the step may still read it.
 inline float *fallback_scratch(size_t bytes) {
   static float *scratch = nullptr;
   static size_t have = 0;
   if (have < bytes) {
-    if (scratch)
-      OTC_CUDA_CHECK(cudaFree(scratch));
     OTC_CUDA_CHECK(cudaMalloc(&scratch, bytes));
     have = bytes;
   }

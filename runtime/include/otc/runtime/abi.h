@@ -119,6 +119,9 @@ typedef struct otc_step_args {
   /* cuBLAS's workspace (OTC_CUDA_WORKSPACE_BYTES) on CUDA, which its
    * cuBLASLt calls share; null on the CPU. */
   void *blas_workspace;
+  /* CUDA: the stream the step's work goes to (a cudaStream_t; null: the
+   * legacy default stream, the runtime's). */
+  void *stream;
 } otc_step_args;
 
 typedef struct otc_program {
@@ -163,6 +166,12 @@ typedef struct otc_program {
   /* The num_grads gradient buffers in the order the step has done with
    * them (grad_ready's order; buffers the step never touches last). */
   const int *grad_order;
+  /* CUDA (null on the CPU): step is set_scalars then body. set_scalars
+   * stores seed, rng_seed and rng_offset in device memory, where the
+   * body's kernels read them, so the body, captured once in a CUDA graph
+   * per input set and first flag, replays with new values. */
+  void (*set_scalars)(const otc_step_args *);
+  void (*body)(const otc_step_args *);
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),
