@@ -177,7 +177,12 @@ std::string emitSource(const Program &program, Target target, bool training, int
                     : "  cudaStream_t stream = 0;\n"
                       "  otc_set_scalars<<<1, 1, 0, stream>>>(seed, rng_seed, rng_offset);\n"
                       "  OTC_CUDA_CHECK(cudaGetLastError());\n")
-       << "  OTC_CUBLAS_CHECK(cublasSetStream(handle, stream));\n";
+       << "  OTC_CUBLAS_CHECK(cublasSetStream(handle, stream));\n"
+       // cublasSetStream drops the workspace back to cuBLAS's own pool:
+       // the planned one again, which a captured graph also needs.
+       << "  if (a->blas_workspace)\n"
+          "    OTC_CUBLAS_CHECK(cublasSetWorkspace(handle, a->blas_workspace, "
+          "OTC_CUDA_WORKSPACE_BYTES));\n";
   for (const Buffer &b : program.buffers) {
     os << "  " << storageType(b.type) << " *" << bufferName(b.id) << " = ";
     if (cuda && b.place == Buffer::Place::Constant) // a __device__ array's address

@@ -473,13 +473,37 @@ void Lowering::findRowViews() {
       // not be written in between. Values are written once.
       bool argument = isa<BlockArgument>(base);
       if (!sliceRows(s, view, width) || uses.empty() || inlined.contains(base) ||
-          rowViews.count(base) || targets.count(s.getResult()) || assigned.contains(base) ||
+          rowViews.count(base) || transposedViews.count(base) || targets.count(s.getResult()) ||
+          assigned.contains(base) ||
           llvm::any_of(uses, [&](OpOperand *u) {
             return widthOf(u->getOwner(), false, u->getOperandNumber()) != width ||
                    (argument && writesBetween(&op, u->getOwner(), position));
           }))
         continue;
       rowViews[s.getResult()] = view;
+      continue;
+    }
+    // A transpose of the last two dims whose every reader reads its input
+    // transposed (a GEMM's trans flag): no copy. Not of an argument the
+    // step writes (an assigned parameter).
+    if (auto t = dyn_cast<TransposeOp>(op)) {
+      ArrayRef<int64_t> perm = t.getPerm();
+      size_t rank = perm.size();
+      bool swaps = rank >= 2 && perm[rank - 1] == int64_t(rank - 2) &&
+                   perm[rank - 2] == int64_t(rank - 1);
+      for (size_t d = 0; d + 2 < rank; ++d)
+        swaps = swaps && perm[d] == int64_t(d);
+      Value r = t.getResult(), base = viewBase(t.getInput());
+      if (swaps && !r.use_empty() && !inlined.contains(r) && !hostOf.count(r) &&
+          !targets.count(r) && !inlined.contains(base) && !rowViews.count(base) &&
+          !transposedViews.count(base) && !assigned.contains(base) && !onlyFed(base) &&
+          llvm::all_of(r.getUses(), [&](OpOperand &u) {
+            const StepRule *rule = rules.stepRule(u.getOwner());
+            return rule && rule->readsTransposed &&
+                   rule->readsTransposed(u.getOwner(), u.getOperandNumber()) &&
+                   !(isa<BlockArgument>(base) && writesBetween(&op, u.getOwner(), position));
+          }))
+        transposedViews[r] = t.getInput();
       continue;
     }
     // A result read once, by a concat (past reshapes), written into its
@@ -519,11 +543,14 @@ const RowView *Lowering::rowView(Value v) const {
   return it == rowViews.end() ? nullptr : &it->second;
 }
 
+Value Lowering::transposedView(Value v) const { return transposedViews.lookup(v); }
+
 int64_t Lowering::usePosition(Operation *op) {
   if (auto it = rootOf.find(op); it != rootOf.end() && it->second != op)
     return position[it->second];
   // A view's readers read its memory (a slice read in place: its input's).
-  if (isa<ReshapeOp>(op) || (isa<SliceOp>(op) && rowViews.count(op->getResult(0)))) {
+  if (isa<ReshapeOp>(op) || (isa<SliceOp>(op) && rowViews.count(op->getResult(0))) ||
+      (isa<TransposeOp>(op) && transposedViews.count(op->getResult(0)))) {
     int64_t last = position[op];
     for (Operation *u : op->getResult(0).getUsers())
       last = std::max(last, usePosition(u));
@@ -553,7 +580,7 @@ bool Lowering::makeBuffers() {
   for (Operation &op : func.getBody().front().without_terminator()) {
    for (Value r : op.getResults()) {
     if (inlined.contains(r) || targets.count(r) || buffers.count(r) || onlyFed(r) ||
-        rowViews.count(r) || isa<ConstantOp, ReshapeOp>(op) ||
+        rowViews.count(r) || transposedViews.count(r) || isa<ConstantOp, ReshapeOp>(op) ||
         (nativeAccumulator.count(&op) && cast<OpResult>(r).getResultNumber() == 0))
       continue;
     ElemType type;
@@ -881,7 +908,9 @@ bool Lowering::run(Program &program) {
       continue;
     if (auto it = buffers.find(op.getNumResults() == 1 ? op.getResult(0) : Value());
         (it != buffers.end() && prog->buffers[it->second].place == Buffer::Place::LowParam) ||
-        foldedCasts.contains(&op) || (isa<SliceOp>(op) && rowViews.count(op.getResult(0))))
+        foldedCasts.contains(&op) ||
+        (isa<SliceOp, TransposeOp>(op) &&
+         (rowViews.count(op.getResult(0)) || transposedViews.count(op.getResult(0)))))
       continue; // the optimizer update writes it, its producer's store, or a read in place
     current = &op;
     size_t before = prog->steps.size();

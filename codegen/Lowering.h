@@ -101,6 +101,10 @@ public:
   /// readers or its producer take them so (StepRule::rowWidth); null where
   /// `v` has memory of its own.
   const RowView *rowView(mlir::Value v) const;
+  /// The tensor `v` transposes (its last two dims swapped) where `v` is not
+  /// copied because every reader reads it so (StepRule::readsTransposed);
+  /// null otherwise.
+  mlir::Value transposedView(mlir::Value v) const;
   Program &program() { return *prog; }
 
 private:
@@ -122,7 +126,8 @@ private:
   bool onlyFed(mlir::Value v) const;
   /// Finds the row views: slices whose every reader reads their rows in
   /// place, and results whose one reader is a concat they can be written
-  /// into. After the bindings (a concat that accumulates is left alone).
+  /// into; and the transposed views. After the bindings (a concat that
+  /// accumulates is left alone).
   void findRowViews();
   bool bindArguments();
   bool bindResults();
@@ -169,6 +174,7 @@ private:
   /// operand it feeds them (StepRule::feeds), by that operand.
   llvm::DenseMap<mlir::Value, llvm::SmallVector<mlir::Operation *, 2>> fedTo;
   llvm::DenseMap<mlir::Value, RowView> rowViews;
+  llvm::DenseMap<mlir::Value, mlir::Value> transposedViews;
   /// A concat's result: the first position at which a producer writes rows
   /// into it (its buffer lives from there).
   llvm::DenseMap<mlir::Value, int64_t> rowsWrittenFrom;

@@ -51,6 +51,11 @@ struct StepRule {
   /// (Lowering::rowView), or 0 where it needs the tensor dense: attention in
   /// the projections' layout, on slices of one packed q, k, v.
   int64_t (*rowWidth)(mlir::Operation *op, bool result, unsigned k) = nullptr;
+  /// Whether the op's step can read operand k from memory that holds it
+  /// with its last two dims swapped (a matrix product's trans flag), so a
+  /// transpose of those dims that only such readers read needs no copy
+  /// (Lowering::transposedView).
+  bool (*readsTransposed)(mlir::Operation *op, unsigned k) = nullptr;
 };
 
 /// For StepRule::accumulates.

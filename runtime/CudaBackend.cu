@@ -4,6 +4,7 @@
 #include "otc/runtime/cuda_check.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -361,21 +362,13 @@ public:
       return;
     }
     Replay &r = replays[{static_cast<const void *>(args.inputs), args.first != 0}];
-    if (r.runs++ == 0) {
+    if (r.runs++ == 0 || r.eager) {
       prog.step(&args);
       return;
     }
-    if (!r.exec) {
-      if (!captureStream)
-        OTC_CUDA_CHECK(cudaStreamCreateWithFlags(&captureStream, cudaStreamNonBlocking));
-      otc_step_args c = args;
-      c.stream = captureStream;
-      cudaGraph_t graph = nullptr;
-      OTC_CUDA_CHECK(cudaStreamBeginCapture(captureStream, cudaStreamCaptureModeRelaxed));
-      prog.body(&c);
-      OTC_CUDA_CHECK(cudaStreamEndCapture(captureStream, &graph));
-      OTC_CUDA_CHECK(cudaGraphInstantiate(&r.exec, graph, 0));
-      OTC_CUDA_CHECK(cudaGraphDestroy(graph));
+    if (!r.exec && !capture(prog, args, r)) {
+      prog.step(&args);
+      return;
     }
     prog.set_scalars(&args); // on the default stream, before the replay
     OTC_CUDA_CHECK(cudaGraphLaunch(r.exec, 0));
@@ -424,7 +417,38 @@ private:
   struct Replay {
     int64_t runs = 0;
     cudaGraphExec_t exec = nullptr;
+    bool eager = false; // capture failed
   };
+  /// Captures the body of `args`' step into r.exec; false, with one note,
+  /// where CUDA refuses (the key then stays eager).
+  bool capture(const otc_program &prog, const otc_step_args &args, Replay &r) {
+    if (!captureStream)
+      OTC_CUDA_CHECK(cudaStreamCreateWithFlags(&captureStream, cudaStreamNonBlocking));
+    otc_step_args c = args;
+    c.stream = captureStream;
+    cudaGraph_t graph = nullptr;
+    cudaError_t err = cudaStreamBeginCapture(captureStream, cudaStreamCaptureModeRelaxed);
+    if (err == cudaSuccess) {
+      prog.body(&c);
+      err = cudaStreamEndCapture(captureStream, &graph);
+    }
+    if (err == cudaSuccess)
+      err = cudaGraphInstantiate(&r.exec, graph, 0);
+    if (graph)
+      cudaGraphDestroy(graph);
+    // The handle back on the default stream, with the planned workspace.
+    OTC_CUBLAS_CHECK(cublasSetStream(handle, 0));
+    OTC_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, OTC_CUDA_WORKSPACE_BYTES));
+    if (err == cudaSuccess)
+      return true;
+    (void)cudaGetLastError();
+    r.exec = nullptr;
+    r.eager = true;
+    std::fprintf(stderr, "train: note: CUDA could not capture the step as a graph (%s); it runs "
+                         "kernel by kernel\n",
+                 cudaGetErrorString(err));
+    return false;
+  }
   bool graphs = false;
   std::map<std::pair<const void *, bool>, Replay> replays;
   cudaStream_t captureStream = nullptr;

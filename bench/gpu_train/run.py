@@ -29,7 +29,10 @@ summation order (a bundle compiled in float32, as the CPU smoke test's).
 
 With --reference64, float32 configurations' losses are checked against
 PyTorch in float64: otc's must depart from them by at most twice PyTorch
-float32's departure, plus 1e-4 of the loss (the CPU smoke test).
+float32's largest departure over four runs (one as is, three from weights
+perturbed by about one float32 rounding: a small ResNet's BatchNorm
+amplifies rounding chaotically), plus 1e-4 of the loss (the CPU smoke
+test).
 
 usage: run.py BUNDLE [--steps 100] [--runs 3] [--warmup 10] [--out DIR]
               [--device cuda] [--systems otc,otc_graphs,eager,compile] [--configs A,B]
@@ -80,12 +83,17 @@ def run_otc(exe, work, cfg, flags, steps, warmup, per_sample, env):
 
 
 def run_torch(name, shape, mode, cfg, arrays, steps, warmup, per_sample, device, precision,
-              double=False):
+              double=False, perturb=None):
     bench = models.BENCHMARKS[name]
     sdpa = hasattr(torch.nn.functional, "scaled_dot_product_attention")
     m = models.build(name, shape, sdpa=sdpa, checkpoint=cfg["recompute"] == "blocks").to(device)
     if double:
         m = m.double()
+    if perturb is not None:  # each weight off by about one float32 rounding
+        gen = torch.Generator().manual_seed(perturb)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.mul_(1 + 2.0 ** -23 * torch.randn(p.shape, generator=gen).to(p.dtype))
     opt = bench.torch_optimizer(m.parameters(), device)
     fn = torch.compile(m) if mode == "compile" else m
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
@@ -200,13 +208,19 @@ def main():
                 if o in med and s in med:
                     print(f"{cname}: {o} / {s} {bench.unit}/s {med[o] / med[s]:.2f}")
             if "eager" in rows and cfg["precision"] == "fp32" and a.reference64:
-                # Both against PyTorch in float64: otc within twice PyTorch
-                # float32's departure (a small ResNet's BatchNorm backward
-                # makes that large), plus 1e-4 of the loss.
-                ref = np.array(run_torch(name, shape, "eager", cfg, arrays, a.steps, a.warmup,
-                                         per_sample, device, "fp32", double=True)["losses"])
+                # Both against PyTorch in float64: otc within twice float32's
+                # departure, plus 1e-4 of the loss. A small ResNet's
+                # BatchNorm backward amplifies rounding chaotically (PyTorch
+                # float32's gradient is 8% off float64's in places), so one
+                # float32 run is one sample of that noise: three more from
+                # weights perturbed by about one float32 rounding.
+                losses = lambda double, perturb=None: np.array(run_torch(
+                    name, shape, "eager", cfg, arrays, a.steps, a.warmup, per_sample, device,
+                    "fp32", double=double, perturb=perturb)["losses"])
+                ref = losses(True)
                 dev = float(np.abs(np.array(rows["otc"][0]["losses"]) - ref).max())
-                spread = float(np.abs(np.array(rows["eager"][0]["losses"]) - ref).max())
+                spread = max([float(np.abs(np.array(rows["eager"][0]["losses"]) - ref).max())] +
+                             [float(np.abs(losses(False, seed) - ref).max()) for seed in range(3)])
                 agree = dev <= 2 * spread + 1e-4 * float(np.abs(ref).max())
                 print(f"{cname}: otc's losses {'agree with' if agree else 'differ from'} float64's "
                       f"(otc departs {dev:.2e}, PyTorch float32 {spread:.2e})")

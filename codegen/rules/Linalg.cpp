@@ -123,12 +123,25 @@ bool lowerMatMul(Operation *op, Lowering &l) {
   g.strideA = g.m * g.k;
   g.strideB = g.k * g.n;
   g.strideC = g.m * g.n;
+  // An operand that is a transpose of its last two dims reads the
+  // transpose's input through the trans flag (Lowering::transposedView).
+  Value lhs = mm.getLhs(), rhs = mm.getRhs();
+  if (Value stored = l.transposedView(lhs))
+    lhs = stored, g.transA = true;
+  if (Value stored = l.transposedView(rhs))
+    rhs = stored, g.transB = true;
   if (b.size() == 2) { // one matrix shared by every leading index
-    g.m *= g.batch;
-    g.batch = 1;
+    if (!g.transA) {
+      g.m *= g.batch;
+      g.batch = 1;
+    } else {
+      g.strideB = 0; // op(A) per index is not one matrix's rows
+    }
   }
-  return finish(op, mm.getLhs(), mm.getRhs(), mm.getResult(), g, l);
+  return finish(op, lhs, rhs, mm.getResult(), g, l);
 }
+
+bool readsOperands(Operation *, unsigned k) { return k < 2; }
 
 /// A GEMM accumulates through beta when neither C nor a bias takes it.
 bool withoutC(Operation *op) { return !cast<GemmOp>(op).getC(); }
@@ -144,7 +157,9 @@ bool readsC(Operation *op, unsigned k) {
 void registerLinalgRules(RuleRegistry &r) {
   auto own = StepRule::Output::Own;
   r.steps[GemmOp::getOperationName()] = {lowerGemm, readsC, own, withoutC};
-  r.steps[MatMulOp::getOperationName()] = {lowerMatMul, nullptr, own, always};
+  StepRule matmul{lowerMatMul, nullptr, own, always};
+  matmul.readsTransposed = readsOperands;
+  r.steps[MatMulOp::getOperationName()] = matmul;
   // The weight gradient accumulates through beta; the bias gradient, which
   // the epilogue writes, through an accumulate step of its own.
   r.steps[GemmBiasGradOp::getOperationName()] = {lowerGemmBiasGrad, nullptr, own, always};
