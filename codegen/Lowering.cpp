@@ -485,7 +485,8 @@ void Lowering::findRowViews() {
     }
     // A transpose of the last two dims whose every reader reads its input
     // transposed (a GEMM's trans flag): no copy. Not of an argument the
-    // step writes (an assigned parameter).
+    // step writes (an assigned parameter), nor of a constant (a splat is a
+    // literal in the transpose's loop, and would become a buffer).
     if (auto t = dyn_cast<TransposeOp>(op)) {
       ArrayRef<int64_t> perm = t.getPerm();
       size_t rank = perm.size();
@@ -497,6 +498,7 @@ void Lowering::findRowViews() {
       if (swaps && !r.use_empty() && !inlined.contains(r) && !hostOf.count(r) &&
           !targets.count(r) && !inlined.contains(base) && !rowViews.count(base) &&
           !transposedViews.count(base) && !assigned.contains(base) && !onlyFed(base) &&
+          !base.getDefiningOp<ConstantOp>() &&
           llvm::all_of(r.getUses(), [&](OpOperand &u) {
             const StepRule *rule = rules.stepRule(u.getOwner());
             return rule && rule->readsTransposed &&
