@@ -460,33 +460,36 @@ void Lowering::findRowViews() {
     return rule && rule->rowWidth ? rule->rowWidth(op, result, k) : 0;
   };
   for (Operation &op : func.getBody().front().without_terminator()) {
-    // A slice whose every reader reads its rows in place, of memory that is
-    // not itself a view.
+    // A view's readers read `base` where they run, not where the view is:
+    // it must have memory of its own (not inlined, not itself a view), and
+    // an argument (a parameter the step assigns, a gradient buffer) must
+    // not be written in between. Values are written once.
+    auto ownMemory = [&](Value base) {
+      return !inlined.contains(base) && !rowViews.count(base) && !transposedViews.count(base) &&
+             !assigned.contains(base);
+    };
+    auto writtenBefore = [&](Value base, Operation *reader) {
+      return isa<BlockArgument>(base) && writesBetween(&op, reader, position);
+    };
+    // A slice whose every reader reads its rows in place.
     if (auto s = dyn_cast<SliceOp>(op)) {
       RowView view{s.getInput()};
       int64_t width = 0;
       SmallVector<OpOperand *> uses;
       readersThroughViews(s.getResult(), uses);
       Value base = viewBase(s.getInput());
-      // The readers read the base where they run, not where the slice is:
-      // an argument (a parameter the step assigns, a gradient buffer) must
-      // not be written in between. Values are written once.
-      bool argument = isa<BlockArgument>(base);
-      if (!sliceRows(s, view, width) || uses.empty() || inlined.contains(base) ||
-          rowViews.count(base) || transposedViews.count(base) || targets.count(s.getResult()) ||
-          assigned.contains(base) ||
+      if (!sliceRows(s, view, width) || uses.empty() || !ownMemory(base) ||
           llvm::any_of(uses, [&](OpOperand *u) {
             return widthOf(u->getOwner(), false, u->getOperandNumber()) != width ||
-                   (argument && writesBetween(&op, u->getOwner(), position));
+                   writtenBefore(base, u->getOwner());
           }))
         continue;
       rowViews[s.getResult()] = view;
       continue;
     }
     // A transpose of the last two dims whose every reader reads its input
-    // transposed (a GEMM's trans flag): no copy. Not of an argument the
-    // step writes (an assigned parameter), nor of a constant (a splat is a
-    // literal in the transpose's loop, and would become a buffer).
+    // transposed (a GEMM's trans flag): no copy. Not of a constant (a splat
+    // is a literal in the transpose's loop, and would become a buffer).
     if (auto t = dyn_cast<TransposeOp>(op)) {
       ArrayRef<int64_t> perm = t.getPerm();
       size_t rank = perm.size();
@@ -495,15 +498,12 @@ void Lowering::findRowViews() {
       for (size_t d = 0; d + 2 < rank; ++d)
         swaps = swaps && perm[d] == int64_t(d);
       Value r = t.getResult(), base = viewBase(t.getInput());
-      if (swaps && !r.use_empty() && !inlined.contains(r) && !hostOf.count(r) &&
-          !targets.count(r) && !inlined.contains(base) && !rowViews.count(base) &&
-          !transposedViews.count(base) && !assigned.contains(base) && !onlyFed(base) &&
-          !base.getDefiningOp<ConstantOp>() &&
+      if (swaps && !r.use_empty() && ownMemory(base) && !base.getDefiningOp<ConstantOp>() &&
           llvm::all_of(r.getUses(), [&](OpOperand &u) {
             const StepRule *rule = rules.stepRule(u.getOwner());
             return rule && rule->readsTransposed &&
                    rule->readsTransposed(u.getOwner(), u.getOperandNumber()) &&
-                   !(isa<BlockArgument>(base) && writesBetween(&op, u.getOwner(), position));
+                   !writtenBefore(base, u.getOwner());
           }))
         transposedViews[r] = t.getInput();
       continue;

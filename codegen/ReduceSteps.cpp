@@ -74,11 +74,15 @@ std::set<int> read(const Step &s) {
 
 /// Whether a reduction's body reads another reduction (a later pass): its
 /// partial sums would read partial values.
-bool multiPass(const Step &s) {
+std::vector<int> bodiesOf(const Step &s) {
   std::vector<int> bodies;
   for (const Reduction &r : s.reductions)
     bodies.push_back(r.node);
-  for (int i : reachable(s, bodies))
+  return bodies;
+}
+
+bool multiPass(const Step &s) {
+  for (int i : reachable(s, bodiesOf(s)))
     if (s.nodes[size_t(i)].op == Node::Reduced)
       return true;
   return false;
@@ -183,27 +187,34 @@ void sumPartials(const Step &s, int partials, int64_t parts, int64_t outputs, St
     second.stores.push_back({st.buffer, strides(st.strides), epilogue[st.node], st.offset});
 }
 
-} // namespace
-
-void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second) {
-  int64_t parts = s.shape[0] / chunk, outputs = s.shape[1];
-  size_t nred = s.reductions.size();
-  // The partial sums: [parts, chunk (reduced), outputs].
-  start(s, first, {parts, chunk, outputs}, {false, true, false});
-  std::vector<int> bodies;
-  for (const Reduction &r : s.reductions)
-    bodies.push_back(r.node);
-  auto map = copyNodes(s, reachable(s, bodies), first, [&](const std::vector<int64_t> &st) {
-    return std::vector<int64_t>{st[0] * chunk, st[0], st[1]};
-  });
-  for (size_t k = 0; k < nred; ++k) {
+/// `first`, started: `s`'s reductions, their bodies' loads' strides mapped
+/// by `strides`, reduction k stored into `partials` with `stores` strides
+/// from element k * `size`.
+template <class F>
+void reduceIntoPartials(const Step &s, Step &first, F strides, int partials,
+                        std::vector<int64_t> stores, int64_t size) {
+  auto map = copyNodes(s, reachable(s, bodiesOf(s)), first, strides);
+  for (size_t k = 0; k < s.reductions.size(); ++k) {
     first.reductions.push_back({s.reductions[k].kind, map[s.reductions[k].node]});
     Node red{Node::Reduced, ElemType::F32};
     red.ivalue = (int64_t)k;
     first.nodes.push_back(red);
-    first.stores.push_back({partials, {outputs, 0, 1}, (int)first.nodes.size() - 1,
-                            (int64_t)k * parts * outputs});
+    first.stores.push_back({partials, stores, (int)first.nodes.size() - 1, (int64_t)k * size});
   }
+}
+
+} // namespace
+
+void splitColumns(const Step &s, int64_t chunk, int partials, Step &first, Step &second) {
+  int64_t parts = s.shape[0] / chunk, outputs = s.shape[1];
+  // The partial sums: [parts, chunk (reduced), outputs].
+  start(s, first, {parts, chunk, outputs}, {false, true, false});
+  reduceIntoPartials(
+      s, first,
+      [&](const std::vector<int64_t> &st) {
+        return std::vector<int64_t>{st[0] * chunk, st[0], st[1]};
+      },
+      partials, {outputs, 0, 1}, parts * outputs);
   // Their sums per output, then the original epilogue and stores.
   sumPartials(s, partials, parts, outputs, second,
               [](const std::vector<int64_t> &st) { return st; });
@@ -240,19 +251,9 @@ void splitOuter(const Step &s, int partials, Step &first, Step &second) {
   // The partial reductions: [outer, outputs, inner (reduced)], the same
   // iteration space, so every load and coordinate keeps its meaning.
   start(s, first, s.shape, {false, false, true});
-  std::vector<int> bodies;
-  for (const Reduction &r : s.reductions)
-    bodies.push_back(r.node);
-  auto map = copyNodes(s, reachable(s, bodies), first,
-                       [](const std::vector<int64_t> &st) { return st; });
-  for (size_t k = 0; k < s.reductions.size(); ++k) {
-    first.reductions.push_back({s.reductions[k].kind, map[s.reductions[k].node]});
-    Node red{Node::Reduced, ElemType::F32};
-    red.ivalue = (int64_t)k;
-    first.nodes.push_back(red);
-    first.stores.push_back({partials, {outputs, 1, 0}, (int)first.nodes.size() - 1,
-                            (int64_t)k * outer * outputs});
-  }
+  reduceIntoPartials(
+      s, first, [](const std::vector<int64_t> &st) { return st; }, partials, {outputs, 1, 0},
+      outer * outputs);
   // [outer (reduced), outputs]: the dims of `s` without the inner one.
   sumPartials(s, partials, outer, outputs, second, [](const std::vector<int64_t> &st) {
     return std::vector<int64_t>{st[0], st[1]};

@@ -212,8 +212,7 @@ auto guarded(F build) -> decltype(build()) {
 /// Grows a device buffer of the state to `bytes`, at a shape's first call.
 /// The outgrown one is not freed: a captured CUDA graph of the step may
 /// still use it (a later shape is the evaluation's, run eagerly).
-void grow(void *&buffer, int64_t &have, int64_t bytes, cudaStream_t stream) {
-  (void)stream;
+void grow(void *&buffer, int64_t &have, int64_t bytes) {
   if (bytes <= have)
     return;
   OTC_CUDA_CHECK(cudaMalloc(&buffer, size_t(bytes)));
@@ -256,7 +255,7 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
                    a.b, a.h, a.t, a.d, a.hk);
     }
     if (it->second.supported())
-      grow(s.workspace, s.workspaceBytes, it->second.workspace, stream);
+      grow(s.workspace, s.workspaceBytes, it->second.workspace);
   }
   if (!it->second.supported())
     return nullptr;
@@ -287,7 +286,7 @@ bool pitched(const otc_attention_shape &a, int n) {
 /// The graph of `p`'s shape given a's pitches (the forward's: q, k and v),
 /// built on first use; null where cuDNN declines them, and the dense graph
 /// then runs on copies.
-Graph pitchedGraph(Plan &p, const otc_attention_shape &a, bool forward, cudaStream_t stream) {
+Graph pitchedGraph(Plan &p, const otc_attention_shape &a, bool forward) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   Pitches pt{};
@@ -300,7 +299,7 @@ Graph pitchedGraph(Plan &p, const otc_attention_shape &a, bool forward, cudaStre
       return forward ? forwardGraph(a, pt, s.handle, bytes) : backwardGraph(a, pt, s.handle, bytes);
     });
     if (g) {
-      grow(s.workspace, s.workspaceBytes, bytes, stream);
+      grow(s.workspace, s.workspaceBytes, bytes);
     } else if (!s.notedCopies) {
       s.notedCopies = true;
       std::fprintf(stderr, "train: note: cuDNN declines attention on slices of a packed "
@@ -334,7 +333,7 @@ void denseCopies(const otc_attention_shape &a, const void *in[3], void **grads,
       bytes += 2 * rowsOf(a, i).count * rowsOf(a, i).width;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    grow(s.scratch, s.scratchBytes, bytes, stream);
+    grow(s.scratch, s.scratchBytes, bytes);
   }
   char *at = static_cast<char *>(s.scratch);
   for (int i = 0; i < (grads ? 6 : 3); ++i) {
@@ -393,7 +392,7 @@ extern "C" int otc_cudnn_attention_forward(const otc_attention_shape *a, const v
   const void *in[3] = {q, k, v};
   Graph g = p->forward;
   if (pitched(*a, 3)) {
-    Graph strided = aligned({q, k, v}) ? pitchedGraph(*p, *a, true, stream) : nullptr;
+    Graph strided = aligned({q, k, v}) ? pitchedGraph(*p, *a, true) : nullptr;
     if (strided)
       g = strided;
     else
@@ -422,7 +421,7 @@ extern "C" int otc_cudnn_attention_backward(const otc_attention_shape *a, const 
   bool copies = false;
   if (pitched(*a, 6)) {
     Graph strided =
-        aligned({q, k, v, dq, dk, dv}) ? pitchedGraph(*p, *a, false, stream) : nullptr;
+        aligned({q, k, v, dq, dk, dv}) ? pitchedGraph(*p, *a, false) : nullptr;
     if (strided)
       g = strided;
     else

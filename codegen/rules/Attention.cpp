@@ -6,6 +6,8 @@
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
 
+#include <type_traits>
+
 using namespace mlir;
 using Kernel = otc::LibraryCall::Kernel;
 
@@ -22,7 +24,7 @@ int64_t pitchOf(Lowering &l, Value v) {
 /// strides over [B, H, T, S] (0 where it broadcasts), the layout (1:
 /// [B, T, H, D]), and the row pitches of q, k, v, dq, dk, dv.
 template <class OpTy>
-std::vector<int64_t> constants(OpTy op, Lowering &l, ArrayRef<Value> grads) {
+std::vector<int64_t> constants(OpTy op, Lowering &l) {
   AttentionLayout layout = op.getLayout();
   auto q = attentionRows(shapeOf(op.getQuery()), layout),
        k = attentionRows(shapeOf(op.getKey()), layout),
@@ -43,8 +45,11 @@ std::vector<int64_t> constants(OpTy op, Lowering &l, ArrayRef<Value> grads) {
   c.push_back(layout == AttentionLayout::Bthd);
   for (Value v : {op.getQuery(), op.getKey(), op.getValue()})
     c.push_back(pitchOf(l, v));
-  for (int i = 0; i < 3; ++i)
-    c.push_back(grads.empty() ? 0 : pitchOf(l, grads[size_t(i)]));
+  if constexpr (std::is_same_v<OpTy, AttentionGradOp>)
+    for (Value g : op.getResults())
+      c.push_back(pitchOf(l, g));
+  else
+    c.insert(c.end(), 3, 0);
   return c;
 }
 
@@ -71,20 +76,20 @@ int64_t rowWidth(Operation *op, bool result, unsigned k) {
 /// The call with its mask appended to `inputs`, its scale and fill.
 template <class OpTy>
 bool call(OpTy op, Lowering &l, Kernel kernel, ArrayRef<Value> inputs, ArrayRef<int> scratch,
-          ArrayRef<Value> results, ArrayRef<Value> grads) {
+          ArrayRef<Value> results) {
   SmallVector<Value> reads(inputs);
   reads.push_back(op.getMask());
   LibraryCall::Scalar scale{LibraryCall::Scalar::Float}, fill{LibraryCall::Scalar::Float};
   scale.real = op.getScale().convertToDouble();
   fill.real = op.getFill() ? op.getFill()->convertToDouble() : 0.0;
-  return lowerLibraryCall(op, l, kernel, constants(op, l, grads), reads, scratch, results,
+  return lowerLibraryCall(op, l, kernel, constants(op, l), reads, scratch, results,
                           {scale, fill});
 }
 
 bool lowerAttention(Operation *op, Lowering &l) {
   auto a = cast<AttentionOp>(op);
   return call(a, l, Kernel::AttentionForward, {a.getQuery(), a.getKey(), a.getValue()}, {},
-              {a.getResult(), a.getStats()}, {});
+              {a.getResult(), a.getStats()});
 }
 
 bool lowerAttentionGrad(Operation *op, Lowering &l) {
@@ -94,8 +99,7 @@ bool lowerAttentionGrad(Operation *op, Lowering &l) {
   int delta = l.scratch(ElemType::F32, {q[0], q[1], q[2]}, "attention_delta");
   return call(a, l, Kernel::AttentionBackward,
               {a.getGrad(), a.getQuery(), a.getKey(), a.getValue(), a.getOutput(), a.getStats()},
-              {delta}, {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()},
-              {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()});
+              {delta}, {a.getQueryGrad(), a.getKeyGrad(), a.getValueGrad()});
 }
 
 } // namespace
