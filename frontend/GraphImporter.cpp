@@ -316,10 +316,78 @@ void readersOf(const onnx::GraphProto &g, int opset, llvm::StringSet<> &used,
   }
 }
 
-bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &usedAtRunTime) {
+/// The values that reach a node only through comparisons: each reader
+/// compares it, or moves it (Slice, Reshape, ...: data input 0) into a
+/// value that does. Nothing differentiable reads them, so no gradient
+/// reaches them: a registered causal-mask buffer read as `mask == 0`, which
+/// then folds on the host and reaches otc-fuse-attention as a constant.
+class ComparedOnly {
+public:
+  explicit ComparedOnly(const onnx::GraphProto &g) {
+    for (const auto &n : g.node()) {
+      for (const auto &a : n.attribute())
+        if (a.has_g() || a.graphs_size() > 0)
+          subgraphs = true; // outer-scope reads we do not follow
+      for (int i = 0; i < n.input_size(); ++i)
+        readers[n.input(i)].push_back({&n, i});
+    }
+    for (const auto &o : g.output())
+      memo[o.name()] = false;
+  }
+
+  bool operator()(const std::string &value) {
+    if (subgraphs)
+      return false;
+    if (auto it = memo.find(value); it != memo.end())
+      return it->second;
+    memo[value] = false; // (ONNX graphs are acyclic; this only guards)
+    bool ok = true;
+    for (auto [node, input] : readers[value]) {
+      const std::string &op = node->op_type();
+      bool compares = llvm::is_contained(
+          {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"}, op);
+      bool moves = input == 0 && llvm::is_contained({"Slice", "Reshape", "Unsqueeze", "Squeeze",
+                                                     "Expand", "Transpose", "Identity",
+                                                     "Flatten", "Cast"},
+                                                    op);
+      // A cast to bool or an integer type ends the float's reach as well.
+      if (op == "Cast")
+        for (const auto &a : node->attribute())
+          if (a.name() == "to" && !llvm::is_contained({onnx::TensorProto::FLOAT,
+                                                       onnx::TensorProto::DOUBLE,
+                                                       onnx::TensorProto::FLOAT16,
+                                                       onnx::TensorProto::BFLOAT16},
+                                                      a.i()))
+            compares = true;
+      if (!node->domain().empty() && node->domain() != "ai.onnx")
+        compares = moves = false;
+      if (moves)
+        for (const std::string &out : node->output())
+          moves &= (*this)(out);
+      if (!(ok = compares || moves))
+        break;
+    }
+    return memo[value] = ok;
+  }
+
+private:
+  llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>> readers;
+  llvm::StringMap<bool> memo;
+  bool subgraphs = false;
+};
+
+/// A float initializer that a node reads at run time, unless only
+/// comparisons do (then it is a compile-time value, if small enough to fold).
+bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &usedAtRunTime,
+                       ComparedOnly &comparedOnly) {
   bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
                  init.data_type() == onnx::TensorProto::DOUBLE;
-  return isFloat && usedAtRunTime.contains(init.name());
+  if (!isFloat || !usedAtRunTime.contains(init.name()))
+    return false;
+  int64_t count = 1;
+  for (int64_t d : init.dims())
+    count = d < 0 || count > OTC_MAX_HOST_ELEMENTS ? OTC_MAX_HOST_ELEMENTS + 1 : count * d;
+  return count > OTC_MAX_HOST_ELEMENTS || !comparedOnly(init.name());
 }
 
 } // namespace
@@ -327,8 +395,9 @@ bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &u
 llvm::StringSet<> parameterInitializers(const onnx::GraphProto &g, int opset) {
   llvm::StringSet<> used, usedAtRunTime, params;
   readersOf(g, opset, used, usedAtRunTime);
+  ComparedOnly comparedOnly(g);
   for (const auto &init : g.initializer())
-    if (isParameterTensor(init, usedAtRunTime))
+    if (isParameterTensor(init, usedAtRunTime, comparedOnly))
       params.insert(init.name());
   return params;
 }
@@ -345,6 +414,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   llvm::StringSet<> reaching = valuesReaching(g, lossName);
   llvm::StringSet<> used, usedAtRunTime;
   readersOf(g, opsetVersion, used, usedAtRunTime);
+  ComparedOnly comparedOnly(g);
 
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
     lastDiagnostic = d.str();
@@ -388,7 +458,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   int64_t frozenCount = 0, frozenValues = 0, paramValues = 0;
   std::vector<const onnx::TensorProto *> params;
   for (const auto &init : g.initializer()) {
-    if (!isParameterTensor(init, usedAtRunTime))
+    if (!isParameterTensor(init, usedAtRunTime, comparedOnly))
       continue;
     params.push_back(&init);
     argTypes.push_back(RankedTensorType::get(
