@@ -117,6 +117,9 @@ struct LibraryCall {
   X(GatherBackward, "gather_backward", false)                                  \
   X(Im2Col, "im2col", false)                                                   \
   X(Col2Im, "col2im", false)                                                   \
+  X(ConvForward, "conv_forward", false)                                        \
+  X(ConvDataGrad, "conv_data_grad", false)                                     \
+  X(ConvFilterGrad, "conv_filter_grad", false)                                 \
   X(MaxPool, "max_pool", false)                                                \
   X(MaxPoolGrad, "max_pool_grad", false)                                       \
   X(AvgPool, "avg_pool", false)                                                \

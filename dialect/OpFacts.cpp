@@ -87,6 +87,18 @@ int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * tap
 int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }
 int64_t AvgPoolGradOp::getFlopCount() { return elements(getGrad().getType()) * taps(getKernel()); }
 
+// Convolutions: a multiply and an add per tap of each output, the same
+// products in each direction (elements of dy times those of one filter).
+namespace {
+int64_t convTerms(Value dy, Value weight) {
+  auto w = cast<ShapedType>(weight.getType()).getShape();
+  return 2 * elements(dy.getType()) * w[1] * w[2] * w[3];
+}
+} // namespace
+int64_t ConvOp::getFlopCount() { return convTerms(getResult(), getWeight()); }
+int64_t ConvDataGradOp::getFlopCount() { return convTerms(getGrad(), getWeight()); }
+int64_t ConvFilterGradOp::getFlopCount() { return convTerms(getGrad(), getResult()); }
+
 // Attention: the two products over every (t, s) pair, masked or not, as
 // PyTorch's FLOP counter counts them; the backward recomputes the scores
 // and makes four more.

@@ -74,6 +74,36 @@ LogicalResult verifyWindow(OpTy op, RankedTensorType image, RankedTensorType out
   return success();
 }
 
+/// Verifies a convolution (or one of its gradients) of `image` [N, C, H, W]
+/// by `weight` [M, C/G, KH, KW] into `out` [N, M, OH, OW].
+template <class OpTy>
+LogicalResult verifyConv(OpTy op, RankedTensorType image, RankedTensorType weight,
+                         RankedTensorType out) {
+  if (image.getRank() != 4 || weight.getRank() != 4 || out.getRank() != 4)
+    return op.emitOpError("needs an N x C x H x W image, an M x C/G x KH x KW weight and an "
+                          "N x M x OH x OW output");
+  ArrayRef<int64_t> x = image.getShape(), w = weight.getShape(), y = out.getShape();
+  int64_t groups = op.getGroups();
+  if (groups < 1 || x[1] % groups != 0 || w[0] % groups != 0 || w[1] * groups != x[1])
+    return op.emitOpError("groups ") << groups << " do not split " << x[1]
+                                     << " input channels and " << w[0]
+                                     << " filters of " << w[1] << " channels";
+  if (op.getKernel() != w.drop_front(2))
+    return op.emitOpError("kernel does not match the weight's KH x KW");
+  WindowGeometry g;
+  std::string why = windowGeometry(x, op.getKernel(), op.getStrides(), op.getPads(),
+                                   op.getDilations(), y[2], y[3], g);
+  if (!why.empty())
+    return op.emitOpError(why);
+  if (y[0] != x[0] || y[1] != w[0])
+    return op.emitOpError("output ") << out << " does not match the input " << image
+                                     << " and weight " << weight;
+  if (image.getElementType() != out.getElementType() ||
+      weight.getElementType() != out.getElementType())
+    return op.emitOpError("input, weight and output element types differ");
+  return success();
+}
+
 template <class OpTy>
 LogicalResult verifyAvg(OpTy op) {
   if (llvm::any_of(op.getDilations(), [](int64_t d) { return d != 1; }))
@@ -102,6 +132,31 @@ LogicalResult Col2ImOp::buildGradients(OpBuilder &b, ValueRange dy,
                                        SmallVectorImpl<Value> &grads) {
   grads.push_back(Im2ColOp::create(b, getLoc(), getGrad().getType(), dy[0], getKernelAttr(),
                                    getStridesAttr(), getPadsAttr(), getDilationsAttr()));
+  return success();
+}
+
+LogicalResult ConvOp::verify() {
+  return verifyConv(*this, tensorType(getInput()), tensorType(getWeight()),
+                    tensorType(getResult()));
+}
+
+LogicalResult ConvDataGradOp::verify() {
+  return verifyConv(*this, tensorType(getResult()), tensorType(getWeight()),
+                    tensorType(getGrad()));
+}
+
+LogicalResult ConvFilterGradOp::verify() {
+  return verifyConv(*this, tensorType(getInput()), tensorType(getResult()),
+                    tensorType(getGrad()));
+}
+
+LogicalResult ConvOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  auto k = getKernelAttr(), s = getStridesAttr(), p = getPadsAttr(), d = getDilationsAttr();
+  auto g = getGroupsAttr();
+  grads.push_back(ConvDataGradOp::create(b, getLoc(), getInput().getType(), dy[0], getWeight(),
+                                         k, s, p, d, g));
+  grads.push_back(ConvFilterGradOp::create(b, getLoc(), getWeight().getType(), dy[0], getInput(),
+                                           k, s, p, d, g));
   return success();
 }
 

@@ -27,10 +27,13 @@ public:
   /// Reads options.freeze, fixedRows and forwardOnly.
   GraphImporter(mlir::MLIRContext &ctx, std::string &error, const ImportOptions &options)
       : ctx(ctx), b(&ctx), error(error), freeze(options.freeze), fixedRows(options.fixedRows),
-        forwardOnly(options.forwardOnly), evaluation(options.evaluation) {}
+        forwardOnly(options.forwardOnly), evaluation(options.evaluation),
+        convOp(options.convOp) {}
 
   /// Importing the evaluation loss (ImportOptions::evaluation).
   bool evaluating() const { return evaluation; }
+  /// Conv as one op (ImportOptions::convOp).
+  bool convAsOneOp() const { return convOp; }
 
   /// Imports a checked, batch-specialised model whose graph has exactly one
   /// output, the scalar loss; or, forward-only, any outputs.
@@ -122,6 +125,7 @@ private:
   std::vector<std::pair<std::string, std::vector<int64_t>>> fixedRows;
   bool forwardOnly;
   bool evaluation;
+  bool convOp;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   const onnx::NodeProto *current = nullptr;

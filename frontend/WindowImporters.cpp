@@ -179,12 +179,23 @@ LogicalResult importConv(Imp &imp) {
   int64_t kh = w->kernel[0], kw = w->kernel[1], n = xs[0], cg = c / groups;
   int64_t taps = product({cg, kh, kw}), cols = product({n, w->oh, w->ow});
   int64_t columns = product({c, kh, kw, n, w->oh, w->ow});
-  if (taps < 0 || cols < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS)
+  int64_t outputs = product({n, m, w->oh, w->ow});
+  if (outputs < 0 || outputs > OTC_MAX_ELEMENTS)
+    return imp.fail("the output exceeds the tensor size limit");
+  if (!imp.convAsOneOp() &&
+      (taps < 0 || cols < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS))
     return imp.fail("the im2col columns exceed the tensor size limit");
 
   OpBuilder &b = imp.builder();
   WindowAttrs a = attrsOf(imp, *w);
   Value image = reshaped(imp, *x, w->image);
+  if (imp.convAsOneOp()) {
+    Value filter = reshaped(imp, *wt, {m, cg, kh, kw});
+    Value y = ConvOp::create(b, imp.loc(), withShape(image, {n, m, w->oh, w->ow}), image, filter,
+                             a.kernel, a.strides, a.pads, a.dilations,
+                             b.getI64IntegerAttr(groups));
+    return defineWithBias(imp, y, n, m, w->out);
+  }
   Value col = Im2ColOp::create(b, imp.loc(), withShape(image, {c, kh, kw, n, w->oh, w->ow}),
                                image, a.kernel, a.strides, a.pads, a.dilations);
   col = reshaped(imp, col, {groups, taps, cols});

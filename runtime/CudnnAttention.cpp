@@ -16,11 +16,10 @@
 // dense graphs run on copies.
 #include "otc/runtime/cuda_check.h"
 #include "otc/runtime/cudnn_attention.h"
+#include "CudnnLibrary.h"
 
 #include <cudnn.h>
 #include <cudnn_frontend.h>
-
-#include <dlfcn.h>
 
 #include <array>
 #include <algorithm>
@@ -35,12 +34,6 @@
 #include <tuple>
 
 namespace fe = cudnn_frontend;
-
-// cudnn-frontend calls cuDNN through this library handle
-// (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING).
-namespace cudnn_frontend {
-void *cudnn_dlhandle = nullptr;
-}
 
 namespace {
 
@@ -227,20 +220,8 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
   if (!s.handle && !s.disabled) {
     const char *env = std::getenv("OTC_ATTENTION");
     s.disabled = env && std::strcmp(env, "kernel") == 0;
-    if (!s.disabled) {
-      fe::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
-      bool started = false;
-      try {
-        started = fe::cudnn_dlhandle && fe::detail::create_handle(&s.handle) == CUDNN_STATUS_SUCCESS;
-      } catch (const std::exception &) {
-      }
-      if (!started) {
-        std::fprintf(stderr, "train: note: cuDNN (libcudnn.so.9) did not start%s%s; attention "
-                             "runs otc's kernels\n",
-                     fe::cudnn_dlhandle ? "" : ": ", fe::cudnn_dlhandle ? "" : dlerror());
-        s.disabled = true;
-      }
-    }
+    if (!s.disabled && !otc::startCudnn(s.handle, "attention runs otc's kernels"))
+      s.disabled = true;
   }
   if (s.disabled)
     return nullptr;

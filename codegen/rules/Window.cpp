@@ -1,5 +1,6 @@
-// Convolution's im2col and pooling: calls to the kernel library's window
-// kernels (kernels/window.h), instantiated with the geometry. Gradients
+// Convolution's im2col, convolution as one op, and pooling: calls to the
+// kernel library's window kernels (kernels/window.h, kernels/conv.h),
+// instantiated with the geometry. Gradients
 // accumulate into a gradient buffer themselves, as gather's does.
 #include "../Rules.h"
 
@@ -97,12 +98,44 @@ bool lowerAvgPoolGrad(Operation *op, Lowering &l) {
   return call(op, l, Kernel::AvgPoolGrad, k, {o.getGrad()}, {o.getResult()}, true);
 }
 
+/// A convolution's call: the window's geometry (the image `image`, the
+/// output `out`), then the filters M and the groups G; any float type.
+template <class OpTy>
+bool convCall(OpTy o, Lowering &l, Kernel kernel, Value image, Value weight, Value out,
+              ArrayRef<Value> inputs, Value result) {
+  auto k = geometry(o, image, out);
+  k.push_back(tensorType(weight).getShape()[0]);
+  k.push_back(o.getGroups());
+  return lowerLibraryCall(o, l, kernel, k, inputs, {}, {result});
+}
+
+bool lowerConv(Operation *op, Lowering &l) {
+  auto o = cast<ConvOp>(op);
+  return convCall(o, l, Kernel::ConvForward, o.getInput(), o.getWeight(), o.getResult(),
+                  {o.getInput(), o.getWeight()}, o.getResult());
+}
+
+bool lowerConvDataGrad(Operation *op, Lowering &l) {
+  auto o = cast<ConvDataGradOp>(op);
+  return convCall(o, l, Kernel::ConvDataGrad, o.getResult(), o.getWeight(), o.getGrad(),
+                  {o.getGrad(), o.getWeight()}, o.getResult());
+}
+
+bool lowerConvFilterGrad(Operation *op, Lowering &l) {
+  auto o = cast<ConvFilterGradOp>(op);
+  return convCall(o, l, Kernel::ConvFilterGrad, o.getInput(), o.getResult(), o.getGrad(),
+                  {o.getGrad(), o.getInput()}, o.getResult());
+}
+
 } // namespace
 
 void registerWindowRules(RuleRegistry &r) {
   auto own = StepRule::Output::Own;
   r.steps[Im2ColOp::getOperationName()] = {lowerIm2Col, nullptr, own};
   r.steps[Col2ImOp::getOperationName()] = {lowerCol2Im, nullptr, own, always};
+  r.steps[ConvOp::getOperationName()] = {lowerConv, nullptr, own};
+  r.steps[ConvDataGradOp::getOperationName()] = {lowerConvDataGrad, nullptr, own};
+  r.steps[ConvFilterGradOp::getOperationName()] = {lowerConvFilterGrad, nullptr, own};
   r.steps[MaxPoolOp::getOperationName()] = {lowerMaxPool, nullptr, own};
   r.steps[MaxPoolGradOp::getOperationName()] = {lowerMaxPoolGrad, nullptr, own, always};
   r.steps[AvgPoolOp::getOperationName()] = {lowerAvgPool, nullptr, own};

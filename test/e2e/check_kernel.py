@@ -13,6 +13,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE steps f32
        check_kernel.py EXE rotary f32
        check_kernel.py EXE columns f32
+       check_kernel.py EXE conv f32|f16|bf16
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each result of
@@ -76,6 +77,15 @@ dims 0 and 2 of [16, 6, 4096] per channel (BatchNorm's), split into 16 x 6
 partial sums over 4096 and their sums over 16: within (4096 + 16) 2^-24 of
 the sum of |terms|, the mean of squares one 2^-24 more.
 
+`conv` checks otc.conv, conv_data_grad and conv_filter_grad (--conv-op)
+in two geometries, ResNet's 3x3 over 16 channels and a grouped, strided,
+dilated one with uneven pads, against float64 loops. Each output is a
+float32 sum of n terms (the taps of a window, the filters and taps that
+read an input, the windows of a filter tap over the batch): within
+u |v| + (n + 1) 2^-24 (sum of |terms|), as `gemm`. cuDNN (on CUDA, 16-bit)
+is held to the same bound: otc picks its engines that sum in float32
+without FFT or Winograd transforms.
+
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
 (numpy's is NaN).
@@ -109,6 +119,48 @@ def check(name, got, want, bound):
     print(f"{'ok' if ok else 'FAIL'} {name}: max |err| {float(err.max()):.3g}, "
           f"max err - bound {worst:.3g}")
     return ok
+
+
+CONV_GEOMETRIES = [  # x shape, w shape, strides, pads (t, l, b, r), dilations, groups
+    ((2, 16, 10, 10), (24, 16, 3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((2, 6, 9, 11), (4, 3, 3, 2), (2, 1), (1, 0, 0, 2), (1, 2), 2),
+]
+
+
+def conv_taps(x, w, s, p, d, groups):
+    """Per group and tap (kh, kw): the group's slice of the padded input
+    that the tap reads at every output, [N, C/G, OH, OW], its filters
+    [M/G, C/G], and where both lie (channel slices, padded-input slice)."""
+    n, c, h, wd = x.shape
+    m, cg, kh_, kw_ = w.shape
+    oh = (h + p[0] + p[2] - d[0] * (kh_ - 1) - 1) // s[0] + 1
+    ow = (wd + p[1] + p[3] - d[1] * (kw_ - 1) - 1) // s[1] + 1
+    mg = m // groups
+    for g in range(groups):
+        for kh in range(kh_):
+            for kw in range(kw_):
+                rows = slice(kh * d[0], kh * d[0] + s[0] * (oh - 1) + 1, s[0])
+                cols = slice(kw * d[1], kw * d[1] + s[1] * (ow - 1) + 1, s[1])
+                yield (slice(g * cg, (g + 1) * cg), slice(g * mg, (g + 1) * mg), kh, kw, rows, cols)
+
+
+def conv_reference(x, w, dy, s, p, d, groups):
+    """y, dx and dw in float64, and each one's sum of |terms|."""
+    pad = ((0, 0), (0, 0), (p[0], p[2]), (p[1], p[3]))
+    out = []
+    for a, b, gy in ((x, w, dy), (np.abs(x), np.abs(w), np.abs(dy))):
+        xp = np.pad(a, pad)
+        y = np.zeros(gy.shape)
+        dxp = np.zeros(xp.shape)
+        dw = np.zeros(b.shape)
+        for cs, ms, kh, kw, rows, cols in conv_taps(a, b, s, p, d, groups):
+            patch = xp[:, cs, rows, cols]
+            y[:, ms] += np.einsum("nchw,mc->nmhw", patch, b[ms, :, kh, kw])
+            dxp[:, cs, rows, cols] += np.einsum("nmhw,mc->nchw", gy[:, ms], b[ms, :, kh, kw])
+            dw[ms, :, kh, kw] += np.einsum("nmhw,nchw->mc", gy[:, ms], patch)
+        dx = dxp[:, :, p[0]:p[0] + a.shape[2], p[1]:p[1] + a.shape[3]]
+        out.append((y, dx, dw))
+    return out
 
 
 def main():
@@ -156,6 +208,13 @@ def main():
         elif kind == "rows":
             args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
                     rng.integers(0, 37, 6).astype(np.int64)]
+        elif kind == "conv":
+            args = []
+            for xs, ws, s_, p_, d_, g_ in CONV_GEOMETRIES:
+                n, m = xs[0], ws[0]
+                oh = (xs[2] + p_[0] + p_[2] - d_[0] * (ws[2] - 1) - 1) // s_[0] + 1
+                ow = (xs[3] + p_[1] + p_[3] - d_[1] * (ws[3] - 1) - 1) // s_[1] + 1
+                args += [round_to(rng.normal(0, 1, shape), t) for shape in (xs, ws, (n, m, oh, ow))]
         elif kind == "epilogue":
             args = [round_to(rng.normal(0, 1, shape), t) for shape in [(64, 40), (24, 40), (24,), (64, 24)]]
         else:
@@ -165,7 +224,7 @@ def main():
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
-                 "columns": 7}.get(kind, 1)
+                 "columns": 7, "conv": 6}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -299,6 +358,16 @@ def main():
         # exp/log in float32 carry a few ulps each over 37 terms per row.
         f32 = 64 * F32_EPS * (np.abs(lse).max() + 1)
         ok &= check("softmax_cross_entropy", res[1], loss, u * abs(loss) + f32 + sub)
+    elif kind == "conv":
+        for i, (xs, ws, s_, p_, d_, g_) in enumerate(CONV_GEOMETRIES):
+            x, w, dy = a64[3 * i:3 * i + 3]
+            values, terms = conv_reference(x, w, dy, s_, p_, d_, g_)
+            oh, ow = dy.shape[2:]
+            counts = [ws[1] * ws[2] * ws[3], ws[0] // g_ * ws[2] * ws[3], xs[0] * oh * ow]
+            for j, name in enumerate(["conv", "conv_data_grad", "conv_filter_grad"]):
+                v = values[j]
+                ok &= check(f"{name}{'ab'[i]}", res[3 * i + j].reshape(v.shape), v,
+                            u * np.abs(v) + (counts[j] + 1) * F32_EPS * terms[j] + sub)
     elif kind == "epilogue":
         x, w, b, g = a64
         y = x @ w.T + b

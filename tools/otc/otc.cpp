@@ -56,6 +56,7 @@ const char kUsage[] =
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
     "  --embed-weights                 carry the initial parameters (default: read from MODEL at start)\n"
+    "  --conv-op                       convolutions as one op each (cuDNN on CUDA), not im2col and a GEMM\n"
     "  --emit mlir|program|source      print the IR after the passes, the kernel program or the source\n"
     "  --freeze NAME|PATTERN*          do not train these parameters (repeatable; default: none)\n"
     "  --fixed-rows NAME=ROW,...       rows of an embedding that get no gradient (padding_idx)\n"
@@ -214,6 +215,10 @@ Args parseArgs(int argc, char **argv) {
     }
     if (arg == "--embed-weights") {
       a.import.embedWeights = true;
+      continue;
+    }
+    if (arg == "--conv-op") {
+      a.import.convOp = true;
       continue;
     }
     if (i + 1 >= argc)

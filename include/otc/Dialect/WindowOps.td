@@ -89,3 +89,72 @@ def Otc_AvgPoolGradOp : Otc_Op<"avg_pool_grad",
   let hasVerifier = 1;
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
 }
+
+//===----------------------------------------------------------------------===//
+// Convolution as one op (--conv-op): for cuDNN on CUDA, which runs the
+// product without im2col's columns, so the backward keeps the input rather
+// than KH·KW copies of it. Its gradients are ops of their own because
+// cuDNN computes each in one call. Without --conv-op, Conv imports as
+// im2col and a matmul.
+//===----------------------------------------------------------------------===//
+
+class Otc_ConvAttrs {
+  dag convAttrs = (ins DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                   DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                   I64Attr:$groups);
+}
+
+def Otc_ConvOp : Otc_DiffOp<"conv", [Otc_Low, Otc_Kept, Otc_OwnFlops]>, Otc_ConvAttrs {
+  let summary = "A grouped 2-D convolution (cross-correlation), without bias";
+  let description = [{
+    `input` is [N, C, H, W] and `weight` [M, C / G, KH, KW], with G =
+    `groups` dividing C and M; the result is [N, M, OH, OW]:
+    y[n, m, oh, ow] = Σ_{c, kh, kw} x[n, g C/G + c, oh sh - pt + kh dh,
+    ow sw - pl + kw dw] w[m, c, kh, kw], with g = m / (M / G) and 0 in the
+    padding. `kernel` repeats the weight's KH, KW; the window attributes
+    are im2col's. Products sum in float32 whatever the operand type.
+
+    ```mlir
+    %y = otc.conv %x, %w {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>,
+                          pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>,
+                          groups = 1 : i64}
+        : tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = !con((ins Otc_FloatTensor:$input, Otc_FloatTensor:$weight), convAttrs);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+}
+
+def Otc_ConvDataGradOp : Otc_Op<"conv_data_grad",
+    [Pure, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]>, Otc_ConvAttrs {
+  let summary = "Gradient of conv in its input: the transposed convolution of dy";
+  let description = [{
+    dx[n, g C/G + c, ih, iw] sums dy[n, m, oh, ow] w[m, c, kh, kw] over the
+    group's m and the windows (oh, ow) whose tap (kh, kw) reads (ih, iw).
+  }];
+  let arguments = !con((ins Otc_FloatTensor:$grad, Otc_FloatTensor:$weight), convAttrs);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` type($grad) `,` type($weight) `->` type($result)
+  }];
+}
+
+def Otc_ConvFilterGradOp : Otc_Op<"conv_filter_grad",
+    [Pure, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]>, Otc_ConvAttrs {
+  let summary = "Gradient of conv in its weight";
+  let description = [{
+    dw[m, c, kh, kw] sums dy[n, m, oh, ow] x[n, g C/G + c, ih, iw] over n and
+    the windows, (ih, iw) being tap (kh, kw) of window (oh, ow).
+  }];
+  let arguments = !con((ins Otc_FloatTensor:$grad, Otc_FloatTensor:$input), convAttrs);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` type($grad) `,` type($input) `->` type($result)
+  }];
+}

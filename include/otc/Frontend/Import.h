@@ -37,6 +37,9 @@ struct ImportOptions {
   /// runs without the model's file; by default it reads them from that file
   /// at start.
   bool embedWeights = false;
+  /// Conv imports as one `otc.conv` (--conv-op: cuDNN on CUDA) instead of
+  /// im2col and a matmul.
+  bool convOp = false;
 };
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding

@@ -310,3 +310,51 @@ func.func @layer_norm_stats(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x
   %y, %m, %r = otc.layer_norm %x, %w {axis = 1 : i64, epsilon = 1.0e-5 : f64} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
+
+// -----
+
+func.func @conv_groups(%x: tensor<2x6x8x8xf32>, %w: tensor<4x4x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{groups 2 do not split 6 input channels and 4 filters of 4 channels}}
+  %y = otc.conv %x, %w {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : tensor<2x6x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<2x4x8x8xf32>
+  return %y : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @conv_kernel(%x: tensor<2x6x8x8xf32>, %w: tensor<4x6x3x3xf32>) -> tensor<2x4x8x8xf32> {
+  // expected-error @+1 {{kernel does not match the weight's KH x KW}}
+  %y = otc.conv %x, %w {kernel = array<i64: 3, 2>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x6x8x8xf32>, tensor<4x6x3x3xf32> -> tensor<2x4x8x8xf32>
+  return %y : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+func.func @conv_output_size(%x: tensor<2x6x8x8xf32>, %w: tensor<4x6x3x3xf32>) -> tensor<2x4x7x8xf32> {
+  // expected-error @+1 {{output size 7 does not follow from the geometry (8)}}
+  %y = otc.conv %x, %w {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x6x8x8xf32>, tensor<4x6x3x3xf32> -> tensor<2x4x7x8xf32>
+  return %y : tensor<2x4x7x8xf32>
+}
+
+// -----
+
+func.func @conv_filters(%x: tensor<2x6x8x8xf32>, %w: tensor<4x6x3x3xf32>) -> tensor<2x5x8x8xf32> {
+  // expected-error @+1 {{output 'tensor<2x5x8x8xf32>' does not match the input 'tensor<2x6x8x8xf32>' and weight 'tensor<4x6x3x3xf32>'}}
+  %y = otc.conv %x, %w {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x6x8x8xf32>, tensor<4x6x3x3xf32> -> tensor<2x5x8x8xf32>
+  return %y : tensor<2x5x8x8xf32>
+}
+
+// -----
+
+func.func @conv_types(%dy: tensor<2x4x8x8xbf16>, %w: tensor<4x6x3x3xf32>) -> tensor<2x6x8x8xbf16> {
+  // expected-error @+1 {{input, weight and output element types differ}}
+  %dx = otc.conv_data_grad %dy, %w {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x4x8x8xbf16>, tensor<4x6x3x3xf32> -> tensor<2x6x8x8xbf16>
+  return %dx : tensor<2x6x8x8xbf16>
+}
+
+// -----
+
+func.func @conv_filter_rank(%dy: tensor<2x4x8x8xf32>, %x: tensor<2x6x8x8xf32>) -> tensor<4x54xf32> {
+  // expected-error @+1 {{needs an N x C x H x W image, an M x C/G x KH x KW weight and an N x M x OH x OW output}}
+  %dw = otc.conv_filter_grad %dy, %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x4x8x8xf32>, tensor<2x6x8x8xf32> -> tensor<4x54xf32>
+  return %dw : tensor<4x54xf32>
+}

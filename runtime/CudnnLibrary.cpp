@@ -1,0 +1,40 @@
+// cuDNN, opened once for cudnn-frontend (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING).
+#include "CudnnLibrary.h"
+
+#include <cudnn_frontend.h>
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <string>
+
+// cudnn-frontend calls cuDNN through this library handle.
+namespace cudnn_frontend {
+void *cudnn_dlhandle = nullptr;
+}
+
+namespace otc {
+
+bool startCudnn(cudnnHandle_t &handle, const char *what) {
+  static std::once_flag opened;
+  static std::string why; // dlopen's reason, when it failed
+  std::call_once(opened, [] {
+    cudnn_frontend::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
+    const char *error = cudnn_frontend::cudnn_dlhandle ? nullptr : dlerror();
+    why = error ? error : "";
+  });
+  bool started = false;
+  try {
+    started = cudnn_frontend::cudnn_dlhandle &&
+              cudnn_frontend::detail::create_handle(&handle) == CUDNN_STATUS_SUCCESS;
+  } catch (const std::exception &) {
+  }
+  if (!started)
+    std::fprintf(stderr, "train: note: cuDNN (libcudnn.so.9) did not start%s%s; %s\n",
+                 why.empty() ? "" : ": ", why.c_str(), what);
+  return started;
+}
+
+} // namespace otc
