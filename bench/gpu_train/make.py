@@ -67,7 +67,8 @@ def main():
     for name, c in configs.items():
         cmd = [a.otc, "compile", str(work / "model.onnx"), "-o", str(bundle / name), "--target",
                a.target, "--optimizer", bench.optimizer, "--micro-batch", str(c.micro),
-               "--precision", c.precision, "--recompute", c.recompute]
+               "--precision", c.precision, "--recompute", c.recompute] + (
+                   ["--conv-op"] if c.conv_op else [])
         print("make.py: " + " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
     (bundle / "bundle.json").write_text(json.dumps(

@@ -202,6 +202,7 @@ class Config:
     accum: int = 1
     precision: str = "fp32"  # fp32, fp16 (dynamic loss scaling) or bf16
     recompute: str = "none"  # none or blocks
+    conv_op: bool = False    # otc compile --conv-op (cuDNN's convolutions); PyTorch runs the same
 
 
 @dataclass
@@ -265,7 +266,8 @@ BENCHMARKS = {
                        "accum_recompute_fp16": Config(1, 4, "fp16", "blocks")}),
     "resnet50": Benchmark(_resnet, ("images", "labels"), "momentum",
                           ["--lr", "0.1", "--momentum", "0.9", "--weight-decay", "1e-4"], _sgd,
-                          {"bf16": Config(64, precision="bf16")}),
+                          {"bf16": Config(64, precision="bf16"),
+                           "bf16_conv": Config(64, precision="bf16", conv_op=True)}),
 }
 
 

@@ -80,6 +80,21 @@ cp "$root/test/e2e/schedule_reference.py" "$root/test/e2e/resume_check.py" \
 # bandwidth micro-benchmarks (bench/gpu_kernels.py).
 for t in f32 f16 bf16; do
   "$otc" kernel "$root/test/e2e/kernels/epilogue_$t.mlir" -o "$out/kernel_epilogue_$t" --target cuda
+  "$otc" kernel "$root/test/e2e/kernels/conv_$t.mlir" -o "$out/kernel_conv_$t" --target cuda
+done
+# Convolution as one op (--conv-op, test/e2e/conv_op.test on the CPU): the
+# zoo's CNNs in float32 (the direct kernels) against PyTorch, and ResNet and
+# the depthwise CNN in bf16 (cuDNN) against the same executables built
+# without --conv-op (im2col and GEMMs).
+for case in lenet batchnorm_cnn resnet depthwise textcnn vit; do
+  otc_compile "$z/$case/model.onnx" -o "$out/zoo/$case/train_conv" --target cuda --conv-op \
+    $(cat "$z/$case/compile_flags")
+done
+for case in resnet depthwise; do
+  otc_compile "$z/$case/model.onnx" -o "$out/zoo/$case/train_bf16" --target cuda \
+    --precision bf16 $(cat "$z/$case/compile_flags")
+  otc_compile "$z/$case/model.onnx" -o "$out/zoo/$case/train_bf16_conv" --target cuda --conv-op \
+    --precision bf16 $(cat "$z/$case/compile_flags")
 done
 for k in chain rows gemm; do
   for t in f16 bf16; do
@@ -147,6 +162,7 @@ for model in ${OTC_BENCH-gpt2 bert resnet50}; do
   rm -rf "$bench_work" "$out/bench_$model/lib" # the bundle's lib/ serves (run.py looks in ../lib)
 done
 cp -r "$fx/data" "$fx"/expected_ce_*.npz "$root/test/e2e/check_weights.py" "$root/test/gpu/run_bundle.sh" \
+  "$root/test/e2e/check_departure.py" \
   "$root/test/e2e/check_kernel.py" "$root/test/e2e/check_attention.py" "$root/test/e2e/check_recurrent.py" "$root/test/e2e/check_dropout.py" "$root/test/e2e/philox_reference.py" \
   "$root/bench/gpu_kernels.py" "$root/bench/attention_gpu.py" "$out/"
 # Debian's protobuf and ONNX libraries travel; CUDA's come from the GPU machine.

@@ -55,6 +55,26 @@ for zc in "$dir"/zoo/*/; do
     pass=$((pass + 1)); echo "PASS zoo $case with CUDA graphs is bitwise the eager run"
   else fail=$((fail + 1)); echo "FAIL zoo $case with CUDA graphs"; cat "$tmp/graphs_$case.err"; fi
 done
+# Convolution as one op (--conv-op): float32 on the direct kernels against
+# PyTorch; bf16 on cuDNN departing from float32 at most twice as far as the
+# im2col build in bf16 (check_departure.py), with no note that cuDNN was
+# missing or declined a shape.
+for zc in "$dir"/zoo/*/; do
+  case=$(basename "$zc")
+  [ -x "$zc/train_conv" ] || continue
+  "$zc/train_conv" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/conv_$case.onnx" ||
+    echo "train failed: conv $case"
+  check "zoo $case with --conv-op matches PyTorch" "$tmp/conv_$case.onnx" "$zc/expected.npz"
+  [ -x "$zc/train_bf16_conv" ] || continue
+  "$zc/train_bf16" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/bf16_$case.onnx" ||
+    echo "train failed: bf16 $case"
+  "$zc/train_bf16_conv" --data "$zc/data" $(cat "$zc/train_flags") --save "$tmp/bf16c_$case.onnx" \
+    2> "$tmp/bf16c_$case.err" || echo "train failed: bf16 conv $case"
+  if ! grep -q "cuDNN" "$tmp/bf16c_$case.err" &&
+     "$py" "$dir/check_departure.py" "$tmp/bf16c_$case.onnx" "$tmp/bf16_$case.onnx" "$zc/expected.npz"; then
+    pass=$((pass + 1)); echo "PASS zoo $case bf16 on cuDNN departs as im2col's"
+  else fail=$((fail + 1)); echo "FAIL zoo $case bf16 on cuDNN"; cat "$tmp/bf16c_$case.err"; fi
+done
 # A finite loss with an overflowing gradient stops at the gradient, saving nothing.
 mkdir -p "$tmp/x" && cp "$dir/data/x.npy" "$tmp/x/"
 if ! "$dir/train_grad_overflow" --data "$tmp/x" --steps 2 --accum-steps 2 --save "$tmp/grad.onnx" \
@@ -130,6 +150,17 @@ for t in f32 f16 bf16; do
     if OTC_GEMM_EPILOGUE=$path "$py" "$dir/check_kernel.py" "$dir/kernel_epilogue_$t" epilogue $t; then
       pass=$((pass + 1)); echo "PASS epilogue $t $path"
     else fail=$((fail + 1)); echo "FAIL epilogue $t $path"; fi
+  done
+done
+# Convolutions: 16-bit on cuDNN (no note that it was missing or declined
+# them) and on the direct kernels (OTC_CONV=kernel), float32 on the latter.
+for t in f32 f16 bf16; do
+  for path in cudnn kernel; do
+    [ $t = f32 ] && [ $path = cudnn ] && continue
+    if OTC_CONV=$([ $path = kernel ] && echo kernel) "$py" "$dir/check_kernel.py" \
+         "$dir/kernel_conv_$t" conv $t 2> "$tmp/conv_$t.err" && ! grep -q "cuDNN" "$tmp/conv_$t.err"; then
+      pass=$((pass + 1)); echo "PASS conv $t $path"
+    else fail=$((fail + 1)); echo "FAIL conv $t $path"; cat "$tmp/conv_$t.err"; fi
   done
 done
 for k in unary softmax normalize gather logic slice steps rotary columns; do
