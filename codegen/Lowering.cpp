@@ -623,7 +623,9 @@ bool Lowering::makeBuffers() {
     int64_t last = position[&op];
     for (Operation *u : live.getUsers())
       last = std::max(last, usePosition(u));
-    if (int in = producer ? inPlaceBuffer(&op, producer->inPlace, type, r) : -1; in >= 0) {
+    if (int in = producer ? inPlaceBuffer(&op, producer->inPlace, producer->inPlaceResult, type, r)
+                          : -1;
+        in >= 0) {
       buffers[r] = in;
       if (live != r)
         buffers[live] = in;
@@ -658,8 +660,9 @@ bool Lowering::makeBuffers() {
   return true;
 }
 
-int Lowering::inPlaceBuffer(Operation *op, int operand, ElemType type, Value result) {
-  if (operand < 0 || op->getNumResults() != 1)
+int Lowering::inPlaceBuffer(Operation *op, int operand, unsigned resultIndex, ElemType type,
+                            Value result) {
+  if (operand < 0 || resultIndex >= op->getNumResults() || result != op->getResult(resultIndex))
     return -1;
   // Through a widening cast computed in this op's loads (16-bit logits).
   Value in = op->getOperand(operand);

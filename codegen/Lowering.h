@@ -145,7 +145,8 @@ private:
   int64_t usePosition(mlir::Operation *op);
   /// The arena buffer of `op`'s operand `operand` when `result` (stored as
   /// `type`) can take it over (StepRule::inPlace), or -1.
-  int inPlaceBuffer(mlir::Operation *op, int operand, ElemType type, mlir::Value result);
+  int inPlaceBuffer(mlir::Operation *op, int operand, unsigned resultIndex, ElemType type,
+                    mlir::Value result);
   int addBuffer(ElemType type, std::vector<int64_t> shape, Buffer::Place place,
                 int binding, std::string name);
   int leaf(NodeBuilder &b, mlir::Value v, const DimMap &map);

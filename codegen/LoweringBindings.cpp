@@ -14,6 +14,22 @@ using namespace mlir;
 
 namespace otc {
 
+namespace {
+/// A mean cross-entropy's operands: of softmax_cross_entropy, or of the
+/// loss of softmax_cross_entropy_with_grad (otc-fuse-cross-entropy's).
+struct CrossEntropy {
+  Value logits, labels;
+  IntegerAttr ignore;
+};
+std::optional<CrossEntropy> crossEntropyOf(Operation *op) {
+  if (auto ce = dyn_cast_or_null<SoftmaxCrossEntropyOp>(op))
+    return CrossEntropy{ce.getLogits(), ce.getLabels(), ce.getIgnoreIndexAttr()};
+  if (auto ce = dyn_cast_or_null<SoftmaxCrossEntropyWithGradOp>(op))
+    return CrossEntropy{ce.getLogits(), ce.getLabels(), ce.getIgnoreIndexAttr()};
+  return std::nullopt;
+}
+} // namespace
+
 /// `desc` with the range its values must lie in when `arg` holds class
 /// labels or gather indices (which the runtime checks before a step reads
 /// memory through them).
@@ -37,13 +53,13 @@ static TensorDesc indexRange(BlockArgument arg, TensorDesc desc) {
       desc.numClasses = desc.numClasses ? std::min(desc.numClasses, n) : n;
       desc.negativeIndices = !desc.hasIgnoreIndex;
     }
-    if (auto sce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
-      if (viewBase(sce.getLabels()) != arg)
+    if (auto ce = crossEntropyOf(user)) {
+      if (viewBase(ce->labels) != arg)
         continue;
-      desc.numClasses = shapeOf(sce.getLogits())[1];
-      desc.hasIgnoreIndex = bool(sce.getIgnoreIndexAttr());
+      desc.numClasses = shapeOf(ce->logits)[1];
+      desc.hasIgnoreIndex = bool(ce->ignore);
       if (desc.hasIgnoreIndex)
-        desc.ignoreIndex = sce.getIgnoreIndexAttr().getInt();
+        desc.ignoreIndex = ce->ignore.getInt();
       desc.negativeIndices = false;
     }
   }
@@ -194,10 +210,10 @@ void Lowering::tokenLabels(Value loss) {
       break;
     loss = def->getOperand(0);
   }
-  auto sce = loss.getDefiningOp<SoftmaxCrossEntropyOp>();
-  if (!sce || !sce.getIgnoreIndexAttr())
+  auto ce = crossEntropyOf(loss.getDefiningOp());
+  if (!ce || !ce->ignore || cast<OpResult>(loss).getResultNumber() != 0)
     return;
-  auto arg = dyn_cast<BlockArgument>(viewBase(sce.getLabels()));
+  auto arg = dyn_cast<BlockArgument>(viewBase(ce->labels));
   auto name = arg ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), attr::kInput) : nullptr;
   for (size_t i = 0; name && i < prog->inputs.size(); ++i)
     if (prog->inputs[i].name == name.getValue())

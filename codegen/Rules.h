@@ -35,6 +35,9 @@ struct StepRule {
   /// last reader and the two have one type and size, or -1: for a row kernel
   /// that reads each row whole before it writes it, on both targets.
   int inPlace = -1;
+  /// The result that takes that operand's buffer over (the cross-entropy
+  /// with its gradient: the gradient, result 1).
+  unsigned inPlaceResult = 0;
   /// Whether the op's step runs over operand `k`'s elements one to one, with
   /// the identity map (a row kernel over its input), so that an elementwise
   /// producer of it with later users too can be computed there and stored

@@ -42,3 +42,13 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
     return emitOpError("gradient and logits element types differ");
   return success();
 }
+
+LogicalResult SoftmaxCrossEntropyWithGradOp::verify() {
+  auto logits = tensorType(getLogits());
+  if (failed(checkLogitsLabels(getLoc(), logits, tensorType(getLabels()))))
+    return failure();
+  if (tensorType(getGrad()).getElementType() != logits.getElementType() ||
+      tensorType(getLoss()).getElementType() != logits.getElementType())
+    return emitOpError("seed, loss and logits element types differ");
+  return success();
+}

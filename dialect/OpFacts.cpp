@@ -87,6 +87,9 @@ int64_t MaxPoolOp::getFlopCount() { return elements(getResult().getType()) * tap
 int64_t AvgPoolOp::getFlopCount() { return elements(getType()) * taps(getKernel()); }
 int64_t AvgPoolGradOp::getFlopCount() { return elements(getGrad().getType()) * taps(getKernel()); }
 
+// The loss's five per logit and its gradient's five.
+int64_t SoftmaxCrossEntropyWithGradOp::getFlopCount() { return 10 * elements(getLogits().getType()); }
+
 // Convolutions: a multiply and an add per tap of each output, the same
 // products in each direction (elements of dy times those of one filter).
 namespace {

@@ -30,6 +30,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
   pm.addPass(createRecompute(recompute));
   // The bias gradients, now there, and GELU (not differentiable fused).
   pm.addPass(createFuseGemmEpilogues(FuseGemmEpiloguesOptions{/*afterAutodiff=*/true}));
+  pm.addPass(createFuseCrossEntropy());
 }
 
 void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &precision,

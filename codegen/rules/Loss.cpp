@@ -1,6 +1,8 @@
 // Softmax cross-entropy as RowReduce steps: a warp (or thread) per sample
 // finds the row's max, its sum of exponentials and the labelled logit in two
-// passes over the row; a second step averages over the samples.
+// passes over the row (the gradient, a third that writes the row); a
+// second step averages over the samples. softmax_cross_entropy_with_grad
+// does both in the one row step.
 #include "../Rules.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -52,61 +54,71 @@ std::optional<int64_t> ignoreOf(IntegerAttr a) {
   return a ? std::optional<int64_t>(a.getInt()) : std::nullopt;
 }
 
-bool lowerForward(Operation *op, Lowering &l) {
-  auto ce = cast<SoftmaxCrossEntropyOp>(op);
-  auto shape = cast<RankedTensorType>(ce.getLogits().getType()).getShape();
+/// The loss and the gradient of one softmax cross-entropy, either or both
+/// (`loss`, `dlogits` null where not wanted): a RowReduce over the logits
+/// that stores each row's loss into a scratch row and writes the gradient
+/// (seed `grad`) over the row, then a step that averages the rows' losses.
+struct CrossEntropy {
+  Value logits, labels, grad, loss, dlogits;
+  std::optional<int64_t> ignore;
+};
+bool lowerCrossEntropy(Operation *op, Lowering &l, const CrossEntropy &ce) {
+  auto shape = cast<RankedTensorType>(ce.logits.getType()).getShape();
   int64_t n = shape[0], c = shape[1];
-  auto ignore = ignoreOf(ce.getIgnoreIndexAttr());
-  int rows = l.scratch(ElemType::F32, {n}, "per-sample loss");
-  int counted = countStep(op, ce.getLabels(), ignore, l, n);
+  int rows = ce.loss ? l.scratch(ElemType::F32, {n}, "per-sample loss") : -1;
+  int counted = countStep(op, ce.labels, ce.ignore, l, n);
 
   Step &s = l.newStep(Step::RowReduce, op, {n, c}, {false, true});
   NodeBuilder b(s);
-  RowSoftmax r = rowSoftmax(ce.getLogits(), ce.getLabels(), b, l);
+  RowSoftmax r = rowSoftmax(ce.logits, ce.labels, b, l);
   if (r.x < 0 || r.y < 0)
     return false;
-  // The labelled logit: a sum where only column y contributes (exact).
   int zero = b.constant(0.0);
-  int isLabel = b.binary(Node::Eq, r.col, r.y);
-  int picked = b.reduce(Reduction::Sum, b.select(isLabel, r.x, zero));
-  int loss = b.binary(Node::Sub, b.binary(Node::Add, b.unary(Node::Log, r.s), r.m), picked);
-  if (ignore) {
-    int counted = b.binary(Node::Ne, r.y, b.integer(*ignore));
-    loss = b.select(counted, loss, zero);
+  int kept = ce.ignore ? b.binary(Node::Ne, r.y, b.integer(*ce.ignore)) : -1;
+  if (ce.loss) {
+    // The labelled logit: a sum where only column y contributes (exact).
+    int isLabel = b.binary(Node::Eq, r.col, r.y);
+    int picked = b.reduce(Reduction::Sum, b.select(isLabel, r.x, zero));
+    int loss = b.binary(Node::Sub, b.binary(Node::Add, b.unary(Node::Log, r.s), r.m), picked);
+    b.store(rows, {1, 0}, kept < 0 ? loss : b.select(kept, loss, zero));
   }
-  b.store(rows, {1, 0}, loss);
-
+  if (ce.dlogits) {
+    int g = l.expr(b, ce.grad, {});
+    if (g < 0)
+      return false;
+    int scale = b.binary(Node::Div, g, countNode(b, counted, n));
+    if (kept >= 0)
+      scale = b.select(kept, scale, zero);
+    int onehot = b.unary(Node::ToF32, b.binary(Node::Eq, r.col, r.y));
+    int p = b.binary(Node::Div, r.e, r.s);
+    l.store(b, ce.dlogits, b.binary(Node::Mul, scale, b.binary(Node::Sub, p, onehot)), {0, 1});
+  }
+  if (!ce.loss)
+    return true;
   Step &mean = l.newStep(Step::RowReduce, op, {1, n}, {false, true});
   NodeBuilder mb(mean);
   int total = mb.reduce(Reduction::Sum, mb.load(rows, ElemType::F32, {0, 1}));
   int count = countNode(mb, counted, n);
-  l.store(mb, ce.getResult(), mb.binary(Node::Div, total, count), {});
+  l.store(mb, ce.loss, mb.binary(Node::Div, total, count), {});
   return true;
+}
+
+bool lowerForward(Operation *op, Lowering &l) {
+  auto ce = cast<SoftmaxCrossEntropyOp>(op);
+  return lowerCrossEntropy(op, l, {ce.getLogits(), ce.getLabels(), {}, ce.getResult(), {},
+                                   ignoreOf(ce.getIgnoreIndexAttr())});
 }
 
 bool lowerBackward(Operation *op, Lowering &l) {
   auto ce = cast<SoftmaxCrossEntropyGradOp>(op);
-  auto shape = cast<RankedTensorType>(ce.getLogits().getType()).getShape();
-  int64_t n = shape[0], c = shape[1];
-  auto ignore = ignoreOf(ce.getIgnoreIndexAttr());
-  int counted = countStep(op, ce.getLabels(), ignore, l, n);
-  Step &s = l.newStep(Step::RowReduce, op, {n, c}, {false, true});
-  NodeBuilder b(s);
-  RowSoftmax r = rowSoftmax(ce.getLogits(), ce.getLabels(), b, l);
-  int g = l.expr(b, ce.getGrad(), {});
-  if (r.x < 0 || r.y < 0 || g < 0)
-    return false;
-  int count = countNode(b, counted, n);
-  int scale = b.binary(Node::Div, g, count);
-  if (ignore) {
-    int counted = b.binary(Node::Ne, r.y, b.integer(*ignore));
-    int zero = b.constant(0.0);
-    scale = b.select(counted, scale, zero);
-  }
-  int onehot = b.unary(Node::ToF32, b.binary(Node::Eq, r.col, r.y));
-  int p = b.binary(Node::Div, r.e, r.s);
-  l.store(b, ce.getResult(), b.binary(Node::Mul, scale, b.binary(Node::Sub, p, onehot)), {0, 1});
-  return true;
+  return lowerCrossEntropy(op, l, {ce.getLogits(), ce.getLabels(), ce.getGrad(), {},
+                                   ce.getResult(), ignoreOf(ce.getIgnoreIndexAttr())});
+}
+
+bool lowerWithGrad(Operation *op, Lowering &l) {
+  auto ce = cast<SoftmaxCrossEntropyWithGradOp>(op);
+  return lowerCrossEntropy(op, l, {ce.getLogits(), ce.getLabels(), ce.getGrad(), ce.getLoss(),
+                                   ce.getLogitsGrad(), ignoreOf(ce.getIgnoreIndexAttr())});
 }
 
 bool readsAll(Operation *, unsigned) { return true; }
@@ -121,6 +133,10 @@ void registerLossRules(RuleRegistry &r) {
   StepRule backward{lowerBackward, readsAll};
   backward.inPlace = 1;
   r.steps[SoftmaxCrossEntropyGradOp::getOperationName()] = backward;
+  StepRule fused{lowerWithGrad, readsAll};
+  fused.inPlace = 1;
+  fused.inPlaceResult = 1;
+  r.steps[SoftmaxCrossEntropyWithGradOp::getOperationName()] = fused;
 }
 
 } // namespace otc

@@ -14,6 +14,7 @@ usage: check_kernel.py EXE KIND TYPE   (KIND: chain, rows or gemm; TYPE: f16 or 
        check_kernel.py EXE rotary f32
        check_kernel.py EXE columns f32
        check_kernel.py EXE conv f32|f16|bf16
+       check_kernel.py EXE cross_entropy f32
 
 The inputs are rounded to TYPE first, so the reference sees exactly what
 the kernel sees. The kernel computes in float32 and rounds each result of
@@ -85,6 +86,12 @@ read an input, the windows of a filter tap over the batch): within
 u |v| + (n + 1) 2^-24 (sum of |terms|), as `gemm`. cuDNN (on CUDA, 16-bit)
 is held to the same bound: otc picks its engines that sum in float32
 without FFT or Winograd transforms.
+
+`cross_entropy` checks the loss and the gradient that one row kernel
+computes (otc.softmax_cross_entropy_with_grad), with a sample's label
+ignored: the loss as `rows` bounds it; the gradient seed / kept (p - onehot)
+with p within softmax's bound, scaled, plus 2^-22 of the result for the
+subtraction, the scale and the product.
 
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
@@ -208,6 +215,10 @@ def main():
         elif kind == "rows":
             args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
                     rng.integers(0, 37, 6).astype(np.int64)]
+        elif kind == "cross_entropy":
+            labels = rng.integers(0, 37, 6).astype(np.int64)
+            labels[2] = -1  # ignored
+            args = [rng.normal(0, 2, (6, 37)).astype(np.float32), labels, np.array(0.75, np.float32)]
         elif kind == "conv":
             args = []
             for xs, ws, s_, p_, d_, g_ in CONV_GEOMETRIES:
@@ -224,7 +235,7 @@ def main():
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
-                 "columns": 7, "conv": 6}.get(kind, 1)
+                 "columns": 7, "conv": 6, "cross_entropy": 2}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -358,6 +369,23 @@ def main():
         # exp/log in float32 carry a few ulps each over 37 terms per row.
         f32 = 64 * F32_EPS * (np.abs(lse).max() + 1)
         ok &= check("softmax_cross_entropy", res[1], loss, u * abs(loss) + f32 + sub)
+    elif kind == "cross_entropy":
+        x, seed = a64[0], float(args[2])
+        y = args[1]
+        kept = y != -1
+        m = x.max(axis=1, keepdims=True)
+        e = np.exp(x - m)
+        p = e / e.sum(axis=1, keepdims=True)
+        lse = np.log(e.sum(axis=1)) + m[:, 0]
+        rows = np.where(kept, lse - x[np.arange(6), np.where(kept, y, 0)], 0)
+        loss = rows.sum() / kept.sum()
+        onehot = (np.arange(37)[None, :] == y[:, None]).astype(np.float64)
+        scale = np.where(kept, seed / kept.sum(), 0)[:, None]
+        grad = scale * (p - onehot)
+        f32 = 64 * F32_EPS * (np.abs(lse).max() + 1)
+        ok &= check("loss", res[0], loss, F32_EPS * abs(loss) + f32)
+        soft = (np.abs(x - m).max() + 37 + 8) * F32_EPS * p
+        ok &= check("logits_grad", res[1], grad, scale * soft + 4 * F32_EPS * np.abs(grad) + 1e-30)
     elif kind == "conv":
         for i, (xs, ws, s_, p_, d_, g_) in enumerate(CONV_GEOMETRIES):
             x, w, dy = a64[3 * i:3 * i + 3]

@@ -723,6 +723,34 @@ def Otc_SoftmaxCrossEntropyGradOp : Otc_Op<"softmax_cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
+// otc-fuse-cross-entropy's: the two above over one row pass.
+def Otc_SoftmaxCrossEntropyWithGradOp : Otc_Op<"softmax_cross_entropy_with_grad",
+    [Pure, AllTypesMatch<["logits", "logits_grad"]>, Otc_NotDifferentiable, Otc_F32, Otc_Kept,
+     Otc_OwnFlops]> {
+  let summary = "softmax_cross_entropy and its gradient from one read of the logits";
+  let description = [{
+    `loss` is softmax_cross_entropy(logits, labels) and `logits_grad`
+    softmax_cross_entropy_grad(grad, logits, labels): each row's maximum,
+    sum of exponentials and labelled logit give both its loss and its
+    gradient, which code generation writes over the logits (llm.c's fused
+    classifier). Formed after autodiff, where the seed `grad` does not
+    depend on the loss.
+
+    ```mlir
+    %loss, %dlogits = otc.softmax_cross_entropy_with_grad %seed, %logits, %labels
+        : tensor<f32>, tensor<16x50257xf32>, tensor<16xi64> -> tensor<f32>, tensor<16x50257xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatScalar:$grad, Otc_FloatTensor:$logits,
+                   Otc_IndexTensor:$labels, OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Otc_FloatScalar:$loss, Otc_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $grad `,` $logits `,` $labels attr-dict `:` type($grad) `,` type($logits) `,` type($labels)
+    `->` type($loss) `,` type($logits_grad)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Training
 //===----------------------------------------------------------------------===//

@@ -358,3 +358,19 @@ func.func @conv_filter_rank(%dy: tensor<2x4x8x8xf32>, %x: tensor<2x6x8x8xf32>) -
   %dw = otc.conv_filter_grad %dy, %x {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 1 : i64} : tensor<2x4x8x8xf32>, tensor<2x6x8x8xf32> -> tensor<4x54xf32>
   return %dw : tensor<4x54xf32>
 }
+
+// -----
+
+func.func @cross_entropy_with_grad_types(%s: tensor<f32>, %x: tensor<4x8xbf16>, %y: tensor<4xi64>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{seed, loss and logits element types differ}}
+  %l, %g = otc.softmax_cross_entropy_with_grad %s, %x, %y : tensor<f32>, tensor<4x8xbf16>, tensor<4xi64> -> tensor<bf16>, tensor<4x8xbf16>
+  return %g : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @cross_entropy_with_grad_rows(%s: tensor<f32>, %x: tensor<4x8xf32>, %y: tensor<3xi64>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{softmax cross-entropy needs [N, C] logits and [N] labels, got 'tensor<4x8xf32>' and 'tensor<3xi64>'}}
+  %l, %g = otc.softmax_cross_entropy_with_grad %s, %x, %y : tensor<f32>, tensor<4x8xf32>, tensor<3xi64> -> tensor<f32>, tensor<4x8xf32>
+  return %g : tensor<4x8xf32>
+}
