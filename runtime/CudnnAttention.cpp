@@ -347,19 +347,7 @@ void copyBack(const otc_attention_shape &a, void *const dense[3], void *const to
 }
 
 void run(fe::graph::Graph &g, std::unordered_map<int64_t, void *> &pack) {
-  State &s = state();
-  std::string why;
-  try {
-    fe::error_t e = g.execute(s.handle, pack, s.workspace);
-    if (e.is_good())
-      return;
-    why = e.get_message();
-  } catch (const std::exception &e) {
-    why = e.what();
-  }
-  std::fprintf(stderr, "train: error: cuDNN attention: %s (OTC_ATTENTION=kernel runs otc's own)\n",
-               why.c_str());
-  std::exit(1);
+  otc::executeOrExit(g, state().handle, pack, state().workspace, "attention", "OTC_ATTENTION");
 }
 
 } // namespace

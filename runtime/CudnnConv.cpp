@@ -76,36 +76,27 @@ Graph build(const otc_conv_shape &s, Direction d, cudnnHandle_t handle, int64_t 
       .set_compute_data_type(fe::DataType_t::FLOAT);
   std::vector<int64_t> xd = {s.n, s.c, s.h, s.w}, wd = {s.m, s.c / s.g, s.kh, s.kw},
                        yd = {s.n, s.m, s.oh, s.ow};
-  std::vector<int64_t> pre = {s.pt, s.pl}, post = {s.pb, s.pr}, stride = {s.sh, s.sw},
-                       dilation = {s.dh, s.dw};
-  if (d == kForward) {
-    auto y = g->conv_fprop(tensor(*g, "x", kX, xd), tensor(*g, "w", kW, wd),
-                           fe::graph::Conv_fprop_attributes()
-                               .set_name("otc_conv")
-                               .set_pre_padding(pre)
-                               .set_post_padding(post)
-                               .set_stride(stride)
-                               .set_dilation(dilation));
-    output(y, kY, yd);
-  } else if (d == kData) {
-    auto dx = g->conv_dgrad(tensor(*g, "dy", kY, yd), tensor(*g, "w", kW, wd),
-                            fe::graph::Conv_dgrad_attributes()
-                                .set_name("otc_conv_data_grad")
-                                .set_pre_padding(pre)
-                                .set_post_padding(post)
-                                .set_stride(stride)
-                                .set_dilation(dilation));
-    output(dx, kX, xd);
-  } else {
-    auto dw = g->conv_wgrad(tensor(*g, "dy", kY, yd), tensor(*g, "x", kX, xd),
-                            fe::graph::Conv_wgrad_attributes()
-                                .set_name("otc_conv_filter_grad")
-                                .set_pre_padding(pre)
-                                .set_post_padding(post)
-                                .set_stride(stride)
-                                .set_dilation(dilation));
-    output(dw, kW, wd);
-  }
+  // The window's attributes, the same in each direction.
+  auto window = [&](auto attributes, const char *name) {
+    attributes.set_name(name)
+        .set_pre_padding({s.pt, s.pl})
+        .set_post_padding({s.pb, s.pr})
+        .set_stride({s.sh, s.sw})
+        .set_dilation({s.dh, s.dw});
+    return attributes;
+  };
+  if (d == kForward)
+    output(g->conv_fprop(tensor(*g, "x", kX, xd), tensor(*g, "w", kW, wd),
+                         window(fe::graph::Conv_fprop_attributes(), "otc_conv")),
+           kY, yd);
+  else if (d == kData)
+    output(g->conv_dgrad(tensor(*g, "dy", kY, yd), tensor(*g, "w", kW, wd),
+                         window(fe::graph::Conv_dgrad_attributes(), "otc_conv_data_grad")),
+           kX, xd);
+  else
+    output(g->conv_wgrad(tensor(*g, "dy", kY, yd), tensor(*g, "x", kX, xd),
+                         window(fe::graph::Conv_wgrad_attributes(), "otc_conv_filter_grad")),
+           kW, wd);
   if (g->validate().is_bad() || g->build_operation_graph(handle).is_bad() ||
       g->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}).is_bad())
     return nullptr;
@@ -175,18 +166,8 @@ int run(const otc_conv_shape &s, Direction d, const void *x, const void *w, cons
   std::unordered_map<int64_t, void *> pack = {{kX, const_cast<void *>(x)},
                                               {kW, const_cast<void *>(w)},
                                               {kY, const_cast<void *>(y)}};
-  std::string why;
-  try {
-    fe::error_t e = g->execute(state().handle, pack, state().workspace);
-    if (e.is_good())
-      return 1;
-    why = e.get_message();
-  } catch (const std::exception &e) {
-    why = e.what();
-  }
-  std::fprintf(stderr, "train: error: cuDNN convolution: %s (OTC_CONV=kernel runs otc's own)\n",
-               why.c_str());
-  std::exit(1);
+  otc::executeOrExit(*g, state().handle, pack, state().workspace, "convolution", "OTC_CONV");
+  return 1;
 }
 
 } // namespace

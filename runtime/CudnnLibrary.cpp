@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -35,6 +36,23 @@ bool startCudnn(cudnnHandle_t &handle, const char *what) {
     std::fprintf(stderr, "train: note: cuDNN (libcudnn.so.9) did not start%s%s; %s\n",
                  why.empty() ? "" : ": ", why.c_str(), what);
   return started;
+}
+
+void executeOrExit(cudnn_frontend::graph::Graph &g, cudnnHandle_t handle,
+                   std::unordered_map<int64_t, void *> &pack, void *workspace, const char *what,
+                   const char *env) {
+  std::string why;
+  try {
+    cudnn_frontend::error_t e = g.execute(handle, pack, workspace);
+    if (e.is_good())
+      return;
+    why = e.get_message();
+  } catch (const std::exception &e) {
+    why = e.what();
+  }
+  std::fprintf(stderr, "train: error: cuDNN %s: %s (%s=kernel runs otc's own)\n", what, why.c_str(),
+               env);
+  std::exit(1);
 }
 
 } // namespace otc

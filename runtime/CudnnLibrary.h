@@ -4,6 +4,10 @@
 #define OTC_RUNTIME_CUDNNLIBRARY_H
 
 #include <cudnn.h>
+#include <cudnn_frontend.h>
+
+#include <cstdint>
+#include <unordered_map>
 
 namespace otc {
 
@@ -11,6 +15,12 @@ namespace otc {
 /// cudnn-frontend on the first call; false, with one note naming `what`
 /// ("attention runs otc's kernels"), where cuDNN does not start.
 bool startCudnn(cudnnHandle_t &handle, const char *what);
+
+/// Runs graph `g` on `pack`'s tensors; a failure ends the run with one
+/// error naming `what` and the variable (`env`=kernel) that runs otc's own.
+void executeOrExit(cudnn_frontend::graph::Graph &g, cudnnHandle_t handle,
+                   std::unordered_map<int64_t, void *> &pack, void *workspace, const char *what,
+                   const char *env);
 
 } // namespace otc
 

@@ -86,35 +86,24 @@ OTC_HD float conv_filter_grad_at(const T *dy, const T *x, long long i) {
   return sum;
 }
 
+// One functor for the three, so that both targets run the same bodies:
+// Part 0 is y from (x, w), 1 dx from (dy, w), 2 dw from (dy, x).
 #ifdef __CUDACC__
 #define OTC_CONV_MEMBER __host__ __device__
 #else
 #define OTC_CONV_MEMBER
 #endif
-template <OTC_CONV, class T>
-struct ConvForward {
-  const T *x, *w;
-  T *y;
+template <int Part, OTC_CONV, class T>
+struct ConvElements {
+  const T *a, *b;
+  T *out;
   OTC_CONV_MEMBER void operator()(long long i) const {
-    otc_store(y + i, conv_at<OTC_CONV_ARGS>(x, w, i));
-  }
-};
-
-template <OTC_CONV, class T>
-struct ConvDataGrad {
-  const T *dy, *w;
-  T *dx;
-  OTC_CONV_MEMBER void operator()(long long i) const {
-    otc_store(dx + i, conv_data_grad_at<OTC_CONV_ARGS>(dy, w, i));
-  }
-};
-
-template <OTC_CONV, class T>
-struct ConvFilterGrad {
-  const T *dy, *x;
-  T *dw;
-  OTC_CONV_MEMBER void operator()(long long i) const {
-    otc_store(dw + i, conv_filter_grad_at<OTC_CONV_ARGS>(dy, x, i));
+    if constexpr (Part == 0)
+      otc_store(out + i, conv_at<OTC_CONV_ARGS>(a, b, i));
+    else if constexpr (Part == 1)
+      otc_store(out + i, conv_data_grad_at<OTC_CONV_ARGS>(a, b, i));
+    else
+      otc_store(out + i, conv_filter_grad_at<OTC_CONV_ARGS>(a, b, i));
   }
 };
 #undef OTC_CONV_MEMBER
@@ -155,19 +144,19 @@ otc_conv_shape conv_shape() {
 template <OTC_CONV, class T>
 void conv_forward(const T *x, const T *w, T *y OTC_CONV_STREAM) {
   OTC_CONV_CUDNN(otc_cudnn_conv_forward(&s, x, w, y, stream))
-  OTC_CONV_RUN(N * M * OH * OW, (ConvForward<OTC_CONV_ARGS, T>{x, w, y}));
+  OTC_CONV_RUN(N * M * OH * OW, (ConvElements<0, OTC_CONV_ARGS, T>{x, w, y}));
 }
 
 template <OTC_CONV, class T>
 void conv_data_grad(const T *dy, const T *w, T *dx OTC_CONV_STREAM) {
   OTC_CONV_CUDNN(otc_cudnn_conv_data_grad(&s, dy, w, dx, stream))
-  OTC_CONV_RUN(N * C * H * W, (ConvDataGrad<OTC_CONV_ARGS, T>{dy, w, dx}));
+  OTC_CONV_RUN(N * C * H * W, (ConvElements<1, OTC_CONV_ARGS, T>{dy, w, dx}));
 }
 
 template <OTC_CONV, class T>
 void conv_filter_grad(const T *dy, const T *x, T *dw OTC_CONV_STREAM) {
   OTC_CONV_CUDNN(otc_cudnn_conv_filter_grad(&s, dy, x, dw, stream))
-  OTC_CONV_RUN(M * (C / G) * KH * KW, (ConvFilterGrad<OTC_CONV_ARGS, T>{dy, x, dw}));
+  OTC_CONV_RUN(M * (C / G) * KH * KW, (ConvElements<2, OTC_CONV_ARGS, T>{dy, x, dw}));
 }
 
 #undef OTC_CONV_CUDNN
