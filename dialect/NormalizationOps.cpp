@@ -106,3 +106,68 @@ LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange dy,
   grads.push_back(SubOp::create(b, loc, dy[0], MulOp::create(b, loc, p, total)));
   return success();
 }
+
+/// [1, C, 1, ...]: a per-channel statistic of x.
+static RankedTensorType channelType(RankedTensorType x) {
+  SmallVector<int64_t> shape(x.getRank(), 1);
+  shape[1] = x.getDimSize(1);
+  return RankedTensorType::get(shape, x.getElementType());
+}
+
+/// Checks batch normalization's x (with a channel dim), its statistics
+/// (`stats`, [1, C, 1, ...]) and epsilon.
+template <class OpTy>
+static LogicalResult verifyBatchNorm(OpTy op, RankedTensorType x, Value stats) {
+  if (x.getRank() < 2)
+    return op.emitOpError("needs a channel dim (dim 1)");
+  if (!(op.getEpsilon().convertToDouble() >= 0))
+    return op.emitOpError("epsilon must not be negative");
+  if (RankedTensorType want = channelType(x); tensorType(stats) != want)
+    return op.emitOpError("the channel statistics must be ") << want << ", not "
+                                                            << stats.getType();
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  RankedTensorType x = tensorType(getInput());
+  if (failed(verifyBatchNorm(*this, x, getMean())))
+    return failure();
+  auto c = RankedTensorType::get({x.getDimSize(1)}, x.getElementType());
+  if (tensorType(getScale()) != c || tensorType(getBias()) != c)
+    return emitOpError("scale and bias must be ") << c << ", one per channel";
+  return success();
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  return verifyBatchNorm(*this, tensorType(getInput()), getMean());
+}
+
+// x's gradient is batch_norm_grad of g * scale; the scale's and the bias's
+// are channel sums of g * x̂ and of g, x̂ = (x - mean) rstd rebuilt
+// elementwise inside the sum from x and the statistics.
+LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ValueRange dy,
+                                          SmallVectorImpl<Value> &grads) {
+  if (dy[1] || dy[2])
+    return emitOpError("its batch statistics feed only the running ones; nothing may "
+                       "differentiate them");
+  RuleBuilder o{b, getLoc()};
+  RankedTensorType stats = tensorType(getMean());
+  Value g = dy[0];
+  Value scale = ReshapeOp::create(b, o.loc, stats, getScale());
+  grads.push_back(BatchNormGradOp::create(b, o.loc, getInput().getType(), o.mul(g, scale),
+                                          getInput(), getMean(), getVar(), getEpsilonAttr()));
+  Value rstd = o.div(o.scalar(g, 1), SqrtOp::create(b, o.loc, o.add(getVar(),
+                                                                 o.scalar(g, getEpsilon().convertToDouble()))));
+  Value xhat = o.mul(SubOp::create(b, o.loc, getInput(), getMean()), rstd);
+  SmallVector<int64_t> axes = {0};
+  for (int64_t d = 2; d < stats.getRank(); ++d)
+    axes.push_back(d);
+  auto channelSum = [&](Value v) -> Value {
+    Value sum = ReduceSumOp::create(b, o.loc, v, b.getDenseI64ArrayAttr(axes),
+                                    b.getBoolAttr(true));
+    return ReshapeOp::create(b, o.loc, getScale().getType(), sum);
+  };
+  grads.push_back(channelSum(o.mul(g, xhat)));
+  grads.push_back(channelSum(g));
+  return success();
+}

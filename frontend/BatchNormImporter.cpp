@@ -1,10 +1,11 @@
-// BatchNormalization, composed of primitives so that autodiff derives its
-// gradient. Training mode normalises with the batch statistics and updates
+// BatchNormalization. Training mode is otc.batch_norm, whose gradient is
+// composed from x and the batch statistics; it normalises with them and updates
 // the running ones as PyTorch does, with the unbiased batch variance (the
 // ONNX text says population variance; PyTorch-exported models expect
 // PyTorch's):
 //   running = running * momentum + batch * (1 - momentum)
-// written back by otc.assign. Inference mode uses the running statistics.
+// written back by otc.assign. Inference mode uses the running statistics,
+// composed of primitives.
 // Either way they are buffers, never trained.
 #include "Importers.h"
 
@@ -57,28 +58,27 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
   int64_t count = type.getNumElements() / std::max<int64_t>(c, 1);
   if (training && count < 2)
     return imp.fail("training mode needs more than one value per channel");
-  Value mean, var, centred;
+  Value mean, var;
   if (training) {
-    SmallVector<int64_t> axes = {0};
-    for (int64_t d = 2; d < type.getRank(); ++d)
-      axes.push_back(d);
-    auto axesAttr = b.getDenseI64ArrayAttr(axes);
-    mean = ReduceMeanOp::create(b, loc, withShape(in[0], perChannel), in[0], axesAttr,
-                                b.getBoolAttr(true));
-    centred = SubOp::create(b, loc, type, in[0], mean);
-    Value sq = MulOp::create(b, loc, type, centred, centred);
-    var = ReduceMeanOp::create(b, loc, withShape(in[0], perChannel), sq, axesAttr,
-                               b.getBoolAttr(true));
+    // One op, whose gradient keeps x and the statistics alone.
+    auto stats = withShape(in[0], perChannel);
+    // (Opset 15 lets scale and bias have a type of their own.)
+    auto bn = BatchNormOp::create(b, loc, TypeRange{type, stats, stats}, in[0],
+                                  castElements(b, loc, in[1], elem),
+                                  castElements(b, loc, in[2], elem), b.getF64FloatAttr(eps));
+    mean = bn.getMean();
+    var = bn.getVar();
+    imp.define(0, bn.getResult());
   } else {
     mean = channel(in[3]);
     var = channel(in[4]);
-    centred = SubOp::create(b, loc, type, in[0], mean);
+    Value centred = SubOp::create(b, loc, type, in[0], mean);
+    Value shifted = AddOp::create(b, loc, var.getType(), var, constant(eps));
+    Value denom = SqrtOp::create(b, loc, var.getType(), shifted);
+    Value gain = DivOp::create(b, loc, var.getType(), channel(in[1]), denom);
+    Value scaled = MulOp::create(b, loc, type, centred, gain);
+    imp.define(0, AddOp::create(b, loc, type, scaled, channel(in[2])).getResult());
   }
-  Value shifted = AddOp::create(b, loc, var.getType(), var, constant(eps));
-  Value denom = SqrtOp::create(b, loc, var.getType(), shifted);
-  Value gain = DivOp::create(b, loc, var.getType(), channel(in[1]), denom);
-  Value scaled = MulOp::create(b, loc, type, centred, gain);
-  imp.define(0, AddOp::create(b, loc, type, scaled, channel(in[2])).getResult());
   imp.markBuffer(in[3]);
   imp.markBuffer(in[4]);
   if (!training) {

@@ -2,7 +2,8 @@
 // then the sum of exp(x - max), then the row again for the result.
 // Normalize (layer norm, or RMS norm without centering), with its affine
 // (layer_norm) or without, and its gradient: one RowReduce step each, over
-// the trailing dims.
+// the trailing dims. Batch normalization: per-channel Reduce steps, then
+// an elementwise one.
 #include "../Rules.h"
 
 #include "otc/Dialect/OtcDialect.h"
@@ -107,8 +108,130 @@ bool lowerNormalize(Operation *op, Lowering &l) {
   return true;
 }
 
+/// Batch normalization's per-channel steps over x's shape [N, C, ...]:
+/// dim 1 kept, every other reduced.
+struct Channels {
+  std::vector<int64_t> shape;
+  std::vector<bool> reduced;
+  std::vector<int64_t> perChannel; // the strides of a [C] buffer
+  DimMap identity, stats;          // x's map; a [1, C, 1, ...] value's
+  int64_t count = 1;               // the values per channel
+};
+Channels channelsOf(Value x) {
+  Channels c;
+  c.shape = cast<RankedTensorType>(x.getType()).getShape().vec();
+  c.reduced.assign(c.shape.size(), true);
+  c.reduced[1] = false;
+  c.perChannel.assign(c.shape.size(), 0);
+  c.perChannel[1] = 1;
+  c.identity = identityMap(c.shape.size());
+  c.stats.assign(c.shape.size(), -1);
+  c.stats[1] = 1;
+  for (size_t d = 0; d < c.shape.size(); ++d)
+    c.count *= d == 1 ? 1 : c.shape[d];
+  return c;
+}
+
+/// 1 / sqrt(var + epsilon), var loaded (per channel) as `var`.
+int rstdOf(NodeBuilder &b, int var, double epsilon) {
+  return b.binary(Node::Div, b.constant(1.0),
+                  b.unary(Node::Sqrt, b.binary(Node::Add, var, b.constant(epsilon))));
+}
+
+// batch_norm: the channel means, then the variances of the centred values
+// (two Reduce steps, which code generation may split), then y elementwise,
+// in the order of the written-out formula, so its values are those.
+bool lowerBatchNorm(Operation *op, Lowering &l) {
+  auto bn = cast<BatchNormOp>(op);
+  Channels c = channelsOf(bn.getInput());
+  int64_t channels = c.shape[1];
+  int means = l.scratch(ElemType::F32, {channels}, "batch_norm mean");
+  int vars = l.scratch(ElemType::F32, {channels}, "batch_norm var");
+  for (int pass = 0; pass < 2; ++pass) {
+    Step &s = l.newStep(Step::Reduce, op, c.shape, c.reduced);
+    NodeBuilder b(s);
+    int x = l.expr(b, bn.getInput(), c.identity);
+    if (x < 0)
+      return false;
+    int inv = b.constant(1.0 / double(c.count)), v = x;
+    if (pass == 1) {
+      int centred = b.binary(Node::Sub, x, b.load(means, ElemType::F32, c.perChannel));
+      v = b.binary(Node::Mul, centred, centred);
+    }
+    int stat = b.binary(Node::Mul, b.reduce(Reduction::Sum, v), inv);
+    b.store(pass ? vars : means, c.perChannel, stat);
+    Value result = pass ? bn.getVar() : bn.getMean();
+    if (!result.use_empty())
+      l.store(b, result, stat, c.stats);
+  }
+  Step &s = l.newStep(Step::Elementwise, op, c.shape, std::vector<bool>(c.shape.size(), false));
+  NodeBuilder b(s);
+  int x = l.expr(b, bn.getInput(), c.identity);
+  int scale = l.expr(b, bn.getScale(), {1}), bias = l.expr(b, bn.getBias(), {1});
+  if (x < 0 || scale < 0 || bias < 0)
+    return false;
+  int centred = b.binary(Node::Sub, x, b.load(means, ElemType::F32, c.perChannel));
+  int shifted = b.binary(Node::Add, b.load(vars, ElemType::F32, c.perChannel),
+                         b.constant(bn.getEpsilon().convertToDouble()));
+  int gain = b.binary(Node::Div, scale, b.unary(Node::Sqrt, shifted));
+  l.store(b, bn.getResult(), b.binary(Node::Add, b.binary(Node::Mul, centred, gain), bias),
+          c.identity);
+  return true;
+}
+
+// batch_norm_grad: the channel sums of g and of g (x - mean) in one Reduce
+// step, then rstd (g - mean(g) - x̂ mean(g x̂)) elementwise, x̂ computed
+// in both.
+bool lowerBatchNormGrad(Operation *op, Lowering &l) {
+  auto bg = cast<BatchNormGradOp>(op);
+  Channels c = channelsOf(bg.getInput());
+  int64_t channels = c.shape[1];
+  int sums[2] = {l.scratch(ElemType::F32, {channels}, "batch_norm_grad sum"),
+                 l.scratch(ElemType::F32, {channels}, "batch_norm_grad centred sum")};
+  double eps = bg.getEpsilon().convertToDouble();
+  for (int pass = 0; pass < 2; ++pass) {
+    Step &s = l.newStep(pass ? Step::Elementwise : Step::Reduce, op, c.shape,
+                        pass ? std::vector<bool>(c.shape.size(), false) : c.reduced);
+    NodeBuilder b(s);
+    int g = l.expr(b, bg.getGrad(), c.identity), x = l.expr(b, bg.getInput(), c.identity);
+    int mean = l.expr(b, bg.getMean(), c.stats);
+    if (g < 0 || x < 0 || mean < 0)
+      return false;
+    int centred = b.binary(Node::Sub, x, mean);
+    if (pass == 0) {
+      b.store(sums[0], c.perChannel, b.reduce(Reduction::Sum, g));
+      b.store(sums[1], c.perChannel, b.reduce(Reduction::Sum, b.binary(Node::Mul, g, centred)));
+      continue;
+    }
+    int var = l.expr(b, bg.getVar(), c.stats);
+    if (var < 0)
+      return false;
+    int rstd = rstdOf(b, var, eps), inv = b.constant(1.0 / double(c.count));
+    int xhat = b.binary(Node::Mul, centred, rstd);
+    int meanG = b.binary(Node::Mul, b.load(sums[0], ElemType::F32, c.perChannel), inv);
+    int meanGX = b.binary(Node::Mul, b.binary(Node::Mul, b.load(sums[1], ElemType::F32, c.perChannel),
+                                              rstd),
+                          inv);
+    int dx = b.binary(Node::Mul, rstd,
+                      b.binary(Node::Sub, b.binary(Node::Sub, g, meanG),
+                               b.binary(Node::Mul, xhat, meanGX)));
+    l.store(b, bg.getResult(), dx, c.identity);
+  }
+  return true;
+}
+
 bool readsInput(Operation *, unsigned k) { return k == 0; }
 bool readsAll(Operation *, unsigned) { return true; }
+
+/// Batch normalization computes x's producer inside its loops only when it
+/// is a widening cast (16-bit x read as float32). Any other producer is
+/// stored and loaded: a reduction's loop body decides how the CPU compiler
+/// vectorizes it, hence the order of its sum, and otc-recompute's copy
+/// must sum in the order of the original, whichever else reads x.
+bool readsCastOfInput(Operation *op, unsigned k) {
+  unsigned x = isa<BatchNormGradOp>(op) ? 1 : 0;
+  return k != x || isa_and_nonnull<CastOp>(op->getOperand(k).getDefiningOp());
+}
 bool overInput(Operation *, unsigned k) { return k == 0; }
 bool firstResult(Operation *, unsigned k) { return k == 0; }
 
@@ -120,6 +243,8 @@ void registerNormalizationRules(RuleRegistry &r) {
   r.steps[NormalizeOp::getOperationName()].hosts = overInput;
   r.steps[LayerNormOp::getOperationName()].hosts = overInput;
   r.steps[NormalizeGradOp::getOperationName()] = {lowerNormalize<NormalizeGradOp>, readsAll};
+  r.steps[BatchNormOp::getOperationName()] = {lowerBatchNorm, readsCastOfInput};
+  r.steps[BatchNormGradOp::getOperationName()] = {lowerBatchNormGrad, readsCastOfInput};
   r.steps[SoftmaxOp::getOperationName()] = {lowerSoftmax<SoftmaxOp, false>, readsInput};
   r.steps[LogSoftmaxOp::getOperationName()] = {lowerSoftmax<LogSoftmaxOp, true>, readsInput};
   for (StringRef name : {NormalizeOp::getOperationName(), LayerNormOp::getOperationName(),

@@ -260,6 +260,12 @@ std::vector<Case> cases() {
       {"rms_layer_norm_whole", kA23 + ", %w: tensor<2x3xf64> {otc.param = \"w\", otc.trainable}",
        "  %y, %m, %r = otc.layer_norm %a, %w {axis = 0 : i64, epsilon = 0.1 : f64, center = false} : " + t23 +
        ", " + t23 + " -> tensor<1x1xf64>", t23, {2, 3}},
+      // Batch normalization over [2, 3, 2] (channel dim 1): its gradient is
+      // composed (batch_norm_grad, and channel sums for the affine).
+      {"batch_norm", "%a: tensor<2x3x2xf64> {otc.param = \"a\", otc.trainable}, " + kB3 +
+       ", %w: tensor<3xf64> {otc.param = \"w\", otc.trainable}",
+       "  %y, %m, %v = otc.batch_norm %a, %w, %b {epsilon = 1.0e-05 : f64} : tensor<2x3x2xf64>, "
+       "tensor<3xf64>, tensor<3xf64> -> tensor<1x3x1xf64>", "tensor<2x3x2xf64>", {2, 3, 2}},
       {"softmax_last_axis", kA23, "  %y = otc.softmax %a {axis = 1 : i64} : " + t23, t23, {2, 3}},
       {"log_softmax_first_axis", kA23, "  %y = otc.log_softmax %a {axis = 0 : i64} : " + t23, t23, {2, 3}},
       // log and sqrt of a^2, which the inputs keep at 0.09 or more.

@@ -708,6 +708,56 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           }
           return r;
         })
+        .Case<BatchNormOp, BatchNormGradOp>([&](auto op) {
+          // Per channel c (dim 1): every other dim's elements, in float64.
+          bool grad = isa<BatchNormGradOp>(op.getOperation());
+          const Tensor &x = get(grad ? op->getOperand(1) : op->getOperand(0));
+          int64_t c = shape[1], inner = 1;
+          for (size_t d = 2; d < shape.size(); ++d)
+            inner *= shape[d];
+          int64_t n = count(shape) / c;
+          auto at = [&](int64_t ch, int64_t k) { // k-th element of channel ch
+            return (k / inner * c + ch) * inner + k % inner;
+          };
+          double eps = op.getEpsilon().convertToDouble();
+          Tensor r{shape, x.data}, mean{{1, c}, {}}, var{{1, c}, {}};
+          for (int64_t ch = 0; ch < c; ++ch) {
+            double m = 0, v = 0;
+            if (grad) {
+              m = get(op->getOperand(2)).data[ch];
+              v = get(op->getOperand(3)).data[ch];
+            } else {
+              for (int64_t k = 0; k < n; ++k)
+                m += x.data[at(ch, k)] / n;
+              for (int64_t k = 0; k < n; ++k)
+                v += (x.data[at(ch, k)] - m) * (x.data[at(ch, k)] - m) / n;
+            }
+            mean.data.push_back(m);
+            var.data.push_back(v);
+            double rstd = 1 / std::sqrt(v + eps);
+            if (!grad) {
+              auto bn = cast<BatchNormOp>(op.getOperation());
+              for (int64_t k = 0; k < n; ++k)
+                r.data[at(ch, k)] = (x.data[at(ch, k)] - m) * rstd * get(bn.getScale()).data[ch] +
+                                    get(bn.getBias()).data[ch];
+              continue;
+            }
+            const Tensor &g = get(op->getOperand(0));
+            double sg = 0, sgy = 0;
+            for (int64_t k = 0; k < n; ++k) {
+              sg += g.data[at(ch, k)] / n;
+              sgy += g.data[at(ch, k)] * (x.data[at(ch, k)] - m) * rstd / n;
+            }
+            for (int64_t k = 0; k < n; ++k)
+              r.data[at(ch, k)] = rstd * (g.data[at(ch, k)] - sg - (x.data[at(ch, k)] - m) * rstd * sgy);
+          }
+          if (auto bn = dyn_cast<BatchNormOp>(op.getOperation())) {
+            mean.shape = var.shape = shapeOf(bn.getMean());
+            env[bn.getMean()] = mean;
+            env[bn.getVar()] = var;
+          }
+          return r;
+        })
         .Case<SoftmaxOp, LogSoftmaxOp>([&](auto op) {
           const Tensor &a = get(op.getInput());
           bool log = isa<LogSoftmaxOp>(op.getOperation());

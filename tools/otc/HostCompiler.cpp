@@ -207,7 +207,11 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
   } else {
     link = {cxx, "-std=c++20"};
     // Tuned for the machine that compiles, as torch.compile does on CPUs.
-    append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native"));
+    // No contraction into FMAs: GCC contracts a product into a sum or not
+    // depending on the code around it once kernels are inlined into the
+    // step, so otc-recompute's copy of a value could round otherwise than
+    // the original; each operation rounds as written.
+    append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native -ffp-contract=off"));
     append(link, runtimeFlags);
     append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
                   lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});

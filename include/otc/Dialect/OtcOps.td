@@ -685,6 +685,57 @@ def Otc_LayerNormOp : Otc_DiffOp<"layer_norm",
   }];
 }
 
+// Six FLOPs per element: the two sums, the centring, the square, the
+// scale and the bias.
+def Otc_BatchNormOp : Otc_DiffOp<"batch_norm",
+    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["mean", "var"]>, Otc_F32, Otc_Kept,
+     Otc_FlopsPerInput<6>]> {
+  let summary = "Batch normalization with the batch's statistics, and the statistics";
+  let description = [{
+    BatchNormalization in training mode: per channel (dim 1) c,
+    y = (x - mean) / sqrt(var + epsilon) * scale[c] + bias[c], with mean
+    and var the population mean and variance over every other dim, returned
+    shaped [1, C, 1, ...] (the running statistics' update reads them). Code
+    generation makes it two per-channel reductions and one elementwise
+    step, in float32. The gradient is composed from x and the statistics:
+    x's is batch_norm_grad of g * scale, the scale's the channel sums of
+    g * (x - mean) * rstd, the bias's those of g. So only x is kept, not
+    the centred or normalized copies that autodiff of the written-out
+    formula keeps.
+
+    ```mlir
+    %y, %mean, %var = otc.batch_norm %x, %w, %b {epsilon = 1.0e-5 : f64}
+        : tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<1x16x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$scale, Otc_FloatTensor:$bias,
+                   F64Attr:$epsilon);
+  let results = (outs Otc_FloatTensor:$result, Otc_FloatTensor:$mean, Otc_FloatTensor:$var);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias attr-dict `:` type($input) `,` type($scale) `,` type($bias)
+    `->` type($mean)
+  }];
+}
+
+def Otc_BatchNormGradOp : Otc_Op<"batch_norm_grad", [Pure, AllTypesMatch<["grad", "input", "result"]>,
+    AllTypesMatch<["mean", "var"]>, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_FlopsPerInput<8>]> {
+  let summary = "Gradient of batch normalization's normalize: rstd (g - mean(g) - x̂ mean(g x̂))";
+  let description = [{
+    With x̂ = (x - mean) rstd and rstd = 1 / sqrt(var + epsilon), per
+    channel: two channel sums (of g and of g (x - mean)), then one
+    elementwise step; x̂ is computed in each, never stored. `grad` is the
+    output's gradient times the scale.
+  }];
+  let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$input, Otc_FloatTensor:$mean,
+                   Otc_FloatTensor:$var, F64Attr:$epsilon);
+  let results = (outs Otc_FloatTensor:$result);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $grad `,` $input `,` $mean `,` $var attr-dict `:` type($grad) `,` type($mean)
+  }];
+}
+
 def Otc_SoftmaxOp : Otc_SoftmaxLikeOp<"softmax", "exp(x - max) / sum(exp(x - max))">;
 def Otc_LogSoftmaxOp : Otc_SoftmaxLikeOp<"log_softmax", "x - max - log(sum(exp(x - max)))">;
 

@@ -374,3 +374,27 @@ func.func @cross_entropy_with_grad_rows(%s: tensor<f32>, %x: tensor<4x8xf32>, %y
   %l, %g = otc.softmax_cross_entropy_with_grad %s, %x, %y : tensor<f32>, tensor<4x8xf32>, tensor<3xi64> -> tensor<f32>, tensor<4x8xf32>
   return %g : tensor<4x8xf32>
 }
+
+// -----
+
+func.func @batch_norm_stats(%x: tensor<4x3x2xf32>, %w: tensor<3xf32>) -> tensor<4x3x2xf32> {
+  // expected-error @+1 {{the channel statistics must be 'tensor<1x3x1xf32>', not 'tensor<1x3xf32>'}}
+  %y, %m, %v = otc.batch_norm %x, %w, %w {epsilon = 1.0e-5 : f64} : tensor<4x3x2xf32>, tensor<3xf32>, tensor<3xf32> -> tensor<1x3xf32>
+  return %y : tensor<4x3x2xf32>
+}
+
+// -----
+
+func.func @batch_norm_scale(%x: tensor<4x3x2xf32>, %w: tensor<2xf32>) -> tensor<4x3x2xf32> {
+  // expected-error @+1 {{scale and bias must be 'tensor<3xf32>', one per channel}}
+  %y, %m, %v = otc.batch_norm %x, %w, %w {epsilon = 1.0e-5 : f64} : tensor<4x3x2xf32>, tensor<2xf32>, tensor<2xf32> -> tensor<1x3x1xf32>
+  return %y : tensor<4x3x2xf32>
+}
+
+// -----
+
+func.func @batch_norm_epsilon(%g: tensor<4x3xf32>, %m: tensor<1x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{epsilon must not be negative}}
+  %dx = otc.batch_norm_grad %g, %g, %m, %m {epsilon = -1.0 : f64} : tensor<4x3xf32>, tensor<1x3xf32>
+  return %dx : tensor<4x3xf32>
+}
