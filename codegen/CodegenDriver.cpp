@@ -213,6 +213,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
   }
   for (size_t k = 0; k < program.steps.size(); ++k) {
     const Step &s = program.steps[k];
+    if (training)
+      os << "  if (a->mark) a->mark(a->mark_ctx, " << k << ");\n";
     if (s.kind == Step::Gemm) {
       os << "  // s" << k << ": " << s.origin << "\n";
       cuda ? emitCudaGemm(os, program, s.gemm) : emitCpuGemm(os, program, s.gemm);
@@ -227,6 +229,8 @@ std::string emitSource(const Program &program, Target target, bool training, int
     for (int g : gradsDoneAfter[k])
       os << "  if (a->grad_ready) a->grad_ready(a->grad_ready_ctx, " << g << ");\n";
   }
+  if (training)
+    os << "  if (a->mark) a->mark(a->mark_ctx, " << program.steps.size() << ");\n";
   os << "}\n\n";
   if (split)
     os << "static void otc_generated_step(const otc_step_args *a) {\n"
@@ -281,6 +285,12 @@ std::string emitSource(const Program &program, Target target, bool training, int
        << l.transposed << "}, ";
   if (program.lora.empty())
     os << "{0, 0, 0, 0.0, 0}";
+  os << "};\n\nstatic const otc_step_info kSteps[] = {\n";
+  for (const Step &s : program.steps)
+    os << "  {\"" << s.origin << "\", \"" << kindName(s.kind) << "\", " << stepBytes(program, s)
+       << "LL, " << stepFlops(program, s) << "LL, " << s.recomputed << "},\n";
+  if (program.steps.empty())
+    os << "  {\"\", \"\", 0, 0, 0},\n";
   os << "};\n\nstatic const otc_program kProgram = {\n"
      << "  .target = " << targetName << ",\n"
      << "  .micro_batch = " << program.microBatch << ",\n"
@@ -305,6 +315,7 @@ std::string emitSource(const Program &program, Target target, bool training, int
      << "  .num_lora = " << program.lora.size() << ",\n  .lora = kLora,\n"
      << "  .grad_order = kGradOrder,\n"
      << (split ? "  .set_scalars = otc_generated_scalars,\n  .body = otc_generated_body,\n" : "")
+     << "  .num_steps = " << program.steps.size() << ",\n  .steps = kSteps,\n"
      << "};\n\n"
      << "extern \"C\" const otc_program *otc_get_program(void) { return &kProgram; }\n";
   return os.str();

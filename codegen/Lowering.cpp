@@ -8,6 +8,7 @@
 #include "otc/runtime/abi.h"
 #include "otc/runtime/limits.h"
 
+#include "otc/Dialect/OpFacts.h"
 #include "otc/Dialect/OtcDialect.h"
 #include "otc/Passes/Passes.h"
 
@@ -131,6 +132,11 @@ Step &Lowering::newStep(Step::Kind kind, Operation *op, std::vector<int64_t> sha
   s.kind = kind;
   s.origin = op->getName().getStringRef().str();
   s.recomputed = op->hasAttr("otc.recomputed");
+  // An op lowered to several library calls counts its FLOPs once.
+  if (kind == Step::LibraryCall && op != lastCallOp)
+    s.flops = opFlops(op);
+  if (kind == Step::LibraryCall)
+    lastCallOp = op;
   if (reduced.empty())
     reduced.assign(shape.size(), false);
   s.shape = std::move(shape);

@@ -158,6 +158,7 @@ private:
   std::string &error;
   Program *prog = nullptr;
   mlir::Operation *current = nullptr;
+  mlir::Operation *lastCallOp = nullptr; // newStep: the op a library call last came from
 
   llvm::DenseMap<mlir::Operation *, int64_t> position;
   /// The op whose loops compute each op: itself, or its fusion group's root.

@@ -3,6 +3,7 @@
 #include "Lowering.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 
 namespace otc {
@@ -145,11 +146,6 @@ const char *opName(Node::Op op) {
   return names[op];
 }
 
-const char *kindName(Step::Kind k) {
-  static const char *names[] = {"elementwise", "reduce", "row_reduce", "gemm",
-                                "library_call"};
-  return names[k];
-}
 
 void printNodes(std::ostream &os, const Step &s) {
   for (size_t i = 0; i < s.nodes.size(); ++i) {
@@ -266,6 +262,94 @@ std::vector<int> stepBuffers(const Step &s) {
   if (s.kind == Step::LibraryCall)
     ids.insert(ids.end(), s.call.buffers.begin(), s.call.buffers.end());
   return ids;
+}
+
+const char *kindName(Step::Kind k) {
+  static const char *names[] = {"elementwise", "reduce", "row_reduce", "gemm",
+                                "library_call"};
+  return names[k];
+}
+
+namespace {
+
+/// Elements of `buffer` an access touches: the iteration points along the
+/// dims its strides walk, at most the buffer.
+int64_t touched(const Program &p, const Step &s, int buffer, const std::vector<int64_t> &strides) {
+  int64_t n = 1;
+  for (size_t d = 0; d < strides.size() && d < s.shape.size(); ++d)
+    if (strides[d] != 0)
+      n *= s.shape[d];
+  return std::min(n, p.buffers[size_t(buffer)].count());
+}
+
+} // namespace
+
+int64_t stepBytes(const Program &p, const Step &s) {
+  // Elements per buffer, read and written apart; each at most the buffer.
+  std::map<int, int64_t> reads, writes;
+  auto add = [&](std::map<int, int64_t> &to, int id, int64_t n) {
+    if (id >= 0)
+      to[id] = std::min(to[id] + n, p.buffers[size_t(id)].count());
+  };
+  int64_t points = 1;
+  for (int64_t d : s.shape)
+    points *= d;
+  for (const Node &n : s.nodes)
+    if (n.op == Node::Load)
+      add(reads, n.buffer, touched(p, s, n.buffer, n.strides));
+    else if (n.op == Node::Gather)
+      add(reads, n.buffer, points);
+  for (const Store &st : s.stores)
+    add(writes, st.buffer, touched(p, s, st.buffer, st.strides));
+  if (s.kind == Step::Gemm) {
+    const Gemm &g = s.gemm;
+    add(reads, g.a, g.m * g.k * (g.strideA ? g.batch : 1));
+    add(reads, g.b, g.k * g.n * (g.strideB ? g.batch : 1));
+    add(writes, g.c, g.m * g.n * g.batch);
+    if (g.beta != Gemm::Beta::Zero)
+      add(reads, g.c, g.m * g.n * g.batch);
+    add(reads, g.bias, g.n);
+    if (g.aux >= 0)
+      add(g.dgelu ? reads : writes, g.aux, g.m * g.n);
+    add(writes, g.biasGrad, g.biasGradOf == Gemm::BiasGradOf::A ? g.m : g.n);
+  }
+  if (s.kind == Step::LibraryCall) // whole buffers: a view's extent is the kernel's
+    for (size_t i = 0; i < s.call.buffers.size(); ++i) {
+      int id = s.call.buffers[i];
+      std::map<int, int64_t> &to = int(i) >= int(s.call.buffers.size()) - s.call.outputs ? writes : reads;
+      if (id >= 0)
+        to[id] = p.buffers[size_t(id)].count();
+    }
+  int64_t bytes = 0;
+  for (auto *m : {&reads, &writes})
+    for (auto [id, n] : *m)
+      bytes += n * byteSize(p.buffers[size_t(id)].type);
+  return bytes;
+}
+
+int64_t stepFlops(const Program &p, const Step &s) {
+  (void)p;
+  if (s.kind == Step::Gemm) {
+    const Gemm &g = s.gemm;
+    int64_t mn = g.m * g.n * g.batch;
+    return 2 * g.k * mn + (g.beta != Gemm::Beta::Zero || g.bias >= 0 ? mn : 0) +
+           (g.biasGrad >= 0 ? g.k * (g.biasGradOf == Gemm::BiasGradOf::A ? g.m : g.n) : 0);
+  }
+  if (s.kind == Step::LibraryCall)
+    return s.flops;
+  int64_t points = 1;
+  for (int64_t d : s.shape)
+    points *= d;
+  int64_t perPoint = int64_t(s.reductions.size());
+  for (const Node &n : s.nodes)
+    switch (n.op) {
+    case Node::Load: case Node::Const: case Node::Seed: case Node::First: case Node::Coord:
+    case Node::Reduced: case Node::Gather:
+      break;
+    default:
+      perPoint += n.type == ElemType::F32 ? 1 : 0;
+    }
+  return perPoint * points;
 }
 
 PersistentBytes persistentBytes(const Program &program, otc_optimizer optimizer) {

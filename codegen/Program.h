@@ -170,6 +170,8 @@ struct Step {
 
   otc::Gemm gemm;
   otc::LibraryCall call;
+  /// LibraryCall: the op's own FLOP count (its FlopsFact), for --profile.
+  int64_t flops = 0;
 };
 
 /// A runtime-facing description of an input or parameter.
@@ -239,6 +241,15 @@ struct Program {
 
 /// The buffers step `s` reads or writes.
 std::vector<int> stepBuffers(const Step &s);
+
+/// The least bytes step `s` moves: each buffer element it reads, and each
+/// it writes, once (train --profile's bandwidth).
+int64_t stepBytes(const Program &p, const Step &s);
+/// Its floating-point operations: per iteration point, one per arithmetic
+/// node and reduction; 2mnk per product; a library call's op's own count.
+int64_t stepFlops(const Program &p, const Step &s);
+/// "elementwise", "reduce", "row_reduce", "gemm" or "library_call".
+const char *kindName(Step::Kind k);
 
 /// The program as text, for `otc compile --emit program`.
 std::string printProgram(const Program &program);

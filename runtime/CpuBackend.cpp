@@ -1,7 +1,10 @@
 #include "Backend.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace otc {
@@ -78,6 +81,30 @@ public:
     return total;
   }
   void copy(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void markTime(int i) override {
+    if (marks.size() <= size_t(i))
+      marks.resize(size_t(i) + 1);
+    marks[size_t(i)] = std::chrono::steady_clock::now();
+  }
+  std::vector<double> markedSeconds(int n) override {
+    std::vector<double> s(static_cast<size_t>(n));
+    for (size_t i = 0; i < s.size(); ++i)
+      s[i] = std::chrono::duration<double>(marks[i] - marks[0]).count();
+    return s;
+  }
+  double copyBytesPerSecond() override {
+    const size_t bytes = size_t(256) << 20;
+    std::vector<char> a(bytes, 1), b(bytes, 0); // touched: no page faults timed
+    double best = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+      auto t0 = std::chrono::steady_clock::now();
+      std::memcpy(b.data(), a.data(), bytes);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      best = std::max(best, 2.0 * double(bytes) / s);
+    }
+    return best;
+  }
+  std::string deviceName() override { return "cpu"; }
   void adamw8bit(const OptimizerStep &s, float *param, const float *grad, uint8_t *q1, uint8_t *q2,
                  float *absmax1, float *absmax2, void *low, int lowDtype, int64_t n) override {
     otc_kernels::adamw8bit_update(s, param, grad, q1, q2, absmax1, absmax2, low, lowDtype, n);
@@ -90,6 +117,7 @@ public:
 private:
   std::vector<void *> blocks;
   decltype(otc_program::update) kernel = nullptr;
+  std::vector<std::chrono::steady_clock::time_point> marks;
 };
 
 } // namespace

@@ -349,6 +349,50 @@ public:
   void copy(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
+  void markTime(int i) override {
+    while (marks.size() <= size_t(i)) {
+      cudaEvent_t e;
+      OTC_CUDA_CHECK(cudaEventCreate(&e));
+      marks.push_back(e);
+    }
+    OTC_CUDA_CHECK(cudaEventRecord(marks[size_t(i)], 0));
+  }
+  std::vector<double> markedSeconds(int n) override {
+    std::vector<double> s(static_cast<size_t>(n));
+    OTC_CUDA_CHECK(cudaEventSynchronize(marks[size_t(n - 1)]));
+    for (size_t i = 1; i < s.size(); ++i) {
+      float ms = 0;
+      OTC_CUDA_CHECK(cudaEventElapsedTime(&ms, marks[0], marks[i]));
+      s[i] = ms * 1e-3;
+    }
+    return s;
+  }
+  double copyBytesPerSecond() override {
+    const size_t bytes = size_t(256) << 20;
+    void *a = nullptr, *b = nullptr;
+    if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      cudaFree(a);
+      return 0; // no room left: the report shows no fraction of copy
+    }
+    OTC_CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); // warm-up
+    const int reps = 10;
+    markTime(0);
+    for (int r = 0; r < reps; ++r)
+      OTC_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, 0));
+    markTime(1);
+    double seconds = markedSeconds(2)[1];
+    OTC_CUDA_CHECK(cudaFree(a));
+    OTC_CUDA_CHECK(cudaFree(b));
+    return seconds > 0 ? 2.0 * double(bytes) * reps / seconds : 0;
+  }
+  std::string deviceName() override {
+    int device = 0;
+    cudaDeviceProp p;
+    OTC_CUDA_CHECK(cudaGetDevice(&device));
+    OTC_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+    return p.name;
+  }
   void useGraphs(bool on) override { graphs = on; }
   // Every pointer in the arguments but the inputs' is fixed for the run,
   // and the scalars the kernels read are set before each replay: a graph
@@ -450,6 +494,7 @@ private:
     return false;
   }
   bool graphs = false;
+  std::vector<cudaEvent_t> marks; // --profile's clock
   std::map<std::pair<const void *, bool>, Replay> replays;
   cudaStream_t captureStream = nullptr;
 };

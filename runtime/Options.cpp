@@ -224,6 +224,11 @@ std::vector<Flag> flags(otc_optimizer kind, bool &weightDecayGiven) {
       {"--trace", "FILE",
        "write the run's spans (micro-batches, all-reduces, updates) for chrome://tracing or Perfetto",
        nullptr, text(&TrainOptions::trace)},
+      {"--profile", "FILE",
+       "time each step of the compiled program and the optimizer update (the median over the "
+       "micro-batches after the first), write them with each step's bytes and FLOPs as JSON, "
+       "and print the time by op; waits after every micro-batch and runs no CUDA graph",
+       nullptr, text(&TrainOptions::profile)},
       {"--cuda-graphs", nullptr,
        "CUDA: capture a micro-batch's kernels once per input buffer set and first flag, and "
        "replay them as a CUDA graph (bitwise the same run, fewer launches); ignored on the CPU "

@@ -47,6 +47,7 @@ struct TrainOptions {
   bool shardOptimizer = false;    // ZeRO-1: each rank keeps its share of the state
   double bucketMb = 4;            // gradients all-reduced together, MiB
   std::string trace;              // --trace FILE: Chrome trace of the run's spans
+  std::string profile;            // --profile FILE: per-step times of the program
   bool cudaGraphs = false;        // CUDA: replay each micro-batch's kernels as a graph
 };
 

@@ -4,6 +4,7 @@
 #include "Checkpoint.h"
 #include "Collective.h"
 #include "GradBuckets.h"
+#include "Profile.h"
 #include "Trace.h"
 #include "Data.h"
 #include "Hash.h"
@@ -187,6 +188,7 @@ struct Trainer {
   float *gradBlock = nullptr;
   int64_t gradFloats = 0;
   Trace trace;
+  std::unique_ptr<Profile> profile; // --profile, on the lead rank
   otc_step_args args{};
   // Painted, so that the bytes the steps wrote can be told from the rest at
   // the end: the arena's measured high-water mark, against the plan's.
@@ -348,7 +350,8 @@ struct Trainer {
     // Refuse an unwritable --save before hours of training, not after.
     std::string error;
     if (!lead) // rank 0 writes the model, the adapters, the log and the trace
-      opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear(), opt.trace.clear();
+      opt.save.clear(), opt.saveAdapter.clear(), opt.log.clear(), opt.trace.clear(),
+          opt.profile.clear();
     if (!opt.save.empty() && !checkReplaceable(opt.save, error))
       die("--save: " + error);
     int64_t parameterBytes = 0;
@@ -358,6 +361,10 @@ struct Trainer {
       die("--save: " + error);
     if (!opt.trace.empty() && !checkReplaceable(opt.trace, error))
       die("--trace: " + error);
+    if (!opt.profile.empty() && !checkReplaceable(opt.profile, error))
+      die("--profile: " + error);
+    if (!opt.profile.empty())
+      profile = std::make_unique<Profile>(prog);
     if (!opt.saveAdapter.empty() && prog.num_lora == 0)
       die("--save-adapter: this executable has no LoRA adapters (otc compile --lora)");
     data = opt.tokens.empty() ? openArrays(opt.data, trainingInputs(prog), opt.shuffle, opt.seed)
@@ -812,7 +819,12 @@ struct Trainer {
       args.grad_ready = comm && j == last ? &GradBuckets::onReady : nullptr;
       args.grad_ready_ctx = buckets.get();
       double began = trace.now();
+      args.mark = profile ? &onMark : nullptr;
+      args.mark_ctx = backend.get();
       backend->runStep(prog, args);
+      if (profile)
+        profile->addMicroBatch(backend->markedSeconds(prog.num_steps + 1));
+      args.mark = nullptr;
       trace.span("micro-batch " + std::to_string(globalIndex(s, j)), Trace::Compute, began);
       first = false;
     }
@@ -950,7 +962,13 @@ struct Trainer {
               backend->copy(p.value, p.saved, size_t(p.count) * sizeof(float));
         } else {
           double began = trace.now();
+          if (profile)
+            backend->markTime(0);
           step(lr, norm);
+          if (profile) {
+            backend->markTime(1);
+            profile->addUpdate(backend->markedSeconds(2)[1], updateBytes());
+          }
           trace.span("update " + std::to_string(s + 1), Trace::Compute, began);
         }
         scaler.update(overflow);
@@ -1012,6 +1030,23 @@ struct Trainer {
       if (p.low)
         comm->broadcast(p.low, size_t(p.count) * sizeof(uint16_t), p.owner, what);
     }
+  }
+
+  static void onMark(void *ctx, int k) { static_cast<Backend *>(ctx)->markTime(k); }
+
+  /// The bytes one optimizer update must read and write at least: per
+  /// element of a trained tensor this rank updates, the value, gradient and
+  /// state read, the value and state written, and the 16-bit copy; 0 for
+  /// Adafactor, whose factored state has no per-element count.
+  int64_t updateBytes() const {
+    if (kind == OTC_ADAFACTOR)
+      return 0;
+    int64_t floatState = kind == OTC_SGD ? 12 : kind == OTC_MOMENTUM ? 20 : 28;
+    int64_t bytes = 0;
+    for (const Param &p : params)
+      if (p.grad && p.mine(R)) // 8-bit moments: one byte each, read and written
+        bytes += p.count * ((p.q1 ? 16 : floatState) + (p.low ? 2 : 0));
+    return bytes;
   }
 
   void update(const OptimizerStep &scalars, const OptimizerStep &plain) {
@@ -1138,6 +1173,14 @@ struct Trainer {
         die("--trace: " + error);
       say("train: wrote the trace %s\n", opt.trace.c_str());
     }
+    if (profile) {
+      std::string error;
+      double copy = backend->copyBytesPerSecond();
+      profile->print(stderr, copy);
+      if (!profile->write(opt.profile, backend->deviceName(), copy, error))
+        die("--profile: " + error);
+      say("train: wrote the profile %s\n", opt.profile.c_str());
+    }
     if (!opt.save.empty()) {
       std::map<std::string, std::vector<float>> trained;
       for (Param &p : params) {
@@ -1223,7 +1266,9 @@ int run(int argc, char **argv) {
       t.prog.set_threads(int(t.opt.threads));
     t.backend = makeBackend();
     t.backend->setUpdateKernel(t.prog.update);
-    t.backend->useGraphs(t.opt.cudaGraphs);
+    if (t.opt.cudaGraphs && !t.opt.profile.empty())
+      std::fprintf(stderr, "train: note: --profile times each step, so no CUDA graph runs\n");
+    t.backend->useGraphs(t.opt.cudaGraphs && t.opt.profile.empty());
     t.joinRanks();
     t.loadData();
     t.loadParams();

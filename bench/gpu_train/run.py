@@ -38,9 +38,14 @@ perturbed by about one float32 rounding: a small ResNet's BatchNorm
 amplifies rounding chaotically), plus 1e-4 of the loss (the CPU smoke
 test).
 
+Each otc configuration also runs 3 steps with --profile (unless
+--no-profile): the time of each kind of kernel, its GB/s against the
+device's copy bandwidth and its TFLOP/s, printed and kept as
+profile_CONFIG.json beside results.json.
+
 usage: run.py BUNDLE [--steps 100] [--runs 3] [--warmup 10] [--out DIR]
               [--device cuda] [--systems otc,otc_graphs,eager,compile] [--configs A,B]
-              [--reference64]
+              [--reference64] [--no-profile]
 """
 import argparse
 import contextlib
@@ -84,6 +89,22 @@ def run_otc(exe, work, cfg, flags, steps, warmup, per_sample, env):
     return {"losses": [x["loss"] for x in lines], "rate": statistics.median(rates),
             "memory": int(allocated.group(1)) if allocated else None,
             "device_memory_growth": int(grew.group(1)) if grew else None}
+
+
+def profile_otc(exe, work, cfg, flags, env):
+    """One short otc run with --profile: each step of the program timed on
+    the device, its GB/s and TFLOP/s, and the time by op (printed)."""
+    path = work / f"profile_{exe.name}.json"
+    cmd = [str(exe), "--init", str(work / "init.onnx"), "--data", str(work / "data"),
+           "--steps", "3", "--accum-steps", str(cfg["accum"]), "--profile", str(path)] + flags
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode:
+        sys.exit(f"otc --profile failed:\n{done.stderr[-4000:]}")
+    lines = done.stderr.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("train: profile"))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("  "))
+    print("\n".join(lines[start:end]), flush=True)
+    return str(path)
 
 
 def run_torch(name, shape, mode, cfg, arrays, steps, warmup, per_sample, device, precision,
@@ -145,6 +166,8 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--systems", default="otc,eager,compile")
     ap.add_argument("--configs", default=None)
+    ap.add_argument("--no-profile", action="store_true",
+                    help="skip the short --profile run of each otc configuration")
     ap.add_argument("--reference64", action="store_true",
                     help="check float32 configurations' losses against PyTorch in float64")
     a = ap.parse_args()
@@ -214,6 +237,9 @@ def main():
                 print(f"{cname} {system} run {r + 1}: {res['rate']:.1f} {bench.unit}/s{extra}, "
                       f"memory {res['memory']}, final loss {res['losses'][-1]:.4f}", flush=True)
             rows[system] = runs
+            if system == "otc" and not a.no_profile:
+                results.setdefault("profiles", {})[cname] = profile_otc(
+                    bundle / cname, work, cfg, bench.otc_flags, env)
             if system not in ("otc", "otc_graphs"):
                 torch_runs[(same, system)] = runs
         results["configs"][cname] = rows

@@ -122,7 +122,22 @@ typedef struct otc_step_args {
   /* CUDA: the stream the step's work goes to (a cudaStream_t; null: the
    * legacy default stream, the runtime's). */
   void *stream;
+  /* train --profile: when not null, called before step k of the program
+   * (k = 0 .. num_steps - 1) and once more with num_steps after the last,
+   * in stream order on CUDA (the runtime then runs no CUDA graph). */
+  void (*mark)(void *ctx, int k);
+  void *mark_ctx;
 } otc_step_args;
+
+/* What train --profile reports of one step of the program. */
+typedef struct otc_step_info {
+  const char *op;   /* the otc op it came from */
+  const char *kind; /* elementwise, reduce, row_reduce, gemm or library_call */
+  int64_t bytes;    /* the bytes it must read and write at least: each
+                       buffer element touched, once per read and per write */
+  int64_t flops;    /* floating-point operations (a multiply-add is two) */
+  int recomputed;   /* from otc-recompute's copy of the op */
+} otc_step_info;
 
 typedef struct otc_program {
   const char *target; /* "cpu" or "cuda" */
@@ -172,6 +187,9 @@ typedef struct otc_program {
    * per input set and first flag, replays with new values. */
   void (*set_scalars)(const otc_step_args *);
   void (*body)(const otc_step_args *);
+  /* The step's steps, in order, for train --profile. */
+  int num_steps;
+  const otc_step_info *steps;
 } otc_program;
 
 /* What a plain function's argument is: positional (otc kernel: argN.npy),
