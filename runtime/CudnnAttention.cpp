@@ -126,8 +126,10 @@ std::shared_ptr<fe::graph::Graph> newGraph(const otc_attention_shape &a) {
 bool finish(fe::graph::Graph &g, cudnnHandle_t handle, int64_t &workspace) {
   int64_t bytes = 0;
   if (g.validate().is_bad() || g.build_operation_graph(handle).is_bad() ||
-      g.create_execution_plans({fe::HeurMode_t::A}).is_bad() ||
-      g.check_support(handle).is_bad() || g.build_plans(handle).is_bad() ||
+      g.create_execution_plans({fe::HeurMode_t::A}).is_bad())
+    return false;
+  g.deselect_workspace_greater_than(otc::workspaceLimit());
+  if (g.check_support(handle).is_bad() || g.build_plans(handle).is_bad() ||
       g.get_workspace_size(bytes).is_bad())
     return false;
   workspace = std::max(workspace, bytes);
@@ -202,16 +204,6 @@ auto guarded(F build) -> decltype(build()) {
   }
 }
 
-/// Grows a device buffer of the state to `bytes`, at a shape's first call.
-/// The outgrown one is not freed: a captured CUDA graph of the step may
-/// still use it (a later shape is the evaluation's, run eagerly).
-void grow(void *&buffer, int64_t &have, int64_t bytes) {
-  if (bytes <= have)
-    return;
-  OTC_CUDA_CHECK(cudaMalloc(&buffer, size_t(bytes)));
-  have = bytes;
-}
-
 /// The shape's plan, built on first use; null where the library's kernels
 /// run instead.
 Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
@@ -235,8 +227,10 @@ Plan *planFor(const otc_attention_shape &a, cudaStream_t stream) {
                    "(%lld key heads); it runs otc's kernels\n",
                    a.b, a.h, a.t, a.d, a.hk);
     }
-    if (it->second.supported())
-      grow(s.workspace, s.workspaceBytes, it->second.workspace);
+    // Both directions' graphs go together (the stats' layout is theirs).
+    if (it->second.supported() &&
+        !otc::growWorkspace(s.workspace, s.workspaceBytes, it->second.workspace, "attention"))
+      it->second = Plan();
   }
   if (!it->second.supported())
     return nullptr;
@@ -279,9 +273,9 @@ Graph pitchedGraph(Plan &p, const otc_attention_shape &a, bool forward) {
     Graph g = guarded([&] {
       return forward ? forwardGraph(a, pt, s.handle, bytes) : backwardGraph(a, pt, s.handle, bytes);
     });
-    if (g) {
-      grow(s.workspace, s.workspaceBytes, bytes);
-    } else if (!s.notedCopies) {
+    if (g && !otc::growWorkspace(s.workspace, s.workspaceBytes, bytes, "attention"))
+      g = nullptr; // the dense graph on copies, whose workspace is there
+    if (!g && !s.notedCopies) {
       s.notedCopies = true;
       std::fprintf(stderr, "train: note: cuDNN declines attention on slices of a packed "
                            "projection; it runs on dense copies of them\n");
@@ -314,7 +308,11 @@ void denseCopies(const otc_attention_shape &a, const void *in[3], void **grads,
       bytes += 2 * rowsOf(a, i).count * rowsOf(a, i).width;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    grow(s.scratch, s.scratchBytes, bytes);
+    // Kept when outgrown: a captured CUDA graph may still use it.
+    if (bytes > s.scratchBytes) {
+      OTC_CUDA_CHECK(cudaMalloc(&s.scratch, size_t(bytes)));
+      s.scratchBytes = bytes;
+    }
   }
   char *at = static_cast<char *>(s.scratch);
   for (int i = 0; i < (grads ? 6 : 3); ++i) {

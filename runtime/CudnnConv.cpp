@@ -106,6 +106,7 @@ Graph build(const otc_conv_shape &s, Direction d, cudnnHandle_t handle, int64_t 
   g->deselect_numeric_notes({Note::NONDETERMINISTIC, Note::REDUCED_PRECISION_REDUCTION, Note::FFT,
                              Note::WINOGRAD, Note::WINOGRAD_TILE_4x4, Note::WINOGRAD_TILE_6x6,
                              Note::WINOGRAD_TILE_13x13});
+  g->deselect_workspace_greater_than(otc::workspaceLimit());
   int64_t bytes = 0;
   if (g->check_support(handle).is_bad() || g->build_plans(handle).is_bad() ||
       g->get_workspace_size(bytes).is_bad())
@@ -144,11 +145,8 @@ Graph graphFor(const otc_conv_shape &s, Direction d, cudaStream_t stream) {
                    d == kForward ? "forward" : d == kData ? "input gradient" : "filter gradient",
                    s.n, s.c, s.h, s.w, s.m, s.c / s.g, s.kh, s.kw);
     }
-    // Outgrown workspaces are kept: a captured CUDA graph may still use them.
-    if (g && bytes > st.workspaceBytes) {
-      OTC_CUDA_CHECK(cudaMalloc(&st.workspace, size_t(bytes)));
-      st.workspaceBytes = bytes;
-    }
+    if (g && !otc::growWorkspace(st.workspace, st.workspaceBytes, bytes, "convolution"))
+      g = nullptr;
     it = st.graphs.emplace(keyOf(s, d), g).first;
   }
   if (it->second && fe::detail::set_stream(st.handle, stream) != CUDNN_STATUS_SUCCESS) {
@@ -160,6 +158,11 @@ Graph graphFor(const otc_conv_shape &s, Direction d, cudaStream_t stream) {
 
 int run(const otc_conv_shape &s, Direction d, const void *x, const void *w, const void *y,
         cudaStream_t stream) {
+  // cuDNN's tensors are 16-byte aligned (an arena buffer is 64); a view
+  // that is not runs the direct kernels rather than fail to execute.
+  for (const void *p : {x, w, y})
+    if (reinterpret_cast<uintptr_t>(p) % 16)
+      return 0;
   Graph g = graphFor(s, d, stream);
   if (!g)
     return 0;

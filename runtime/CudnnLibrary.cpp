@@ -1,6 +1,7 @@
 // cuDNN, opened once for cudnn-frontend (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING).
 #include "CudnnLibrary.h"
 
+#include <cuda_runtime.h>
 #include <cudnn_frontend.h>
 
 #include <dlfcn.h>
@@ -36,6 +37,42 @@ bool startCudnn(cudnnHandle_t &handle, const char *what) {
     std::fprintf(stderr, "train: note: cuDNN (libcudnn.so.9) did not start%s%s; %s\n",
                  why.empty() ? "" : ": ", why.c_str(), what);
   return started;
+}
+
+int64_t workspaceLimit() {
+  static const int64_t limit = [] {
+    const char *env = std::getenv("OTC_CUDNN_WORKSPACE_MB");
+    char *end = nullptr;
+    double mb = env ? std::strtod(env, &end) : 1024;
+    if (env && (end == env || *end || !(mb >= 0 && mb <= 1e9))) {
+      std::fprintf(stderr, "train: note: OTC_CUDNN_WORKSPACE_MB='%s' is not a number of MiB; "
+                           "1024 it is\n", env);
+      mb = 1024;
+    }
+    return int64_t(mb * 1048576.0);
+  }();
+  return limit;
+}
+
+bool growWorkspace(void *&buffer, int64_t &have, int64_t bytes, const char *what) {
+  if (bytes <= have)
+    return true;
+  void *grown = nullptr;
+  if (cudaMalloc(&grown, size_t(bytes)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::fprintf(stderr, "train: note: no device memory for cuDNN %s's workspace of %lld bytes; "
+                         "that shape runs otc's kernels\n", what, (long long)bytes);
+    return false;
+  }
+  static bool noted = false;
+  if (bytes > (int64_t(256) << 20) && !noted) {
+    noted = true;
+    std::fprintf(stderr, "train: note: cuDNN %s takes a workspace of %lld bytes, outside the "
+                         "memory plan (OTC_CUDNN_WORKSPACE_MB caps it)\n", what, (long long)bytes);
+  }
+  buffer = grown;
+  have = bytes;
+  return true;
 }
 
 void executeOrExit(cudnn_frontend::graph::Graph &g, cudnnHandle_t handle,
