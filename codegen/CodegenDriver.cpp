@@ -96,7 +96,8 @@ void emitConstants(std::ostream &os, const Program &program, bool cuda) {
     // 16-bit floats as their bit patterns (neither __half nor the CPU's
     // struct takes a float initializer), rounded to nearest even here.
     bool bits16 = b.type == ElemType::F16 || b.type == ElemType::BF16;
-    os << (cuda ? "__device__ " : "static ") << (bits16 ? "uint16_t" : storageType(b.type))
+    // 16-byte aligned, as the vectorised kernels load them.
+    os << (cuda ? "__device__ __align__(16) " : "static ") << (bits16 ? "uint16_t" : storageType(b.type))
        << " otc_constant_" << b.id << "[" << b.count() << "] = {";
     for (int64_t i = 0; i < b.count(); ++i) {
       os << (i % 8 ? " " : "\n    ");

@@ -25,66 +25,92 @@ const char *indexType(const Program &p, const LoopInfo &info) {
 
 bool blockPerRow(const LoopInfo &info) { return info.cols >= 1024 || info.rows < 64; }
 
-/// Whether an elementwise step can move four floats per load and store:
-/// one (collapsed) dim that is a multiple of 4, every float32 access walking
-/// it contiguously or not at all. Buffers start 64-byte aligned in the arena
-/// (256 from cudaMalloc), so element 4k is 16-byte aligned.
-bool vectorizable(const Program &p, const Step &s) {
-  if (s.shape.size() != 1 || s.shape[0] % 4 != 0)
-    return false;
-  for (const Node &n : s.nodes)
-    if (n.op == Node::Coord || n.op == Node::Gather ||
-        (n.op == Node::Load && n.strides[0] == 1 &&
-         (p.buffers[n.buffer].type != ElemType::F32 || n.offset % 4)))
-      return false;
-  for (const Store &st : s.stores)
-    if (st.strides[0] != 1 || p.buffers[st.buffer].type != ElemType::F32 || st.offset % 4)
-      return false;
-  return true;
+bool is16(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; }
+
+/// How many elements a thread of an elementwise step moves per load and
+/// store: 8 where a contiguous access is 16-bit (16-byte loads), else 4;
+/// 0 where it cannot. It can with one (collapsed) dim that is a multiple of
+/// the width, every float access walking it contiguously or not at all,
+/// and no index arithmetic. Buffers start 64-byte aligned (the arena,
+/// cudaMalloc's 256, the gradient block's 16 floats, 16-byte constants),
+/// so an offset that is a multiple of the width keeps 16-byte (8-byte)
+/// alignment.
+int vectorWidth(const Program &p, const Step &s) {
+  if (s.shape.size() != 1)
+    return 0;
+  bool any16 = false;
+  std::vector<int64_t> offsets;
+  for (const Node &n : s.nodes) {
+    if (n.op == Node::Coord || n.op == Node::Gather)
+      return 0;
+    if (n.op != Node::Load || n.strides[0] != 1)
+      continue;
+    ElemType t = p.buffers[n.buffer].type;
+    if (t != ElemType::F32 && !is16(t))
+      return 0;
+    any16 = any16 || is16(t);
+    offsets.push_back(n.offset);
+  }
+  for (const Store &st : s.stores) {
+    ElemType t = p.buffers[st.buffer].type;
+    if (st.strides[0] != 1 || (t != ElemType::F32 && !is16(t)))
+      return 0;
+    any16 = any16 || is16(t);
+    offsets.push_back(st.offset);
+  }
+  for (int w : {8, 4}) {
+    if (w == 8 && !any16)
+      continue;
+    bool fits = s.shape[0] % w == 0;
+    for (int64_t o : offsets)
+      fits = fits && o % w == 0;
+    if (fits)
+      return w;
+  }
+  return 0;
 }
 
-// Four elements per iteration: float4 loads, the DAG once per lane, float4
-// stores.
-void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const char *it) {
+std::string plus(int64_t offset) { return offset ? " + " + std::to_string(offset) : ""; }
+
+// W elements per iteration: vector loads into arrays, the DAG once per lane
+// in an unrolled loop, vector stores.
+void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const char *it, int w) {
   NodePrinter np(p, s);
-  static const char *lanes[] = {"x", "y", "z", "w"};
+  std::string W = std::to_string(w);
   os << "  for (" << it << " q = blockIdx.x * (" << it << ")blockDim.x + threadIdx.x; q < "
-     << s.shape[0] / 4 << "; q += (" << it << ")gridDim.x * blockDim.x) {\n";
+     << s.shape[0] / w << "; q += (" << it << ")gridDim.x * blockDim.x) {\n";
   std::vector<int> vecLoads;
   for (size_t i = 0; i < s.nodes.size(); ++i)
     if (s.nodes[i].op == Node::Load && s.nodes[i].strides[0] == 1) {
-      os << "    const float4 l" << i << " = reinterpret_cast<const float4 *>("
-         << bufferName(s.nodes[i].buffer)
-         << (s.nodes[i].offset ? " + " + std::to_string(s.nodes[i].offset) : "") << ")[q];\n";
+      os << "    float l" << i << "[" << W << "];\n    otc_vload<" << W << ">("
+         << bufferName(s.nodes[i].buffer) << plus(s.nodes[i].offset) << ", q, l" << i << ");\n";
       vecLoads.push_back((int)i);
     }
   for (size_t k = 0; k < s.stores.size(); ++k)
-    os << "    float4 s" << k << ";\n";
+    os << "    float s" << k << "[" << W << "];\n";
   std::vector<int> roots;
   for (const Store &st : s.stores)
     roots.push_back(st.node);
-  for (int lane = 0; lane < 4; ++lane) {
-    np.loadOverride = [&, lane](int i) {
-      return std::find(vecLoads.begin(), vecLoads.end(), i) != vecLoads.end()
-                 ? "l" + std::to_string(i) + "." + lanes[lane] : std::string();
-    };
-    os << "    {\n      const " << it << " c0 = q * 4 + " << lane << ";\n      (void)c0;\n";
-    std::vector<char> defined(s.nodes.size(), 0);
-    np.emit(os, roots, defined, "      ");
-    for (size_t k = 0; k < s.stores.size(); ++k)
-      os << "      s" << k << "." << lanes[lane] << " = " << var(s.stores[k].node) << ";\n";
-    os << "    }\n";
-  }
+  np.loadOverride = [&](int i) {
+    return std::find(vecLoads.begin(), vecLoads.end(), i) != vecLoads.end()
+               ? "l" + std::to_string(i) + "[lane]" : std::string();
+  };
+  os << "#pragma unroll\n    for (int lane = 0; lane < " << W << "; ++lane) {\n      const " << it
+     << " c0 = q * " << W << " + lane;\n      (void)c0;\n";
+  std::vector<char> defined(s.nodes.size(), 0);
+  np.emit(os, roots, defined, "      ");
   for (size_t k = 0; k < s.stores.size(); ++k)
-    os << "    reinterpret_cast<float4 *>(" << bufferName(s.stores[k].buffer)
-       << (s.stores[k].offset ? " + " + std::to_string(s.stores[k].offset) : "") << ")[q] = s"
-       << k << ";\n";
+    os << "      s" << k << "[lane] = " << var(s.stores[k].node) << ";\n";
+  os << "    }\n";
+  for (size_t k = 0; k < s.stores.size(); ++k)
+    os << "    otc_vstore<" << W << ">(" << bufferName(s.stores[k].buffer)
+       << plus(s.stores[k].offset) << ", q, s" << k << ");\n";
   os << "  }\n";
 }
 
 void elementwise(std::ostream &os, const Program &p, const Step &s, const char *it) {
-  if (vectorizable(p, s))
-    return vectorElementwise(os, p, s, it);
+  if (int w = vectorWidth(p, s))
+    return vectorElementwise(os, p, s, it, w);
   LoopInfo info(s);
   NodePrinter np(p, s);
   std::vector<int> all;
@@ -173,8 +199,8 @@ void columns(std::ostream &os, const Program &p, const Step &s, const char *it) 
 int64_t gridOf(const Program &p, const Step &s) {
   LoopInfo info(s);
   int64_t blocks;
-  if (s.kind == Step::Elementwise && vectorizable(p, s))
-    blocks = (info.rows / 4 + kThreads - 1) / kThreads;
+  if (int w = s.kind == Step::Elementwise ? vectorWidth(p, s) : 0)
+    blocks = (info.rows / w + kThreads - 1) / kThreads;
   else if (s.kind == Step::Elementwise || isColumnReduce(s))
     blocks = (info.rows + kThreads - 1) / kThreads;
   else if (blockPerRow(info))

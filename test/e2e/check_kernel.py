@@ -211,7 +211,9 @@ def main():
             args = [mag[0].astype(np.float32),
                     (mag[1] * rng.choice([-1.0, 1.0], 64)).astype(np.float32)]
         elif kind == "chain":
-            args = [round_to(rng.normal(0, 2, (4, 33)), t), round_to(rng.normal(0, 2, (33,)), t)]
+            args = [round_to(rng.normal(0, 2, (4, 33)), t), round_to(rng.normal(0, 2, (33,)), t),
+                    round_to(rng.normal(0, 2, (8, 64)), t), rng.normal(0, 2, (8, 64)).astype(np.float32),
+                    round_to(rng.normal(0, 2, (2, 6)), t)]
         elif kind == "rows":
             args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
                     rng.integers(0, 37, 6).astype(np.int64)]
@@ -235,7 +237,7 @@ def main():
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
-                 "columns": 7, "conv": 6, "cross_entropy": 2}.get(kind, 1)
+                 "columns": 7, "conv": 6, "cross_entropy": 2, "chain": 3}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -352,13 +354,20 @@ def main():
         # two differ only where float32 arithmetic puts b or c across a
         # rounding boundary from float64 (x * y is exact): one unit, 2u|.|,
         # carried through sigmoid' <= 1/4; then the final rounding.
-        x, y = a64
+        x, y, z, w, q = a64
         r = lambda z: round_to(z, t).astype(np.float64)
         b = r(np.tanh(r(x * y)))
         c = r(b + x)
         v = r(1.0 / (1.0 + np.exp(-c)))
         flips = 2 * u * (np.abs(b) + np.abs(c)) / 4
         ok &= check("chain", res[0], v, u * np.abs(v) + flips + 8 * F32_EPS + sub)
+        # Vectorised on CUDA: a product of two 16-bit values is exact in
+        # float32, so only tanh's rounding can flip (one unit, 2u|tanh|,
+        # times the other factor), then the final rounding.
+        for name, got, a, m in (("chain_vector8", res[1], z, r(w)), ("chain_vector4", res[2], q, q)):
+            th = np.tanh(a)
+            v = r(r(th) * m)
+            ok &= check(name, got, v, u * np.abs(v) + 2 * u * np.abs(th * m) + sub)
     elif kind == "rows":
         x, logits, labels = a64[0], a64[1], args[2]
         s = x.sum(axis=1)

@@ -1,8 +1,17 @@
-// An elementwise chain in bf16 storage: x used twice, a broadcast operand.
-func.func @chain(%x: tensor<4x33xbf16>, %y: tensor<33xbf16>) -> tensor<4x33xbf16> {
+// Elementwise chains in bf16 storage. The first: x used twice, a broadcast
+// operand. The vectorised ones (CUDA): 512 elements at eight per 16-byte
+// load, with a float32 operand (two 16-byte loads per eight); 12 elements
+// at four per 8-byte load.
+func.func @chain(%x: tensor<4x33xbf16>, %y: tensor<33xbf16>, %z: tensor<8x64xbf16>, %w: tensor<8x64xf32>,
+                 %u: tensor<2x6xbf16>) -> (tensor<4x33xbf16>, tensor<8x64xbf16>, tensor<2x6xbf16>) {
   %a = otc.mul %x, %y : tensor<4x33xbf16>, tensor<33xbf16> -> tensor<4x33xbf16>
   %b = otc.tanh %a : tensor<4x33xbf16>
   %c = otc.add %b, %x : tensor<4x33xbf16>, tensor<4x33xbf16> -> tensor<4x33xbf16>
   %d = otc.sigmoid %c : tensor<4x33xbf16>
-  return %d : tensor<4x33xbf16>
+  %wl = otc.cast %w : tensor<8x64xf32> -> tensor<8x64xbf16>
+  %tz = otc.tanh %z : tensor<8x64xbf16>
+  %e = otc.mul %tz, %wl : tensor<8x64xbf16>, tensor<8x64xbf16> -> tensor<8x64xbf16>
+  %tu = otc.tanh %u : tensor<2x6xbf16>
+  %f = otc.mul %tu, %u : tensor<2x6xbf16>, tensor<2x6xbf16> -> tensor<2x6xbf16>
+  return %d, %e, %f : tensor<4x33xbf16>, tensor<8x64xbf16>, tensor<2x6xbf16>
 }

@@ -11,6 +11,7 @@
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <type_traits>
 #define OTC_HD __host__ __device__ __forceinline__
 typedef __half otc_f16;
 typedef __nv_bfloat16 otc_bf16;
@@ -180,6 +181,57 @@ __device__ __forceinline__ float otc_block_reduce(float v, bool isMax, float *sc
   __syncthreads();
   v = lane < warps ? scratch[lane] : (isMax ? -INFINITY : 0.0f);
   return isMax ? otc_warp_max(v) : otc_warp_sum(v);
+}
+
+/* Elements W q .. W q + W - 1 of p (W 4 or 8; p aligned to W elements) as
+ * floats, in 16-byte loads (8-byte for four 16-bit elements): the
+ * vectorised elementwise kernels' accesses. Stores round as otc_store. */
+template <int W> struct otc_pack16 { /* W 16-bit elements in one load */
+  typedef typename std::conditional<W == 8, uint4, uint2>::type type;
+};
+template <int W> __device__ __forceinline__ void otc_vload(const float *p, long long q, float *v) {
+  const float4 *s = reinterpret_cast<const float4 *>(p) + q * (W / 4);
+#pragma unroll
+  for (int i = 0; i < W / 4; ++i) {
+    float4 t = s[i];
+    v[4 * i] = t.x, v[4 * i + 1] = t.y, v[4 * i + 2] = t.z, v[4 * i + 3] = t.w;
+  }
+}
+template <int W> __device__ __forceinline__ void otc_vstore(float *p, long long q, const float *v) {
+  float4 *d = reinterpret_cast<float4 *>(p) + q * (W / 4);
+#pragma unroll
+  for (int i = 0; i < W / 4; ++i)
+    d[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+}
+template <int W, class H>
+__device__ __forceinline__ void otc_vload16(const H *p, long long q, float *v) {
+  typedef typename otc_pack16<W>::type Raw;
+  Raw raw = reinterpret_cast<const Raw *>(p)[q];
+  const H *h = reinterpret_cast<const H *>(&raw);
+#pragma unroll
+  for (int i = 0; i < W; ++i)
+    v[i] = otc_ld(h[i]);
+}
+template <int W, class H> __device__ __forceinline__ void otc_vstore16(H *p, long long q, const float *v) {
+  typedef typename otc_pack16<W>::type Raw;
+  Raw raw;
+  H *h = reinterpret_cast<H *>(&raw);
+#pragma unroll
+  for (int i = 0; i < W; ++i)
+    otc_store(&h[i], v[i]);
+  reinterpret_cast<Raw *>(p)[q] = raw;
+}
+template <int W> __device__ __forceinline__ void otc_vload(const otc_bf16 *p, long long q, float *v) {
+  otc_vload16<W>(p, q, v);
+}
+template <int W> __device__ __forceinline__ void otc_vload(const otc_f16 *p, long long q, float *v) {
+  otc_vload16<W>(p, q, v);
+}
+template <int W> __device__ __forceinline__ void otc_vstore(otc_bf16 *p, long long q, const float *v) {
+  otc_vstore16<W>(p, q, v);
+}
+template <int W> __device__ __forceinline__ void otc_vstore(otc_f16 *p, long long q, const float *v) {
+  otc_vstore16<W>(p, q, v);
 }
 #endif
 
