@@ -298,7 +298,8 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
 }
 
 void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
-                 std::vector<char> &defined, const std::string &colLoop) {
+                 std::vector<char> &defined, const std::string &colLoop,
+                 const std::string &colEnd) {
   const Step &s = info.step;
   np.emit(os, info.allRoots(), defined, "    ", info.outerAfter(pass));
   std::vector<int> bodies;
@@ -315,7 +316,7 @@ void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, 
       os << "      "
          << reductionUpdate(s.reductions[k].kind, "a" + std::to_string(k), var(s.reductions[k].node))
          << "\n";
-  os << "    }\n";
+  os << colEnd;
 }
 
 void emitInnerStores(std::ostream &os, const NodePrinter &np, const LoopInfo &info,

@@ -96,8 +96,10 @@ std::string reductionUpdate(Reduction::Kind k, const std::string &acc, const std
 // loop over a row's elements (with the target's pragma or lane stride).
 /// Pass `pass` over the row: the per-row values it needs, its accumulators
 /// a<k>, and the loop that updates them.
+/// `colEnd` closes what `colLoop` opened.
 void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
-                 std::vector<char> &defined, const std::string &colLoop);
+                 std::vector<char> &defined, const std::string &colLoop,
+                 const std::string &colEnd = "    }\n");
 /// The row-shaped stores, in a last loop over the row, if there are any.
 void emitInnerStores(std::ostream &os, const NodePrinter &np, const LoopInfo &info,
                      std::vector<char> &defined, const std::string &colLoop);

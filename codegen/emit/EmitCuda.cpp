@@ -126,8 +126,145 @@ void elementwise(std::ostream &os, const Program &p, const Step &s, const char *
   os << "  }\n";
 }
 
+/// A row step's vector width along its one reduced dim: 8 where an access
+/// that walks the row is 16-bit, else 4; 0 where some access walks it
+/// otherwise than contiguously from a start aligned to the width.
+int rowVectorWidth(const Program &p, const LoopInfo &info) {
+  const Step &s = info.step;
+  if (info.reducedDims.size() != 1)
+    return 0;
+  size_t r = size_t(info.reducedDims[0]);
+  bool any16 = false;
+  std::vector<std::pair<const std::vector<int64_t> *, int64_t>> walking; // strides, offset
+  auto walks = [&](int buffer, const std::vector<int64_t> &strides, int64_t offset) {
+    ElemType t = p.buffers[buffer].type;
+    if (strides[r] != 1 || (t != ElemType::F32 && !is16(t)))
+      return false;
+    any16 = any16 || is16(t);
+    walking.push_back({&strides, offset});
+    return true;
+  };
+  for (const Node &n : s.nodes)
+    if (n.op == Node::Load && n.strides[r] != 0 && !walks(n.buffer, n.strides, n.offset))
+      return 0;
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    if (info.innerStore[i] && !walks(s.stores[i].buffer, s.stores[i].strides, s.stores[i].offset))
+      return 0;
+  for (int w : {8, 4}) {
+    if (w == 8 && !any16)
+      continue;
+    bool fits = info.cols % w == 0;
+    for (auto [strides, offset] : walking) {
+      fits = fits && offset % w == 0;
+      for (size_t d = 0; d < strides->size(); ++d)
+        fits = fits && (d == r || (*strides)[d] % w == 0);
+    }
+    if (fits)
+      return w;
+  }
+  return 0;
+}
+
+/// The loads of a row step that walk its row, read W at a time.
+std::vector<int> walkingLoads(const LoopInfo &info) {
+  std::vector<int> loads;
+  size_t r = size_t(info.reducedDims[0]);
+  for (size_t i = 0; i < info.step.nodes.size(); ++i)
+    if (info.step.nodes[i].op == Node::Load && info.step.nodes[i].strides[r] != 0)
+      loads.push_back(int(i));
+  return loads;
+}
+
+// A row step W elements at a time: each pass over the row reads every
+// walking load's W elements in 16-byte (8-byte) loads, then runs the body
+// per element in an unrolled loop; row-shaped results are stored W at a
+// time likewise. Unused loads are dead code to nvcc.
+void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *it, int w) {
+  LoopInfo info(s);
+  NodePrinter np(p, s);
+  bool block = blockPerRow(info);
+  std::string group = block ? "blockDim.x" : "32", W = num(w), I(it);
+  if (block)
+    os << "  __shared__ float red[32];\n  const int lane = threadIdx.x;\n"
+       << "  for (" << it << " row = blockIdx.x; row < " << info.rows << "; row += gridDim.x) {\n";
+  else
+    os << "  const int lane = threadIdx.x & 31;\n  for (" << it << " row = blockIdx.x * "
+       << kThreads / 32 << " + (threadIdx.x >> 5); row < " << info.rows << "; row += gridDim.x * "
+       << kThreads / 32 << ") {\n";
+  os << coords(s, info.kept, "row", it, "    ");
+  std::vector<int> loads = walkingLoads(info);
+  np.loadOverride = [&](int i) {
+    return std::find(loads.begin(), loads.end(), i) != loads.end()
+               ? "l" + std::to_string(i) + "[e]" : std::string();
+  };
+  // At the vector's first element: the address of a walking access there.
+  std::string first = coords(s, info.reducedDims, "colv * " + W, it, "        ");
+  std::string loadAll = "      {\n" + first;
+  std::string declare;
+  for (int i : loads) {
+    const Node &n = s.nodes[size_t(i)];
+    declare += "      float l" + num(i) + "[" + W + "];\n";
+    loadAll += "        otc_vload<" + W + ">(" + bufferName(n.buffer) + " + (" +
+               np.index(n.strides, n.offset) + "), 0, l" + num(i) + ");\n";
+  }
+  loadAll += "      }\n";
+  std::string open = "    for (" + I + " colv = lane; colv < " + num(info.cols / w) +
+                     "; colv += " + group + ") {\n" + declare + loadAll;
+  std::string perElement = "#pragma unroll\n      for (int e = 0; e < " + W + "; ++e) {\n" +
+                           "      const " + I + " col = colv * " + W + " + e;\n" +
+                           coords(s, info.reducedDims, "col", it, "      ");
+  std::string close = "      }\n    }\n";
+  std::vector<char> defined(s.nodes.size(), 0);
+  for (int pass = 0; pass < info.passes; ++pass) {
+    emitRowPass(os, np, info, pass, defined, open + perElement, close);
+    for (size_t k = 0; k < s.reductions.size(); ++k) {
+      if (info.pass[k] != pass)
+        continue;
+      bool isMax = s.reductions[k].kind == Reduction::Max;
+      std::string a = "a" + num(k);
+      if (block)
+        os << "    " << a << " = otc_block_reduce(" << a << ", " << (isMax ? "true" : "false") << ", red);\n";
+      else
+        os << "    " << a << " = " << (isMax ? "otc_warp_max(" : "otc_warp_sum(") << a << ");\n";
+    }
+  }
+  np.emit(os, info.storeRoots(false), defined, "    ");
+  bool anyOuter = false;
+  for (size_t i = 0; i < s.stores.size(); ++i)
+    anyOuter = anyOuter || !info.innerStore[i];
+  if (anyOuter) {
+    os << "    if (lane == 0) {\n";
+    for (size_t i = 0; i < s.stores.size(); ++i)
+      if (!info.innerStore[i])
+        os << "      " << np.store(s.stores[i]) << "\n";
+    os << "    }\n";
+  }
+  std::vector<int> innerRoots = info.storeRoots(true);
+  if (!innerRoots.empty()) {
+    np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
+    os << open;
+    std::string storeAll = "      {\n" + first;
+    for (size_t k = 0; k < s.stores.size(); ++k)
+      if (info.innerStore[k]) {
+        os << "      float s" << k << "[" << W << "];\n";
+        storeAll += "        otc_vstore<" + W + ">(" + bufferName(s.stores[k].buffer) + " + (" +
+                    np.index(s.stores[k].strides, s.stores[k].offset) + "), 0, s" + num(int64_t(k)) + ");\n";
+      }
+    os << perElement;
+    std::vector<char> scope = defined;
+    np.emit(os, innerRoots, scope, "      ");
+    for (size_t k = 0; k < s.stores.size(); ++k)
+      if (info.innerStore[k])
+        os << "      s" << k << "[e] = " << var(s.stores[k].node) << ";\n";
+    os << "      }\n" << storeAll << "      }\n    }\n";
+  }
+  os << "  }\n";
+}
+
 void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
   LoopInfo info(s);
+  if (int w = rowVectorWidth(p, info))
+    return vectorRows(os, p, s, it, w);
   NodePrinter np(p, s);
   bool block = blockPerRow(info);
   std::string group = block ? "blockDim.x" : "32";

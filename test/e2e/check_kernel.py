@@ -216,7 +216,7 @@ def main():
                     round_to(rng.normal(0, 2, (2, 6)), t)]
         elif kind == "rows":
             args = [round_to(rng.normal(0, 1, (8, 100)), t), round_to(rng.normal(0, 3, (6, 37)), t),
-                    rng.integers(0, 37, 6).astype(np.int64)]
+                    rng.integers(0, 37, 6).astype(np.int64), round_to(rng.normal(0, 2, (128, 64)), t)]
         elif kind == "cross_entropy":
             labels = rng.integers(0, 37, 6).astype(np.int64)
             labels[2] = -1  # ignored
@@ -235,7 +235,7 @@ def main():
         for i, a in enumerate(args):
             np.save(d / f"arg{i}.npy", a)
         subprocess.run([exe, str(d)], check=True)
-        count = {"rows": 2, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
+        count = {"rows": 4, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
                  "columns": 7, "conv": 6, "cross_entropy": 2, "chain": 3}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
@@ -378,6 +378,13 @@ def main():
         # exp/log in float32 carry a few ulps each over 37 terms per row.
         f32 = 64 * F32_EPS * (np.abs(lse).max() + 1)
         ok &= check("softmax_cross_entropy", res[1], loss, u * abs(loss) + f32 + sub)
+        y = a64[3]
+        s = y.sum(axis=1)
+        ok &= check("reduce_sum_64", res[2], s, u * np.abs(s) + 100 * F32_EPS * np.abs(y).sum(axis=1) + sub)
+        # float32's exp (a few ulps) and its sum of 64 terms, rounded once.
+        e = np.exp(y - y.max(axis=1, keepdims=True))
+        sm = e / e.sum(axis=1, keepdims=True)
+        ok &= check("softmax_64", res[3], sm, u * sm + 80 * F32_EPS * sm + sub)
     elif kind == "cross_entropy":
         x, seed = a64[0], float(args[2])
         y = args[1]
