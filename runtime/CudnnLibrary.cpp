@@ -23,6 +23,11 @@ bool startCudnn(cudnnHandle_t &handle, const char *what) {
   static std::once_flag opened;
   static std::string why; // dlopen's reason, when it failed
   std::call_once(opened, [] {
+    // cudnn-frontend opens a CUDA runtime of its own, the first of
+    // libcudart.so.12 and .13 it finds (PyTorch's wheels put a 12 on the
+    // path): this executable's major version, unless the user chose.
+    std::string cudart = "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", cudart.c_str(), /*overwrite=*/0);
     cudnn_frontend::cudnn_dlhandle = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL);
     const char *error = cudnn_frontend::cudnn_dlhandle ? nullptr : dlerror();
     why = error ? error : "";
