@@ -41,12 +41,11 @@ MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer) {
   t.backwardStep = steps;
   for (int64_t s = 0; s < steps; ++s) {
     const Step &step = program.steps[s];
+    t.traffic += stepBytes(program, step);
     std::vector<int> ids = stepBuffers(step);
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     for (int id : ids) {
-      if (id >= 0)
-        t.traffic += program.buffers[id].bytes();
       if (id < 0 || program.buffers[id].place != Buffer::Place::Arena)
         continue;
       if (first[id] < 0)

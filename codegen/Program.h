@@ -284,8 +284,8 @@ struct MemoryTimeline {
   int64_t peakStep = -1, backwardStep = 0, arenaBytes = 0;
   /// Arena bytes written in the forward and read in the backward.
   int64_t keptBytes = 0;
-  /// Bytes the steps read and write (each buffer once per step), for
-  /// auto-fit's time estimate.
+  /// The least bytes the steps read and write (stepBytes), for auto-fit's
+  /// time estimate.
   int64_t traffic = 0;
 
   static const char *name(int category);
