@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <climits>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +81,29 @@ int openTemp(const std::string &dir, std::string &named) {
   return fd;
 }
 
+/// Removes the names `.otc-tmp.PID.N` in `dir` of processes that no longer
+/// run: what a kill between naming a finished file and renaming it onto
+/// its target leaves (a complete copy under that name). Names of running
+/// processes, and anything else, stay.
+void sweepOrphans(const std::string &dir) {
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return;
+  const std::string prefix = ".otc-tmp.";
+  while (const dirent *e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    char *end = nullptr;
+    long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+    if (pid <= 0 || *end != '.' || pid == long(getpid()))
+      continue;
+    if (kill(pid_t(pid), 0) != 0 && errno == ESRCH)
+      unlinkat(dirfd(d), name.c_str(), 0);
+  }
+  closedir(d);
+}
+
 unsigned currentUmask() {
   mode_t old = umask(022);
   umask(old);
@@ -138,6 +163,7 @@ bool replaceFile(const std::string &path, unsigned mode,
     return false;
   std::string dir = folderOf(path);
   unsigned finalMode = oldMode >= 0 ? unsigned(oldMode) : (mode & ~currentUmask() & 07777);
+  sweepOrphans(dir);
 
   std::string named; // set when the file has a name that must go on failure
   int fd = openTemp(dir, named);

@@ -15,7 +15,8 @@ bool checkReplaceable(const std::string &path, std::string &error);
 
 /// Writes `path` through an anonymous temporary file in its folder (Linux
 /// O_TMPFILE: a killed process leaves nothing behind, but for the instant
-/// between naming the finished file and renaming it), fsyncs it, gives
+/// between naming the finished file and renaming it, whose complete copy
+/// `.otc-tmp.PID.N` the next write into the folder removes), fsyncs it, gives
 /// it the mode of the file it replaces (or `mode` minus the umask for a new
 /// file), and renames it into place. `write` fills the file descriptor and
 /// returns false on failure. Refuses to replace anything but a regular file.

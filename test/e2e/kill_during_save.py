@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """kill -9 of a training executable at random moments while it writes --save
-leaves either the old file or the complete new one, and no temporary file.
+leaves either the old file or the complete new one, and no temporary file:
+but for a kill in the instant between naming the finished file and
+renaming it onto the target, which leaves that complete copy under its
+temporary name, and the next save into the folder removes it.
 
 usage: kill_during_save.py WORKDIR [--kills 20] [--seed 0]
 
@@ -81,7 +84,7 @@ def main():
     assert len(ref) > 30 << 20, f"the saved model is only {len(ref)} bytes"
 
     rnd = random.Random(a.seed)
-    outcomes = {"old": 0, "new": 0}
+    outcomes, named = {"old": 0, "new": 0}, set()
     for i in range(a.kills):
         with open(target, "wb") as f:
             f.write(old)
@@ -98,12 +101,30 @@ def main():
         else:
             print(f"FAIL kill {i}: the target holds {len(got)} bytes, neither old nor new")
             return 1
-        left = sorted(set(os.listdir(out)) - {"model.onnx"})
-        if left:
-            print(f"FAIL kill {i}: left behind {left}")
-            return 1
+        for name in sorted(set(os.listdir(out)) - {"model.onnx"}):
+            # Only the named instant may leave anything: the complete new file.
+            if not name.startswith(".otc-tmp.") or open(os.path.join(out, name), "rb").read() != ref:
+                print(f"FAIL kill {i}: left behind {name}")
+                return 1
+            named.add(name)
+    # A save into the folder that runs to the end removes what a dead
+    # process left under that name, whether or not a kill above left one,
+    # and nothing else: not a running process's, not another file.
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    keep = {f".otc-tmp.{os.getpid()}.7", "notes.txt"}
+    for name in keep | {f".otc-tmp.{dead.pid}.3"}:
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(ref[:100])
+    p = start(work, target)
+    p.communicate()
+    left = set(os.listdir(out)) - {"model.onnx"}
+    if p.returncode != 0 or left != keep or open(target, "rb").read() != ref:
+        print(f"FAIL the last save: exit {p.returncode}, left {sorted(left)}, expected {sorted(keep)}")
+        return 1
     print(f"save window {window * 1000:.0f} ms; {a.kills} kills: "
-          f"{outcomes['old']} left the old file, {outcomes['new']} the new one, no temporary files")
+          f"{outcomes['old']} left the old file, {outcomes['new']} the new one, no temporary files "
+          f"after the next save ({len(named)} complete copies named in between)")
     return 0
 
 
