@@ -106,11 +106,11 @@ public:
   /// at its second run (the first builds the libraries' plans).
   virtual void runStep(const otc_program &prog, const otc_step_args &args) { prog.step(&args); }
   virtual void useGraphs(bool) {}
-  /// train --profile: a clock in the order of the step's work. markTime(i)
-  /// notes when the work issued so far is done (CUDA: an event on the
-  /// default stream); markedSeconds(n) waits for marks 0 .. n-1 and gives
-  /// each one's seconds after mark 0.
-  virtual void markTime(int i) = 0;
+  /// train --profile: a clock in the order of the step's work. markTime(i,
+  /// stream) notes when the work issued so far to `stream` is done (CUDA:
+  /// an event there; null: the default stream); markedSeconds(n) waits for
+  /// marks 0 .. n-1 and gives each one's seconds after mark 0.
+  virtual void markTime(int i, void *stream = nullptr) = 0;
   virtual std::vector<double> markedSeconds(int n) = 0;
   /// Read plus write bytes per second of a copy of 256 MiB within the
   /// device (the CPU: memcpy on one thread), the bandwidth kernels are set

@@ -81,7 +81,7 @@ public:
     return total;
   }
   void copy(void *dst, const void *src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void markTime(int i) override {
+  void markTime(int i, void *) override {
     if (marks.size() <= size_t(i))
       marks.resize(size_t(i) + 1);
     marks[size_t(i)] = std::chrono::steady_clock::now();

@@ -393,13 +393,13 @@ public:
   void copy(void *dst, const void *src, size_t bytes) override {
     OTC_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
-  void markTime(int i) override {
+  void markTime(int i, void *stream = nullptr) override {
     while (marks.size() <= size_t(i)) {
       cudaEvent_t e;
       OTC_CUDA_CHECK(cudaEventCreate(&e));
       marks.push_back(e);
     }
-    OTC_CUDA_CHECK(cudaEventRecord(marks[size_t(i)], 0));
+    OTC_CUDA_CHECK(cudaEventRecord(marks[size_t(i)], static_cast<cudaStream_t>(stream)));
   }
   std::vector<double> markedSeconds(int n) override {
     std::vector<double> s(static_cast<size_t>(n));

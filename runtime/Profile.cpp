@@ -109,14 +109,15 @@ void Profile::print(FILE *out, double copyBps) const {
                    [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
   std::fprintf(out,
                "train: profile of %zu micro-batch(es) after the first: %.3f ms each (median), "
-               "update %.3f ms; copy bandwidth %.0f GB/s\n",
+               "update %.3f ms; copy bandwidth %.0f GB/s; share: of a micro-batch (the update's "
+               "too, which runs once a window)\n",
                timed(steps).size(), total * 1e3, update * 1e3, copyBps / 1e9);
   std::fprintf(out, "  %-44s %5s %10s %6s %9s %7s %9s\n", "op", "steps", "ms", "share", "GB/s",
                "of copy", "TFLOP/s");
   for (const auto &[name, r] : rows) {
     double gbs = r.seconds > 0 ? double(r.bytes) / r.seconds / 1e9 : 0;
     std::fprintf(out, "  %-44s %5d %10.4f %5.1f%% %9.1f %6.0f%% ", name.c_str(), r.count,
-                 r.seconds * 1e3, total > 0 ? 100 * r.seconds / (total + update) : 0.0, gbs,
+                 r.seconds * 1e3, total > 0 ? 100 * r.seconds / total : 0.0, gbs,
                  copyBps > 0 ? 100 * gbs * 1e9 / copyBps : 0.0);
     if (r.flops > 0 && r.seconds > 0)
       std::fprintf(out, "%9.2f\n", double(r.flops) / r.seconds / 1e12);

@@ -189,6 +189,11 @@ struct Trainer {
   int64_t gradFloats = 0;
   Trace trace;
   std::unique_ptr<Profile> profile; // --profile, on the lead rank
+  /// What the step's marks reach: the backend's clock on the step's stream.
+  struct MarkClock {
+    Backend *backend;
+    void *stream;
+  } clock{};
   otc_step_args args{};
   // Painted, so that the bytes the steps wrote can be told from the rest at
   // the end: the arena's measured high-water mark, against the plan's.
@@ -819,8 +824,9 @@ struct Trainer {
       args.grad_ready = comm && j == last ? &GradBuckets::onReady : nullptr;
       args.grad_ready_ctx = buckets.get();
       double began = trace.now();
+      clock = {backend.get(), args.stream};
       args.mark = profile ? &onMark : nullptr;
-      args.mark_ctx = backend.get();
+      args.mark_ctx = &clock;
       backend->runStep(prog, args);
       if (profile)
         profile->addMicroBatch(backend->markedSeconds(prog.num_steps + 1));
@@ -1032,7 +1038,10 @@ struct Trainer {
     }
   }
 
-  static void onMark(void *ctx, int k) { static_cast<Backend *>(ctx)->markTime(k); }
+  static void onMark(void *ctx, int k) {
+    auto *c = static_cast<MarkClock *>(ctx);
+    c->backend->markTime(k, c->stream);
+  }
 
   /// The bytes one optimizer update must read and write at least: per
   /// element of a trained tensor this rank updates, the value, gradient and

@@ -23,7 +23,12 @@ const char *indexType(const Program &p, const LoopInfo &info) {
   return most < (int64_t(1) << 31) - kThreads * 65536LL ? "int" : "long long";
 }
 
-bool blockPerRow(const LoopInfo &info) { return info.cols >= 1024 || info.rows < 64; }
+/// A block of 256 per row where each thread gets at least a vector of W
+/// elements (four elements at W 1), or where rows are too few to fill the
+/// device a warp each; else a warp per row.
+bool blockPerRow(const LoopInfo &info, int w) {
+  return info.cols >= kThreads * (w > 1 ? w : 4) || info.rows < 64;
+}
 
 bool is16(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; }
 
@@ -182,7 +187,7 @@ std::vector<int> walkingLoads(const LoopInfo &info) {
 void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *it, int w) {
   LoopInfo info(s);
   NodePrinter np(p, s);
-  bool block = blockPerRow(info);
+  bool block = blockPerRow(info, w);
   std::string group = block ? "blockDim.x" : "32", W = num(w), I(it);
   if (block)
     os << "  __shared__ float red[32];\n  const int lane = threadIdx.x;\n"
@@ -212,7 +217,8 @@ void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *i
                      "; colv += " + group + ") {\n" + declare + loadAll;
   std::string perElement = "#pragma unroll\n      for (int e = 0; e < " + W + "; ++e) {\n" +
                            "      const " + I + " col = colv * " + W + " + e;\n" +
-                           coords(s, info.reducedDims, "col", it, "      ");
+                           coords(s, info.reducedDims, "col", it, "      ") + "      (void)c" +
+                           num(info.reducedDims[0]) + ";\n";
   std::string close = "      }\n    }\n";
   std::vector<char> defined(s.nodes.size(), 0);
   for (int pass = 0; pass < info.passes; ++pass) {
@@ -266,7 +272,7 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
   if (int w = rowVectorWidth(p, info))
     return vectorRows(os, p, s, it, w);
   NodePrinter np(p, s);
-  bool block = blockPerRow(info);
+  bool block = blockPerRow(info, 1);
   std::string group = block ? "blockDim.x" : "32";
   if (block)
     os << "  __shared__ float red[32];\n  const int lane = threadIdx.x;\n"
@@ -340,7 +346,7 @@ int64_t gridOf(const Program &p, const Step &s) {
     blocks = (info.rows / w + kThreads - 1) / kThreads;
   else if (s.kind == Step::Elementwise || isColumnReduce(s))
     blocks = (info.rows + kThreads - 1) / kThreads;
-  else if (blockPerRow(info))
+  else if (int w = rowVectorWidth(p, info); blockPerRow(info, w ? w : 1))
     blocks = info.rows;
   else
     blocks = (info.rows + kThreads / 32 - 1) / (kThreads / 32);
