@@ -35,8 +35,9 @@ bool is16(ElemType t) { return t == ElemType::F16 || t == ElemType::BF16; }
 /// How many elements a thread of an elementwise step moves per load and
 /// store: 8 where a contiguous access is 16-bit (16-byte loads), else 4;
 /// 0 where it cannot. It can with one (collapsed) dim that is a multiple of
-/// the width, every float access walking it contiguously or not at all,
-/// and no index arithmetic. Buffers start 64-byte aligned (the arena,
+/// the width, every store walking it contiguously, and no index
+/// arithmetic; integer and boolean accesses (a dropout mask) stay scalar
+/// inside the lanes' loop. Buffers start 64-byte aligned (the arena,
 /// cudaMalloc's 256, the gradient block's 16 floats, 16-byte constants),
 /// so an offset that is a multiple of the width keeps 16-byte (8-byte)
 /// alignment.
@@ -48,21 +49,21 @@ int vectorWidth(const Program &p, const Step &s) {
   for (const Node &n : s.nodes) {
     if (n.op == Node::Coord || n.op == Node::Gather)
       return 0;
-    if (n.op != Node::Load || n.strides[0] != 1)
-      continue;
-    ElemType t = p.buffers[n.buffer].type;
-    if (t != ElemType::F32 && !is16(t))
-      return 0;
-    any16 = any16 || is16(t);
+    if (n.op != Node::Load || n.strides[0] != 1 || !isFloat(p.buffers[n.buffer].type))
+      continue; // integer and boolean accesses stay scalar, in the lane loop
+    any16 = any16 || is16(p.buffers[n.buffer].type);
     offsets.push_back(n.offset);
   }
   for (const Store &st : s.stores) {
-    ElemType t = p.buffers[st.buffer].type;
-    if (st.strides[0] != 1 || (t != ElemType::F32 && !is16(t)))
+    if (st.strides[0] != 1)
       return 0;
-    any16 = any16 || is16(t);
+    if (!isFloat(p.buffers[st.buffer].type))
+      continue;
+    any16 = any16 || is16(p.buffers[st.buffer].type);
     offsets.push_back(st.offset);
   }
+  if (offsets.empty())
+    return 0; // nothing to move in vectors
   for (int w : {8, 4}) {
     if (w == 8 && !any16)
       continue;
@@ -84,15 +85,17 @@ void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const 
   std::string W = std::to_string(w);
   os << "  for (" << it << " q = blockIdx.x * (" << it << ")blockDim.x + threadIdx.x; q < "
      << s.shape[0] / w << "; q += (" << it << ")gridDim.x * blockDim.x) {\n";
+  auto vectored = [&](int buffer) { return isFloat(p.buffers[buffer].type); };
   std::vector<int> vecLoads;
   for (size_t i = 0; i < s.nodes.size(); ++i)
-    if (s.nodes[i].op == Node::Load && s.nodes[i].strides[0] == 1) {
+    if (s.nodes[i].op == Node::Load && s.nodes[i].strides[0] == 1 && vectored(s.nodes[i].buffer)) {
       os << "    float l" << i << "[" << W << "];\n    otc_vload<" << W << ">("
          << bufferName(s.nodes[i].buffer) << plus(s.nodes[i].offset) << ", q, l" << i << ");\n";
       vecLoads.push_back((int)i);
     }
   for (size_t k = 0; k < s.stores.size(); ++k)
-    os << "    float s" << k << "[" << W << "];\n";
+    if (vectored(s.stores[k].buffer))
+      os << "    float s" << k << "[" << W << "];\n";
   std::vector<int> roots;
   for (const Store &st : s.stores)
     roots.push_back(st.node);
@@ -105,11 +108,15 @@ void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const 
   std::vector<char> defined(s.nodes.size(), 0);
   np.emit(os, roots, defined, "      ");
   for (size_t k = 0; k < s.stores.size(); ++k)
-    os << "      s" << k << "[lane] = " << var(s.stores[k].node) << ";\n";
+    if (vectored(s.stores[k].buffer))
+      os << "      s" << k << "[lane] = " << var(s.stores[k].node) << ";\n";
+    else
+      os << "      " << np.store(s.stores[k]) << "\n";
   os << "    }\n";
   for (size_t k = 0; k < s.stores.size(); ++k)
-    os << "    otc_vstore<" << W << ">(" << bufferName(s.stores[k].buffer)
-       << plus(s.stores[k].offset) << ", q, s" << k << ");\n";
+    if (vectored(s.stores[k].buffer))
+      os << "    otc_vstore<" << W << ">(" << bufferName(s.stores[k].buffer)
+         << plus(s.stores[k].offset) << ", q, s" << k << ");\n";
   os << "  }\n";
 }
 
