@@ -553,10 +553,17 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   mlir::Builder b(&ctx);
   for (auto f : module->getOps<mlir::func::FuncOp>())
     f->setAttr(attr::kMicroBatch, b.getI64IntegerAttr(options.microBatch));
-  // Whether they train is known after autodiff (a mask is a buffer).
+  // Whether they train is known after autodiff. Pairs of parameters only:
+  // an initializer imported as a constant (a compared-only mask) is none.
+  llvm::StringSet<> paramNames;
+  for (auto f : module->getOps<mlir::func::FuncOp>())
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (auto p = f.getArgAttrOfType<mlir::StringAttr>(i, attr::kParam))
+        paramNames.insert(p.getValue());
   llvm::SmallVector<mlir::Attribute> pairs;
   for (const auto &[a, c] : equal)
-    pairs.push_back(b.getStrArrayAttr({a, c}));
+    if (paramNames.contains(a) && paramNames.contains(c))
+      pairs.push_back(b.getStrArrayAttr({a, c}));
   if (!pairs.empty())
     (*module)->setAttr(attr::kEqualParams, b.getArrayAttr(pairs));
   return module;
