@@ -107,11 +107,13 @@ LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ValueRange dy,
   return success();
 }
 
-/// [1, C, 1, ...]: a per-channel statistic of x.
+/// [1, C, 1, ...]: a per-channel statistic of x, float32 for 16-bit x
+/// (as autocast's batch norm keeps it), else of x's type.
 static RankedTensorType channelType(RankedTensorType x) {
   SmallVector<int64_t> shape(x.getRank(), 1);
   shape[1] = x.getDimSize(1);
-  return RankedTensorType::get(shape, x.getElementType());
+  Type e = x.getElementType();
+  return RankedTensorType::get(shape, e.isF16() || e.isBF16() ? Float32Type::get(e.getContext()) : e);
 }
 
 /// Checks batch normalization's x (with a channel dim), its statistics
@@ -128,18 +130,36 @@ static LogicalResult verifyBatchNorm(OpTy op, RankedTensorType x, Value stats) {
   return success();
 }
 
+LogicalResult BatchNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor a, SmallVectorImpl<Type> &types) {
+  auto x = dyn_cast<RankedTensorType>(a.getInput().getType());
+  if (!x || x.getRank() < 2)
+    return emitOptionalError(loc, "otc.batch_norm needs a ranked input with a channel dim");
+  types.append({x, channelType(x), channelType(x)});
+  return success();
+}
+
 LogicalResult BatchNormOp::verify() {
   RankedTensorType x = tensorType(getInput());
   if (failed(verifyBatchNorm(*this, x, getMean())))
     return failure();
+  // Of x's type, or float32 beside 16-bit x (mixed precision's master
+  // weights).
   auto c = RankedTensorType::get({x.getDimSize(1)}, x.getElementType());
-  if (tensorType(getScale()) != c || tensorType(getBias()) != c)
-    return emitOpError("scale and bias must be ") << c << ", one per channel";
+  auto wide = RankedTensorType::get({x.getDimSize(1)}, channelType(x).getElementType());
+  for (Value v : {getScale(), getBias()})
+    if (tensorType(v) != c && tensorType(v) != wide)
+      return emitOpError("scale and bias must be ") << c << ", one per channel";
   return success();
 }
 
 LogicalResult BatchNormGradOp::verify() {
-  return verifyBatchNorm(*this, tensorType(getInput()), getMean());
+  RankedTensorType x = tensorType(getInput());
+  if (failed(verifyBatchNorm(*this, x, getMean())))
+    return failure();
+  if (tensorType(getGrad()).getShape() != x.getShape())
+    return emitOpError("the gradient must have the input's shape ") << x;
+  return success();
 }
 
 // x's gradient is batch_norm_grad of g * scale; the scale's and the bias's
@@ -152,20 +172,25 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ValueRange dy,
                        "differentiate them");
   RuleBuilder o{b, getLoc()};
   RankedTensorType stats = tensorType(getMean());
-  Value g = dy[0];
-  Value scale = ReshapeOp::create(b, o.loc, stats, getScale());
+  // In the statistics' type (float32 for 16-bit x): the casts fuse into
+  // the kernels that read them.
+  Type wide = stats.getElementType();
+  Value g = castElements(b, o.loc, dy[0], wide), x = castElements(b, o.loc, getInput(), wide);
+  Value scale = ReshapeOp::create(b, o.loc, stats, castElements(b, o.loc, getScale(), wide));
   grads.push_back(BatchNormGradOp::create(b, o.loc, getInput().getType(), o.mul(g, scale),
                                           getInput(), getMean(), getVar(), getEpsilonAttr()));
   Value rstd = o.div(o.scalar(g, 1), SqrtOp::create(b, o.loc, o.add(getVar(),
                                                                  o.scalar(g, getEpsilon().convertToDouble()))));
-  Value xhat = o.mul(SubOp::create(b, o.loc, getInput(), getMean()), rstd);
+  Value xhat = o.mul(SubOp::create(b, o.loc, x, getMean()), rstd);
   SmallVector<int64_t> axes = {0};
   for (int64_t d = 2; d < stats.getRank(); ++d)
     axes.push_back(d);
   auto channelSum = [&](Value v) -> Value {
     Value sum = ReduceSumOp::create(b, o.loc, v, b.getDenseI64ArrayAttr(axes),
                                     b.getBoolAttr(true));
-    return ReshapeOp::create(b, o.loc, getScale().getType(), sum);
+    auto type = tensorType(getScale());
+    return castElements(b, o.loc, ReshapeOp::create(b, o.loc, type.clone(wide), sum),
+                        type.getElementType());
   };
   grads.push_back(channelSum(o.mul(g, xhat)));
   grads.push_back(channelSum(g));

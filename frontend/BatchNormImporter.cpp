@@ -60,11 +60,10 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
     return imp.fail("training mode needs more than one value per channel");
   Value mean, var;
   if (training) {
-    // One op, whose gradient keeps x and the statistics alone.
-    auto stats = withShape(in[0], perChannel);
-    // (Opset 15 lets scale and bias have a type of their own.)
-    auto bn = BatchNormOp::create(b, loc, TypeRange{type, stats, stats}, in[0],
-                                  castElements(b, loc, in[1], elem),
+    // One op, whose gradient keeps x and the statistics alone; its result
+    // types are inferred (statistics in float32 for 16-bit x). (Opset 15
+    // lets scale and bias have a type of their own.)
+    auto bn = BatchNormOp::create(b, loc, in[0], castElements(b, loc, in[1], elem),
                                   castElements(b, loc, in[2], elem), b.getF64FloatAttr(eps));
     mean = bn.getMean();
     var = bn.getVar();
@@ -94,7 +93,7 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
   auto statType = cast<RankedTensorType>(in[3].getType());
   auto update = [&](Value running, Value batch, double factor) -> Value {
     Value kept = MulOp::create(b, loc, statType, running, constant(momentum));
-    Value flat = reshaped(imp, batch, {c});
+    Value flat = reshaped(imp, castElements(b, loc, batch, statType.getElementType()), {c});
     Value added = MulOp::create(b, loc, statType, flat, constant(factor * (1 - momentum)));
     Value next = AddOp::create(b, loc, statType, kept, added);
     if (imp.isParameter(running)) // statistics fed as data are not written back

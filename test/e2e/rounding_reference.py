@@ -16,6 +16,8 @@ here again from the issue's text, to every torch function the model calls:
   - softmax, log-softmax, layer norm with its affine (otc-fuse-layer-norm
     makes one otc.layer_norm), pooling, reductions, exp/log/pow and the
     loss: float32;
+  - batch norm (one otc.batch_norm), as autocast leaves it: x in its own
+    type, scale, bias and statistics float32, the result in x's type;
   - everything else: the widest type of its float tensor operands (Python
     scalars do not count, as otc's splat constants do not);
   - a softmax's gradient is otc's composition from the stored value;
@@ -68,7 +70,7 @@ F32_OPS = {"softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "sum", "mean", "exp", "log", "pow", "sqrt",
-           "rsqrt", "dropout", "batch_norm"}
+           "rsqrt", "dropout"}
 # Shape and view functions pass through: they move values, never round them.
 VIEWS = {"view", "reshape", "transpose", "permute", "split", "contiguous", "flatten",
          "__getitem__", "size", "dim", "unsqueeze", "squeeze", "expand", "chunk", "t",
@@ -242,8 +244,34 @@ def softmax(mode, x, dim=None, _stacklevel=3, dtype=None):
     return torch.softmax(x.float(), dim)
 
 
+def batch_norm(mode, x, *args, **kwargs):
+    """As autocast leaves it: x in its own type (low after a convolution),
+    scale and bias float32 and unrounded, float32 inside, the result in x's
+    type, rounded once; its gradients likewise (otc.batch_norm)."""
+    mode.bypass += 1
+    try:
+        if x.dtype != torch.float16:  # PyTorch's own kernel (bf16 on the CPU)
+            return torch.nn.functional.batch_norm(x, *args, **kwargs)
+        # torch 1.13 has no fp16 batch norm on the CPU: its float32 formula,
+        # training mode, rounded to x's type (the running statistics are
+        # not compared).
+        def named(running_mean, running_var, weight=None, bias=None, training=False,
+                  momentum=0.1, eps=1e-5):
+            return weight, bias, eps
+        w, b, eps = named(*args, **kwargs)
+        xf = x.float()
+        dims = [0] + list(range(2, x.dim()))
+        mean = xf.mean(dims, keepdim=True)
+        var = ((xf - mean) ** 2).mean(dims, keepdim=True)
+        shape = [1, -1] + [1] * (x.dim() - 2)
+        y = (xf - mean) / torch.sqrt(var + eps) * w.view(shape) + b.view(shape)
+        return y.to(x.dtype)
+    finally:
+        mode.bypass -= 1
+
+
 SPECIAL = {"conv2d": conv, "linear": linear, "gelu": gelu, "layer_norm": layer_norm,
-           "softmax": softmax}
+           "softmax": softmax, "batch_norm": batch_norm}
 
 
 def train(case, init, data, steps, lr, scale, low):

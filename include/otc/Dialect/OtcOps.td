@@ -688,8 +688,8 @@ def Otc_LayerNormOp : Otc_DiffOp<"layer_norm",
 // Six FLOPs per element: the two sums, the centring, the square, the
 // scale and the bias.
 def Otc_BatchNormOp : Otc_DiffOp<"batch_norm",
-    [AllTypesMatch<["input", "result"]>, AllTypesMatch<["mean", "var"]>, Otc_F32, Otc_Kept,
-     Otc_FlopsPerInput<6>]> {
+    [InferTypeOpAdaptor, AllTypesMatch<["input", "result"]>, AllTypesMatch<["mean", "var"]>,
+     Otc_Widest, Otc_Kept, Otc_FlopsPerInput<6>]> {
   let summary = "Batch normalization with the batch's statistics, and the statistics";
   let description = [{
     BatchNormalization in training mode: per channel (dim 1) c,
@@ -703,10 +703,17 @@ def Otc_BatchNormOp : Otc_DiffOp<"batch_norm",
     the centred or normalized copies that autodiff of the written-out
     formula keeps.
 
+    y has x's type. Under mixed precision it runs as PyTorch's does under
+    autocast: x keeps its type (16-bit after a convolution), scale and bias
+    stay float32, and the statistics are float32 for 16-bit x.
+
     ```mlir
     %y, %mean, %var = otc.batch_norm %x, %w, %b {epsilon = 1.0e-5 : f64}
-        : tensor<8x16x4x4xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<1x16x1x1xf32>
+        : tensor<8x16x4x4xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<1x16x1x1xf32>
     ```
+  }];
+  let extraClassDeclaration = [{
+    bool followsAutocast(unsigned operand) { return operand == 0; }
   }];
   let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$scale, Otc_FloatTensor:$bias,
                    F64Attr:$epsilon);
@@ -718,21 +725,22 @@ def Otc_BatchNormOp : Otc_DiffOp<"batch_norm",
   }];
 }
 
-def Otc_BatchNormGradOp : Otc_Op<"batch_norm_grad", [Pure, AllTypesMatch<["grad", "input", "result"]>,
+def Otc_BatchNormGradOp : Otc_Op<"batch_norm_grad", [Pure, AllTypesMatch<["input", "result"]>,
     AllTypesMatch<["mean", "var"]>, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_FlopsPerInput<8>]> {
   let summary = "Gradient of batch normalization's normalize: rstd (g - mean(g) - x̂ mean(g x̂))";
   let description = [{
     With x̂ = (x - mean) rstd and rstd = 1 / sqrt(var + epsilon), per
     channel: two channel sums (of g and of g (x - mean)), then one
     elementwise step; x̂ is computed in each, never stored. `grad` is the
-    output's gradient times the scale.
+    output's gradient times the scale (float32 under mixed precision, with
+    x's shape); the result has x's type.
   }];
   let arguments = (ins Otc_FloatTensor:$grad, Otc_FloatTensor:$input, Otc_FloatTensor:$mean,
                    Otc_FloatTensor:$var, F64Attr:$epsilon);
   let results = (outs Otc_FloatTensor:$result);
   let hasVerifier = 1;
   let assemblyFormat = [{
-    $grad `,` $input `,` $mean `,` $var attr-dict `:` type($grad) `,` type($mean)
+    $grad `,` $input `,` $mean `,` $var attr-dict `:` type($grad) `,` type($input) `,` type($mean)
   }];
 }
 

@@ -393,8 +393,24 @@ func.func @batch_norm_scale(%x: tensor<4x3x2xf32>, %w: tensor<2xf32>) -> tensor<
 
 // -----
 
+func.func @batch_norm_low_stats(%x: tensor<4x3x2xbf16>, %w: tensor<3xf32>) -> tensor<4x3x2xbf16> {
+  // expected-error @+1 {{the channel statistics must be 'tensor<1x3x1xf32>', not 'tensor<1x3x1xbf16>'}}
+  %y, %m, %v = otc.batch_norm %x, %w, %w {epsilon = 1.0e-5 : f64} : tensor<4x3x2xbf16>, tensor<3xf32>, tensor<3xf32> -> tensor<1x3x1xbf16>
+  return %y : tensor<4x3x2xbf16>
+}
+
+// -----
+
+func.func @batch_norm_grad_shape(%g: tensor<4x2xf32>, %x: tensor<4x3xbf16>, %m: tensor<1x3xf32>) -> tensor<4x3xbf16> {
+  // expected-error @+1 {{the gradient must have the input's shape 'tensor<4x3xbf16>'}}
+  %dx = otc.batch_norm_grad %g, %x, %m, %m {epsilon = 1.0e-5 : f64} : tensor<4x2xf32>, tensor<4x3xbf16>, tensor<1x3xf32>
+  return %dx : tensor<4x3xbf16>
+}
+
+// -----
+
 func.func @batch_norm_epsilon(%g: tensor<4x3xf32>, %m: tensor<1x3xf32>) -> tensor<4x3xf32> {
   // expected-error @+1 {{epsilon must not be negative}}
-  %dx = otc.batch_norm_grad %g, %g, %m, %m {epsilon = -1.0 : f64} : tensor<4x3xf32>, tensor<1x3xf32>
+  %dx = otc.batch_norm_grad %g, %g, %m, %m {epsilon = -1.0 : f64} : tensor<4x3xf32>, tensor<4x3xf32>, tensor<1x3xf32>
   return %dx : tensor<4x3xf32>
 }
