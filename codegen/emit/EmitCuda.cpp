@@ -187,15 +187,58 @@ std::vector<int> walkingLoads(const LoopInfo &info) {
   return loads;
 }
 
-// A row step W elements at a time: each pass over the row reads every
-// walking load's W elements in 16-byte (8-byte) loads, then runs the body
-// per element in an unrolled loop; row-shaped results are stored W at a
-// time likewise. Unused loads are dead code to nvcc.
-void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *it, int w) {
+/// The loop over a row's elements, for emitRowPass: an element per lane and
+/// stride, or (W > 1) a vector of W per lane and stride, whose walking
+/// loads are read first (16-byte, or 8-byte, loads into l<i>[W]) and whose
+/// elements then run in an unrolled loop. Unused loads are dead code to
+/// nvcc.
+struct ColumnLoop {
+  std::string open, perElement, close = "    }\n";
+  std::string first; // W > 1: the reduced coordinate at the vector's start
+};
+
+ColumnLoop columnLoop(const LoopInfo &info, NodePrinter &np, const char *it, int w,
+                      const std::string &group, std::vector<int> &loads) {
+  const Step &s = info.step;
+  ColumnLoop c;
+  std::string I(it), W = num(w);
+  if (w == 1) {
+    c.open = "    for (" + I + " col = lane; col < " + num(info.cols) + "; col += " + group + ") {\n";
+    c.perElement = coords(s, info.reducedDims, "col", it, "      ");
+    return c;
+  }
+  loads = walkingLoads(info);
+  np.loadOverride = [&loads](int i) {
+    return std::find(loads.begin(), loads.end(), i) != loads.end()
+               ? "l" + std::to_string(i) + "[e]" : std::string();
+  };
+  c.first = coords(s, info.reducedDims, "colv * " + W, it, "        ");
+  std::string declare, loadAll = "      {\n" + c.first;
+  for (int i : loads) {
+    const Node &n = s.nodes[size_t(i)];
+    declare += "      float l" + num(i) + "[" + W + "];\n";
+    loadAll += "        otc_vload<" + W + ">(" + bufferName(n.buffer) + " + (" +
+               np.index(n.strides, n.offset) + "), 0, l" + num(i) + ");\n";
+  }
+  c.open = "    for (" + I + " colv = lane; colv < " + num(info.cols / w) + "; colv += " + group +
+           ") {\n" + declare + loadAll + "      }\n";
+  c.perElement = "#pragma unroll\n      for (int e = 0; e < " + W + "; ++e) {\n      const " + I +
+                 " col = colv * " + W + " + e;\n" +
+                 coords(s, info.reducedDims, "col", it, "      ") + "      (void)c" +
+                 num(info.reducedDims[0]) + ";\n";
+  c.close = "      }\n    }\n";
+  return c;
+}
+
+// A row step: a warp or a block per row, each pass over the row followed by
+// its reductions across the group, the per-row stores by lane 0, then the
+// row-shaped stores in a last loop (W at a time where the row is read so).
+void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
   LoopInfo info(s);
   NodePrinter np(p, s);
+  int w = std::max(rowVectorWidth(p, info), 1);
   bool block = blockPerRow(info, w);
-  std::string group = block ? "blockDim.x" : "32", W = num(w), I(it);
+  std::string group = block ? "blockDim.x" : "32";
   if (block)
     os << "  __shared__ float red[32];\n  const int lane = threadIdx.x;\n"
        << "  for (" << it << " row = blockIdx.x; row < " << info.rows << "; row += gridDim.x) {\n";
@@ -204,32 +247,11 @@ void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *i
        << kThreads / 32 << " + (threadIdx.x >> 5); row < " << info.rows << "; row += gridDim.x * "
        << kThreads / 32 << ") {\n";
   os << coords(s, info.kept, "row", it, "    ");
-  std::vector<int> loads = walkingLoads(info);
-  np.loadOverride = [&](int i) {
-    return std::find(loads.begin(), loads.end(), i) != loads.end()
-               ? "l" + std::to_string(i) + "[e]" : std::string();
-  };
-  // At the vector's first element: the address of a walking access there.
-  std::string first = coords(s, info.reducedDims, "colv * " + W, it, "        ");
-  std::string loadAll = "      {\n" + first;
-  std::string declare;
-  for (int i : loads) {
-    const Node &n = s.nodes[size_t(i)];
-    declare += "      float l" + num(i) + "[" + W + "];\n";
-    loadAll += "        otc_vload<" + W + ">(" + bufferName(n.buffer) + " + (" +
-               np.index(n.strides, n.offset) + "), 0, l" + num(i) + ");\n";
-  }
-  loadAll += "      }\n";
-  std::string open = "    for (" + I + " colv = lane; colv < " + num(info.cols / w) +
-                     "; colv += " + group + ") {\n" + declare + loadAll;
-  std::string perElement = "#pragma unroll\n      for (int e = 0; e < " + W + "; ++e) {\n" +
-                           "      const " + I + " col = colv * " + W + " + e;\n" +
-                           coords(s, info.reducedDims, "col", it, "      ") + "      (void)c" +
-                           num(info.reducedDims[0]) + ";\n";
-  std::string close = "      }\n    }\n";
+  std::vector<int> loads;
+  ColumnLoop c = columnLoop(info, np, it, w, group, loads);
   std::vector<char> defined(s.nodes.size(), 0);
   for (int pass = 0; pass < info.passes; ++pass) {
-    emitRowPass(os, np, info, pass, defined, open + perElement, close);
+    emitRowPass(os, np, info, pass, defined, c.open + c.perElement, c.close);
     for (size_t k = 0; k < s.reductions.size(); ++k) {
       if (info.pass[k] != pass)
         continue;
@@ -253,17 +275,21 @@ void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *i
     os << "    }\n";
   }
   std::vector<int> innerRoots = info.storeRoots(true);
-  if (!innerRoots.empty()) {
+  if (w == 1) {
+    emitInnerStores(os, np, info, defined, c.open + c.perElement);
+  } else if (!innerRoots.empty()) {
+    // Each row-shaped result into s<k>[W], then one vector store.
     np.emit(os, innerRoots, defined, "    ", info.outerAfter(info.passes));
-    os << open;
-    std::string storeAll = "      {\n" + first;
+    os << c.open;
+    std::string W = num(w), storeAll = "      {\n" + c.first;
     for (size_t k = 0; k < s.stores.size(); ++k)
       if (info.innerStore[k]) {
         os << "      float s" << k << "[" << W << "];\n";
         storeAll += "        otc_vstore<" + W + ">(" + bufferName(s.stores[k].buffer) + " + (" +
-                    np.index(s.stores[k].strides, s.stores[k].offset) + "), 0, s" + num(int64_t(k)) + ");\n";
+                    np.index(s.stores[k].strides, s.stores[k].offset) + "), 0, s" +
+                    num(int64_t(k)) + ");\n";
       }
-    os << perElement;
+    os << c.perElement;
     std::vector<char> scope = defined;
     np.emit(os, innerRoots, scope, "      ");
     for (size_t k = 0; k < s.stores.size(); ++k)
@@ -271,53 +297,6 @@ void vectorRows(std::ostream &os, const Program &p, const Step &s, const char *i
         os << "      s" << k << "[e] = " << var(s.stores[k].node) << ";\n";
     os << "      }\n" << storeAll << "      }\n    }\n";
   }
-  os << "  }\n";
-}
-
-void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
-  LoopInfo info(s);
-  if (int w = rowVectorWidth(p, info))
-    return vectorRows(os, p, s, it, w);
-  NodePrinter np(p, s);
-  bool block = blockPerRow(info, 1);
-  std::string group = block ? "blockDim.x" : "32";
-  if (block)
-    os << "  __shared__ float red[32];\n  const int lane = threadIdx.x;\n"
-       << "  for (" << it << " row = blockIdx.x; row < " << info.rows << "; row += gridDim.x) {\n";
-  else
-    os << "  const int lane = threadIdx.x & 31;\n  for (" << it << " row = blockIdx.x * "
-       << kThreads / 32 << " + (threadIdx.x >> 5); row < " << info.rows << "; row += gridDim.x * "
-       << kThreads / 32 << ") {\n";
-  os << coords(s, info.kept, "row", it, "    ");
-  std::string colLoop = "    for (" + std::string(it) + " col = lane; col < " + num(info.cols) +
-                        "; col += " + group + ") {\n" +
-                        coords(s, info.reducedDims, "col", it, "      ");
-  std::vector<char> defined(s.nodes.size(), 0);
-  for (int pass = 0; pass < info.passes; ++pass) {
-    emitRowPass(os, np, info, pass, defined, colLoop);
-    for (size_t k = 0; k < s.reductions.size(); ++k) {
-      if (info.pass[k] != pass)
-        continue;
-      bool isMax = s.reductions[k].kind == Reduction::Max;
-      std::string a = "a" + num(k);
-      if (block)
-        os << "    " << a << " = otc_block_reduce(" << a << ", " << (isMax ? "true" : "false") << ", red);\n";
-      else
-        os << "    " << a << " = " << (isMax ? "otc_warp_max(" : "otc_warp_sum(") << a << ");\n";
-    }
-  }
-  np.emit(os, info.storeRoots(false), defined, "    ");
-  bool anyOuter = false;
-  for (size_t i = 0; i < s.stores.size(); ++i)
-    anyOuter = anyOuter || !info.innerStore[i];
-  if (anyOuter) {
-    os << "    if (lane == 0) {\n";
-    for (size_t i = 0; i < s.stores.size(); ++i)
-      if (!info.innerStore[i])
-        os << "      " << np.store(s.stores[i]) << "\n";
-    os << "    }\n";
-  }
-  emitInnerStores(os, np, info, defined, colLoop);
   os << "  }\n";
 }
 
