@@ -113,7 +113,10 @@ class Otc_UnaryOpWithGradOp<string mnemonic, string what, string gradOp, string 
 }
 
 def Otc_NegOp : Otc_UnaryOp<"neg", "Elementwise negation", Otc_Widest>;
-def Otc_ReluOp : Otc_UnaryOpWithGradOp<"relu", "Elementwise max(x, 0)", "ReluGradOp", "getInput">;
+// Its gradient reads the output, as PyTorch's threshold_backward does: the
+// next layer keeps the output anyway, so the input need not be kept (it is
+// positive exactly where the output is, NaN included).
+def Otc_ReluOp : Otc_UnaryOpWithGradOp<"relu", "Elementwise max(x, 0)", "ReluGradOp", "getResult">;
 def Otc_TanhOp : Otc_UnaryOpWithGradOp<"tanh", "Elementwise hyperbolic tangent", "TanhGradOp",
     "getResult">;
 def Otc_SigmoidOp : Otc_UnaryOpWithGradOp<"sigmoid", "Elementwise logistic function",
@@ -186,8 +189,8 @@ def Otc_IdentityOp : Otc_DiffOp<"identity",
 }
 
 // The derivatives of the activations. Each takes the result gradient and the
-// value it needs (the input for relu, the output for tanh and sigmoid), so
-// the backward pass never recomputes the forward function.
+// value it needs (the output for relu, tanh and sigmoid), so the backward
+// pass never recomputes the forward function.
 class Otc_ActivationGradOp<string mnemonic, string what>
     : Otc_Op<mnemonic, [Pure, SameOperandsAndResultType, Otc_NotDifferentiable,
                         Otc_Widest, Otc_Kept, Otc_Flops<1>]> {
@@ -198,7 +201,7 @@ class Otc_ActivationGradOp<string mnemonic, string what>
 }
 
 def Otc_ReluGradOp : Otc_ActivationGradOp<"relu_grad",
-    "grad where the relu input is positive, else 0">;
+    "grad where the relu output (or input: the same) is positive, else 0">;
 def Otc_TanhGradOp : Otc_ActivationGradOp<"tanh_grad",
     "grad * (1 - y * y), y being the tanh output">;
 def Otc_SigmoidGradOp : Otc_ActivationGradOp<"sigmoid_grad",
