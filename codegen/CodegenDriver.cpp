@@ -289,7 +289,7 @@ std::string emitSource(const Program &program, Target target, bool training, int
   os << "};\n\nstatic const otc_step_info kSteps[] = {\n";
   for (const Step &s : program.steps)
     os << "  {\"" << s.origin << "\", \"" << kindName(s.kind) << "\", " << stepBytes(program, s)
-       << "LL, " << stepFlops(program, s) << "LL, " << s.recomputed << "},\n";
+       << "LL, " << stepFlops(s) << "LL, " << s.recomputed << "},\n";
   if (program.steps.empty())
     os << "  {\"\", \"\", 0, 0, 0},\n";
   os << "};\n\nstatic const otc_program kProgram = {\n"

@@ -327,8 +327,7 @@ int64_t stepBytes(const Program &p, const Step &s) {
   return bytes;
 }
 
-int64_t stepFlops(const Program &p, const Step &s) {
-  (void)p;
+int64_t stepFlops(const Step &s) {
   if (s.kind == Step::Gemm) {
     const Gemm &g = s.gemm;
     int64_t mn = g.m * g.n * g.batch;

@@ -249,7 +249,7 @@ int64_t stepBytes(const Program &p, const Step &s);
 /// node and reduction (for a row step's per-row nodes, an overcount: they
 /// run once a row); 2mnk per product; a library call's op's own count
 /// (attention's counts every query-key pair, causal or not).
-int64_t stepFlops(const Program &p, const Step &s);
+int64_t stepFlops(const Step &s);
 /// "elementwise", "reduce", "row_reduce", "gemm" or "library_call".
 const char *kindName(Step::Kind k);
 
