@@ -200,13 +200,41 @@ namespace {
 /// gradient buffer's accumulate, an assign), not where a step computes it.
 bool readsAtEnd(Operation *user) { return isa<func::ReturnOp, AccumulateOp, AssignOp>(user); }
 
-/// Whether an op strictly between `a` and `b` (either first) writes memory.
-bool writesBetween(Operation *a, Operation *b, llvm::DenseMap<Operation *, int64_t> &position) {
+/// Whether an op strictly between `a` and `b` (either first) writes memory
+/// (an assign, an accumulate) that `moved`'s computation may read: an
+/// argument it reaches through elementwise ops and views, which it would
+/// then read on the wrong side of the write. Any write at all where `moved`
+/// is null. BatchNorm's running statistics are assigned between the op and
+/// the ReLU it feeds, which reads none of them.
+bool writesBetween(Operation *a, Operation *b, llvm::DenseMap<Operation *, int64_t> &position,
+                   Operation *moved = nullptr) {
   if (position[b] < position[a])
     std::swap(a, b);
-  for (Operation *o = a->getNextNode(); o && o != b; o = o->getNextNode())
-    if (isa<AssignOp, AccumulateOp>(o))
+  llvm::SmallPtrSet<void *, 4> written;
+  for (Operation *o = a->getNextNode(); o && o != b; o = o->getNextNode()) {
+    if (auto s = dyn_cast<AssignOp>(o))
+      written.insert(s.getTarget().getAsOpaquePointer());
+    else if (auto acc = dyn_cast<AccumulateOp>(o))
+      written.insert(acc.getAcc().getAsOpaquePointer());
+  }
+  if (written.empty() || !moved)
+    return !written.empty();
+  const RuleRegistry &rules = RuleRegistry::get();
+  llvm::SmallPtrSet<void *, 16> seen;
+  SmallVector<Value> work(moved->getOperands());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v.getAsOpaquePointer()).second)
+      continue;
+    if (written.contains(v.getAsOpaquePointer()))
       return true;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue;
+    const StepRule *step = rules.stepRule(def);
+    if (!step || step->output == StepRule::Output::None)
+      work.append(def->operand_begin(), def->operand_end());
+  }
   return false;
 }
 
@@ -335,7 +363,7 @@ void Lowering::feedNarrowingCasts() {
         }))
       continue;
     // Nothing between the host and the cast, whichever comes first.
-    if (writesBetween(host, &op, position))
+    if (writesBetween(host, &op, position, &op))
       continue;
     hostOf[c.getResult()] = host;
     rootOf[&op] = host;
@@ -378,13 +406,16 @@ Operation *Lowering::hostFor(Operation &op, const RuleRegistry &rules) {
   if (uses != 1)
     return nullptr;
   // Nothing between writes memory the computation may read.
-  return writesBetween(&op, first, position) ? nullptr : first;
+  return writesBetween(&op, first, position, &op) ? nullptr : first;
 }
 
 bool Lowering::onlyFed(Value v) const {
   auto fed = fedTo.find(v);
+  // Read by the ops fed, or by producers inlined into them (feederFor).
   return fed != fedTo.end() && llvm::all_of(v.getUsers(), [&](Operation *u) {
-           return llvm::is_contained(fed->second, u);
+           return llvm::is_contained(fed->second, u) ||
+                  (u->getNumResults() == 1 && inlined.contains(u->getResult(0)) &&
+                   rootOf.lookup(u) == v.getDefiningOp());
          });
 }
 
@@ -395,9 +426,23 @@ Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &
     return nullptr;
   if (llvm::any_of(v.getUsers(), readsAtEnd))
     return nullptr;
-  // The latest operand stored one to one, over v's shape, by a step root.
+  // The values op computes from, one to one: its operands, and those of
+  // producers over v's shape whose one use it is (inlined here later, as
+  // the add in relu(batch_norm(x) + shortcut)).
+  SmallVector<Value> leaves, work(op.getOperands());
+  while (!work.empty()) {
+    Value o = work.pop_back_val();
+    Operation *def = o.getDefiningOp();
+    const ElementwiseRule *inner = def ? rules.elementwiseRule(def) : nullptr;
+    if (inner && !inner->operandMap && def->getNumResults() == 1 && o.hasOneUse() &&
+        shapeOf(o) == shapeOf(v) && !isa<CastOp>(def))
+      work.append(def->operand_begin(), def->operand_end());
+    else
+      leaves.push_back(o);
+  }
+  // The latest such value stored one to one, over v's shape, by a step root.
   Operation *feeder = nullptr;
-  for (Value o : op.getOperands()) {
+  for (Value o : leaves) {
     Operation *def = o.getDefiningOp();
     const StepRule *step = def ? rules.stepRule(def) : nullptr;
     if (!step || !step->feeds || !step->feeds(def, cast<OpResult>(o).getResultNumber()) ||
@@ -411,12 +456,12 @@ Operation *Lowering::feederFor(Operation &op, const RuleRegistry &rules, Value &
   // narrowing cast is its operand's store already.
   if (!feeder || !fed.hasOneUse() || isa<CastOp>(op))
     return nullptr;
-  // Every other operand exists before the feeder (not another of its
+  // Every other value exists before the feeder (not another of its
   // results, which the same step stores), and nothing between writes memory.
-  for (Value o : op.getOperands())
+  for (Value o : leaves)
     if (Operation *def = o.getDefiningOp(); o != fed && def && position[def] >= position[feeder])
       return nullptr;
-  return writesBetween(feeder, &op, position) ? nullptr : feeder;
+  return writesBetween(feeder, &op, position, &op) ? nullptr : feeder;
 }
 
 namespace {

@@ -177,8 +177,6 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ValueRange dy,
   Type wide = stats.getElementType();
   Value g = castElements(b, o.loc, dy[0], wide), x = castElements(b, o.loc, getInput(), wide);
   Value scale = ReshapeOp::create(b, o.loc, stats, castElements(b, o.loc, getScale(), wide));
-  grads.push_back(BatchNormGradOp::create(b, o.loc, getInput().getType(), o.mul(g, scale),
-                                          getInput(), getMean(), getVar(), getEpsilonAttr()));
   Value rstd = o.div(o.scalar(g, 1), SqrtOp::create(b, o.loc, o.add(getVar(),
                                                                  o.scalar(g, getEpsilon().convertToDouble()))));
   Value xhat = o.mul(SubOp::create(b, o.loc, x, getMean()), rstd);
@@ -192,7 +190,12 @@ LogicalResult BatchNormOp::buildGradients(OpBuilder &b, ValueRange dy,
     return castElements(b, o.loc, ReshapeOp::create(b, o.loc, type.clone(wide), sum),
                         type.getElementType());
   };
-  grads.push_back(channelSum(o.mul(g, xhat)));
-  grads.push_back(channelSum(g));
+  // The channel sums come first: their Reduce step then meets the
+  // gradient's own sums over the same [N, C, H W] space, and the two become
+  // one step that reads g and x once (rewriteReduces).
+  Value dscale = channelSum(o.mul(g, xhat)), dbias = channelSum(g);
+  grads.push_back(BatchNormGradOp::create(b, o.loc, getInput().getType(), o.mul(g, scale),
+                                          getInput(), getMean(), getVar(), getEpsilonAttr()));
+  grads.append({dscale, dbias});
   return success();
 }

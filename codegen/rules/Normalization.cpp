@@ -249,7 +249,7 @@ void registerNormalizationRules(RuleRegistry &r) {
   r.steps[LogSoftmaxOp::getOperationName()] = {lowerSoftmax<LogSoftmaxOp, true>, readsInput};
   for (StringRef name : {NormalizeOp::getOperationName(), LayerNormOp::getOperationName(),
                          NormalizeGradOp::getOperationName(), SoftmaxOp::getOperationName(),
-                         LogSoftmaxOp::getOperationName()})
+                         LogSoftmaxOp::getOperationName(), BatchNormOp::getOperationName()})
     r.steps[name].feeds = firstResult; // over the step's whole shape
 }
 
