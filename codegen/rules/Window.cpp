@@ -26,9 +26,12 @@ std::vector<int64_t> geometry(OpTy op, Value image, Value out) {
 }
 
 /// Appends a call of `kernel` reading `inputs` and writing `outputs`
-/// (results of `op`), all float32 but index buffers.
+/// (results of `op`). im2col and col2im take float32 alone (their GEMM's
+/// columns); pooling any float type, the kernel's template deduced from
+/// the buffers'.
 bool call(Operation *op, Lowering &l, Kernel kernel, std::vector<int64_t> constants,
           ArrayRef<Value> inputs, ArrayRef<Value> outputs, bool gradient) {
+  bool f32Only = kernel == Kernel::Im2Col || kernel == Kernel::Col2Im;
   LibraryCall c;
   c.kernel = kernel;
   c.constants = std::move(constants);
@@ -36,9 +39,8 @@ bool call(Operation *op, Lowering &l, Kernel kernel, std::vector<int64_t> consta
     int b = l.buffer(v, op);
     if (b < 0)
       return false;
-    if (isa<FloatType>(tensorType(v).getElementType()) &&
-        l.program().buffers[b].type != ElemType::F32)
-      return l.fail(op, "window kernels are implemented for float32 only");
+    if (f32Only && l.program().buffers[b].type != ElemType::F32)
+      return l.fail(op, "im2col and col2im are implemented for float32 only");
     c.buffers.push_back(b);
   }
   int target = gradient ? l.accumulatorOf(op) : -1;

@@ -14,8 +14,11 @@ here again from the issue's text, to every torch function the model calls:
   - GELU, which otc-fuse-gelu makes one otc.gelu: float32 inside, the
     result and its gradient each rounded once;
   - softmax, log-softmax, layer norm with its affine (otc-fuse-layer-norm
-    makes one otc.layer_norm), pooling, reductions, exp/log/pow and the
-    loss: float32;
+    makes one otc.layer_norm), reductions, exp/log/pow and the loss:
+    float32;
+  - pooling, as autocast leaves it: in its input's type, summed in float32
+    and rounded once (its gradient too), which float32 arithmetic rounded
+    to the widest operand's type here is;
   - batch norm (one otc.batch_norm), as autocast leaves it: x in its own
     type, scale, bias and statistics float32, the result in x's type;
   - everything else: the widest type of its float tensor operands (Python
@@ -66,11 +69,7 @@ import make_zoo  # noqa: E402
 
 LOW_OPS = {"linear", "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "conv1d", "conv2d"}
 F32_OPS = {"softmax", "log_softmax", "layer_norm", "cross_entropy", "nll_loss",
-           "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-           "max_pool1d_with_indices", "max_pool2d_with_indices", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "sum", "mean", "exp", "log", "pow", "sqrt",
-           "rsqrt", "dropout"}
+           "sum", "mean", "exp", "log", "pow", "sqrt", "rsqrt", "dropout"}
 # Shape and view functions pass through: they move values, never round them.
 VIEWS = {"view", "reshape", "transpose", "permute", "split", "contiguous", "flatten",
          "__getitem__", "size", "dim", "unsqueeze", "squeeze", "expand", "chunk", "t",
@@ -128,6 +127,9 @@ class Policy(TorchFunctionMode):
         out = func(*[operand(a) for a in args], **{k: operand(v) for k, v in kwargs.items()})
         if isinstance(out, torch.Tensor) and out.is_floating_point():
             out = out.to(target)
+        elif isinstance(out, tuple):  # max pooling's values and indices
+            out = tuple(o.to(target) if isinstance(o, torch.Tensor) and o.is_floating_point()
+                        else o for o in out)
         return out
 
 

@@ -42,7 +42,7 @@ def Otc_Col2ImOp : Otc_DiffOp<"col2im", [Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>
   let assemblyFormat = "$grad attr-dict `:` type($grad) `->` type($result)";
 }
 
-def Otc_MaxPoolOp : Otc_DiffOp<"max_pool", [Otc_F32, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
+def Otc_MaxPoolOp : Otc_DiffOp<"max_pool", [Otc_Widest, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
   let summary = "The maximum of each window, and where in the plane it was";
   let description = [{
     `indices` holds ih * W + iw of the first maximum in scan order (a NaN
@@ -57,7 +57,7 @@ def Otc_MaxPoolOp : Otc_DiffOp<"max_pool", [Otc_F32, Otc_Kept, Otc_OwnFlops]>, O
 }
 
 def Otc_MaxPoolGradOp : Otc_Op<"max_pool_grad",
-    [Pure, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_FlopsPerInput<1>]>, Otc_WindowAttrs {
+    [Pure, Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_FlopsPerInput<1>]>, Otc_WindowAttrs {
   let summary = "Gradient of max_pool: each window's gradient goes to its maximum";
   let arguments = !con((ins Otc_FloatTensor:$grad, Otc_IndexTensor:$indices), windowAttrs);
   let results = (outs Otc_FloatTensor:$result);
@@ -67,7 +67,7 @@ def Otc_MaxPoolGradOp : Otc_Op<"max_pool_grad",
   }];
 }
 
-def Otc_AvgPoolOp : Otc_DiffOp<"avg_pool", [Otc_F32, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
+def Otc_AvgPoolOp : Otc_DiffOp<"avg_pool", [Otc_Widest, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
   let summary = "The mean of each window";
   let description = [{
     The divisor is PyTorch's: the window clipped to the padded input when
@@ -81,7 +81,7 @@ def Otc_AvgPoolOp : Otc_DiffOp<"avg_pool", [Otc_F32, Otc_Kept, Otc_OwnFlops]>, O
 }
 
 def Otc_AvgPoolGradOp : Otc_Op<"avg_pool_grad",
-    [Pure, Otc_NotDifferentiable, Otc_F32, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
+    [Pure, Otc_NotDifferentiable, Otc_Widest, Otc_Kept, Otc_OwnFlops]>, Otc_WindowAttrs {
   let summary = "Gradient of avg_pool: each window's gradient spread over it";
   let arguments = !con((ins Otc_FloatTensor:$grad), windowAttrs,
                        (ins BoolAttr:$count_include_pad));

@@ -66,9 +66,9 @@ OTC_HD float col2im_at(const float *cols, long long i) {
 
 /// Max pooling of window (oh, ow) of the plane `x` (H x W): the value, and
 /// the flat index ih * W + iw of the first maximum in the plane (NaN wins,
-/// as in PyTorch).
-template <OTC_WINDOW>
-OTC_HD void max_pool_window(const float *x, long long oh, long long ow, float &best,
+/// as in PyTorch). Any float type: the maximum is one of its values.
+template <OTC_WINDOW, class T>
+OTC_HD void max_pool_window(const T *x, long long oh, long long ow, float &best,
                             long long &at) {
   best = -INFINITY;
   at = -1;
@@ -80,7 +80,7 @@ OTC_HD void max_pool_window(const float *x, long long oh, long long ow, float &b
       long long iw = ow * SW - PL + kw * DW;
       if (iw < 0 || iw >= W)
         continue;
-      float v = x[ih * W + iw];
+      float v = otc_ld(x[ih * W + iw]);
       if (at < 0 || v > best || isnan(v)) {
         best = v;
         at = ih * W + iw;
@@ -92,21 +92,21 @@ OTC_HD void max_pool_window(const float *x, long long oh, long long ow, float &b
 }
 
 /// Max pooling at output i of [N, C, OH, OW] (max_pool_window).
-template <OTC_WINDOW>
-OTC_HD void max_pool_at(const float *x, long long i, float &best, long long &at) {
+template <OTC_WINDOW, class T>
+OTC_HD void max_pool_at(const T *x, long long i, float &best, long long &at) {
   long long ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
   max_pool_window<OTC_WINDOW_ARGS>(x + plane * H * W, oh, ow, best, at);
 }
 
-template <OTC_WINDOW>
-OTC_HD float max_pool_grad_at(const float *dy, const long long *idx, long long i) {
+template <OTC_WINDOW, class T>
+OTC_HD float max_pool_grad_at(const T *dy, const long long *idx, long long i) {
   long long iw = i % W, ih = (i / W) % H, plane = i / (W * H);
   float sum = 0.0f;
   for_covering_windows<OTC_WINDOW_ARGS>(ih, iw, [&](long long oh, long long ow, long long,
                                                     long long) {
     long long o = (plane * OH + oh) * OW + ow;
     if (idx[o] == ih * W + iw)
-      sum += dy[o];
+      sum += otc_ld(dy[o]);
   });
   return sum;
 }
@@ -126,8 +126,8 @@ OTC_HD float avg_pool_divisor(long long oh, long long ow) {
   return (float)((h1 - h0) * (w1 - w0));
 }
 
-template <OTC_WINDOW, bool CountPad>
-OTC_HD float avg_pool_at(const float *x, long long i) {
+template <OTC_WINDOW, bool CountPad, class T>
+OTC_HD float avg_pool_at(const T *x, long long i) {
   long long ow = i % OW, oh = (i / OW) % OH, plane = i / (OW * OH);
   float sum = 0.0f;
   for (long long kh = 0; kh < KH; ++kh) {
@@ -137,19 +137,19 @@ OTC_HD float avg_pool_at(const float *x, long long i) {
     for (long long kw = 0; kw < KW; ++kw) {
       long long iw = ow * SW - PL + kw;
       if (iw >= 0 && iw < W)
-        sum += x[(plane * H + ih) * W + iw];
+        sum += otc_ld(x[(plane * H + ih) * W + iw]);
     }
   }
   return sum / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad>(oh, ow);
 }
 
-template <OTC_WINDOW, bool CountPad>
-OTC_HD float avg_pool_grad_at(const float *dy, long long i) {
+template <OTC_WINDOW, bool CountPad, class T>
+OTC_HD float avg_pool_grad_at(const T *dy, long long i) {
   long long iw = i % W, ih = (i / W) % H, plane = i / (W * H);
   float sum = 0.0f;
   for_covering_windows<OTC_WINDOW_ARGS>(ih, iw, [&](long long oh, long long ow, long long,
                                                     long long) {
-    sum += dy[(plane * OH + oh) * OW + ow] / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad>(oh, ow);
+    sum += otc_ld(dy[(plane * OH + oh) * OW + ow]) / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad>(oh, ow);
   });
   return sum;
 }
@@ -205,43 +205,53 @@ struct Col2Im {
   }
 };
 
-template <OTC_WINDOW>
+// Pooling reads and writes any float type (16-bit under mixed precision,
+// as autocast leaves it) and sums in float32: a gradient is rounded once,
+// where it is stored, as a float32 kernel and a cast would round it.
+template <class D>
+OTC_HD void store_or_add(D *p, int zero, float g) {
+  otc_store(p, zero ? g : otc_ld(*p) + g);
+}
+
+template <OTC_WINDOW, class T>
 struct MaxPool {
-  const float *x;
-  float *y;
+  const T *x;
+  T *y;
   long long *idx;
-  OTC_MEMBER void operator()(long long i) const { max_pool_at<OTC_WINDOW_ARGS>(x, i, y[i], idx[i]); }
+  OTC_MEMBER void operator()(long long i) const {
+    float best;
+    max_pool_at<OTC_WINDOW_ARGS>(x, i, best, idx[i]);
+    otc_store(y + i, best);
+  }
 };
 
-template <OTC_WINDOW>
+template <OTC_WINDOW, class T, class D>
 struct MaxPoolGrad {
-  const float *dy;
+  const T *dy;
   const long long *idx;
-  float *dx;
+  D *dx;
   int zero;
   OTC_MEMBER void operator()(long long i) const {
-    float g = max_pool_grad_at<OTC_WINDOW_ARGS>(dy, idx, i);
-    dx[i] = zero ? g : dx[i] + g;
+    store_or_add(dx + i, zero, max_pool_grad_at<OTC_WINDOW_ARGS>(dy, idx, i));
   }
 };
 
-template <OTC_WINDOW, bool CountPad>
+template <OTC_WINDOW, bool CountPad, class T>
 struct AvgPool {
-  const float *x;
-  float *y;
+  const T *x;
+  T *y;
   OTC_MEMBER void operator()(long long i) const {
-    y[i] = avg_pool_at<OTC_WINDOW_ARGS, CountPad>(x, i);
+    otc_store(y + i, avg_pool_at<OTC_WINDOW_ARGS, CountPad>(x, i));
   }
 };
 
-template <OTC_WINDOW, bool CountPad>
+template <OTC_WINDOW, bool CountPad, class T, class D>
 struct AvgPoolGrad {
-  const float *dy;
-  float *dx;
+  const T *dy;
+  D *dx;
   int zero;
   OTC_MEMBER void operator()(long long i) const {
-    float g = avg_pool_grad_at<OTC_WINDOW_ARGS, CountPad>(dy, i);
-    dx[i] = zero ? g : dx[i] + g;
+    store_or_add(dx + i, zero, avg_pool_grad_at<OTC_WINDOW_ARGS, CountPad>(dy, i));
   }
 };
 
@@ -275,8 +285,8 @@ void im2col_rows(const float *x, float *cols) {
 
 /// For each plane of [N, C] (of dx, H x W): sum[] holds the plane's
 /// gradient, built by add(plane, sum) and then stored or added into dx.
-template <OTC_WINDOW, class Add>
-void gradient_planes(float *dx, int zero, Add add) {
+template <OTC_WINDOW, class D, class Add>
+void gradient_planes(D *dx, int zero, Add add) {
 #pragma omp parallel if (N * C * H * W >= (1 << 14))
   {
     float *sum = new float[H * W];
@@ -285,9 +295,9 @@ void gradient_planes(float *dx, int zero, Add add) {
       for (long long i = 0; i < H * W; ++i)
         sum[i] = 0.0f;
       add(plane, sum);
-      float *out = dx + plane * H * W;
+      D *out = dx + plane * H * W;
       for (long long i = 0; i < H * W; ++i)
-        out[i] = zero ? sum[i] : out[i] + sum[i];
+        store_or_add(out + i, zero, sum[i]);
     }
     delete[] sum;
   }
@@ -336,60 +346,62 @@ void col2im(const float *cols, float *dx, int zero OTC_WINDOW_STREAM) {
 #endif
 }
 
-template <OTC_WINDOW>
-void max_pool(const float *x, float *y, long long *idx OTC_WINDOW_STREAM) {
+template <OTC_WINDOW, class T>
+void max_pool(const T *x, T *y, long long *idx OTC_WINDOW_STREAM) {
 #ifdef __CUDACC__
-  OTC_WINDOW_RUN(N * C * OH * OW, (MaxPool<OTC_WINDOW_ARGS>{x, y, idx}));
+  OTC_WINDOW_RUN(N * C * OH * OW, (MaxPool<OTC_WINDOW_ARGS, T>{x, y, idx}));
 #else
 #pragma omp parallel for if (N * C * OH * OW >= (1 << 14))
   for (long long plane = 0; plane < N * C; ++plane)
     for (long long oh = 0; oh < OH; ++oh)
       for (long long ow = 0; ow < OW; ++ow) {
         long long o = (plane * OH + oh) * OW + ow;
-        max_pool_window<OTC_WINDOW_ARGS>(x + plane * H * W, oh, ow, y[o], idx[o]);
+        float best;
+        max_pool_window<OTC_WINDOW_ARGS>(x + plane * H * W, oh, ow, best, idx[o]);
+        otc_store(y + o, best);
       }
 #endif
 }
 
-template <OTC_WINDOW>
-void max_pool_grad(const float *dy, const long long *idx, float *dx, int zero OTC_WINDOW_STREAM) {
+template <OTC_WINDOW, class T, class D>
+void max_pool_grad(const T *dy, const long long *idx, D *dx, int zero OTC_WINDOW_STREAM) {
 #ifdef __CUDACC__
-  OTC_WINDOW_RUN(N * C * H * W, (MaxPoolGrad<OTC_WINDOW_ARGS>{dy, idx, dx, zero}));
+  OTC_WINDOW_RUN(N * C * H * W, (MaxPoolGrad<OTC_WINDOW_ARGS, T, D>{dy, idx, dx, zero}));
 #else
   // Windows that do not overlap cover each input once: each output's share
   // goes straight to its maximum, in any order.
   constexpr bool apart = SH >= (KH - 1) * DH + 1 && SW >= (KW - 1) * DW + 1;
   gradient_planes<OTC_WINDOW_ARGS>(dx, zero, [&](long long plane, float *sum) {
-    const float *g = dy + plane * OH * OW;
+    const T *g = dy + plane * OH * OW;
     const long long *at = idx + plane * OH * OW;
     if (apart) {
       for (long long o = 0; o < OH * OW; ++o)
         if (at[o] >= 0)
-          sum[at[o]] += g[o];
+          sum[at[o]] += otc_ld(g[o]);
       return;
     }
     for_taps<OTC_WINDOW_ARGS>([&](long long, long long, long long in, long long out) {
       if (at[out] == in)
-        sum[in] += g[out];
+        sum[in] += otc_ld(g[out]);
     });
   });
 #endif
 }
 
-template <OTC_WINDOW, long long CountPad>
-void avg_pool(const float *x, float *y OTC_WINDOW_STREAM) {
-  OTC_WINDOW_RUN(N * C * OH * OW, (AvgPool<OTC_WINDOW_ARGS, CountPad != 0>{x, y}));
+template <OTC_WINDOW, long long CountPad, class T>
+void avg_pool(const T *x, T *y OTC_WINDOW_STREAM) {
+  OTC_WINDOW_RUN(N * C * OH * OW, (AvgPool<OTC_WINDOW_ARGS, CountPad != 0, T>{x, y}));
 }
 
-template <OTC_WINDOW, long long CountPad>
-void avg_pool_grad(const float *dy, float *dx, int zero OTC_WINDOW_STREAM) {
+template <OTC_WINDOW, long long CountPad, class T, class D>
+void avg_pool_grad(const T *dy, D *dx, int zero OTC_WINDOW_STREAM) {
 #ifdef __CUDACC__
-  OTC_WINDOW_RUN(N * C * H * W, (AvgPoolGrad<OTC_WINDOW_ARGS, CountPad != 0>{dy, dx, zero}));
+  OTC_WINDOW_RUN(N * C * H * W, (AvgPoolGrad<OTC_WINDOW_ARGS, CountPad != 0, T, D>{dy, dx, zero}));
 #else
   gradient_planes<OTC_WINDOW_ARGS>(dx, zero, [&](long long plane, float *sum) {
-    const float *g = dy + plane * OH * OW;
+    const T *g = dy + plane * OH * OW;
     for_taps<OTC_WINDOW_ARGS>([&](long long, long long, long long in, long long out) {
-      sum[in] += g[out] / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad != 0>(out / OW, out % OW);
+      sum[in] += otc_ld(g[out]) / avg_pool_divisor<OTC_WINDOW_ARGS, CountPad != 0>(out / OW, out % OW);
     });
   });
 #endif
