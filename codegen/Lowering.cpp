@@ -30,6 +30,29 @@ std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   return s;
 }
 
+std::vector<int64_t> storedStrides(ArrayRef<int64_t> shape, const Buffer &buffer) {
+  std::vector<int64_t> s = stridesOf(shape);
+  if (!buffer.pitch || shape.empty())
+    return s;
+  // Rows of the last dim start `pitch` apart; the dims before it nest as
+  // usual over those rows.
+  int64_t step = buffer.pitch;
+  for (size_t d = shape.size() - 1; d-- > 0;) {
+    s[d] = step;
+    step *= shape[d];
+  }
+  return s;
+}
+
+std::vector<int64_t> mapStrides(const std::vector<int64_t> &own, const DimMap &map,
+                                size_t rank) {
+  std::vector<int64_t> strides(rank, 0);
+  for (size_t j = 0; j < map.size(); ++j)
+    if (map[j] >= 0)
+      strides[map[j]] += own[j];
+  return strides;
+}
+
 std::string cString(const std::string &s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -773,12 +796,9 @@ int Lowering::leaf(NodeBuilder &b, Value v, const DimMap &map) {
   int id = buffer(v, current);
   if (id < 0)
     return -1;
-  std::vector<int64_t> strides(b.getStep().shape.size(), 0);
-  auto own = stridesOf(shapeOf(v));
-  for (size_t j = 0; j < map.size(); ++j)
-    if (map[j] >= 0)
-      strides[map[j]] += own[j];
-  return b.load(id, prog->buffers[id].type, std::move(strides));
+  return b.load(id, prog->buffers[id].type,
+                mapStrides(storedStrides(shapeOf(v), prog->buffers[id]), map,
+                           b.getStep().shape.size()));
 }
 
 int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
@@ -885,7 +905,9 @@ void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) 
   }
   int to = buffer(result, current);
   if (to >= 0)
-    b.store(to, std::move(strides), node);
+    b.store(to, mapStrides(storedStrides(shapeOf(result), prog->buffers[to]), map,
+                           b.getStep().shape.size()),
+            node);
 }
 
 bool Lowering::finishResults() {
@@ -940,6 +962,7 @@ bool Lowering::run(Program &program) {
   findRowViews();
   if (!makeBuffers())
     return false;
+  padRows();
   if (auto policy = func->getAttrOfType<DictionaryAttr>(attr::kLossScale)) {
     auto mode = policy.getAs<LossScaleModeAttr>("mode");
     auto init = policy.getAs<FloatAttr>("init_scale"), low = policy.getAs<FloatAttr>("min_scale");

@@ -61,6 +61,12 @@ struct RowView {
 /// the value's dim has size 1 and is read at 0 (broadcasting).
 using DimMap = std::vector<int>;
 
+/// The element strides of a value of `shape` held in `buffer`: dense, or
+/// with its last dim's rows `buffer.pitch` apart.
+std::vector<int64_t> storedStrides(llvm::ArrayRef<int64_t> shape, const Buffer &buffer);
+/// A value's own strides `own` at a step's dims through `map` (rank dims).
+std::vector<int64_t> mapStrides(const std::vector<int64_t> &own, const DimMap &map, size_t rank);
+
 class Lowering {
 public:
   /// `training`: the function is the training pipeline's step (loss, seed,
@@ -135,6 +141,10 @@ private:
   bool storable(mlir::Value v) const;
   bool owned(mlir::Value v) const;
   bool makeBuffers();
+  /// Pads the rows of arena buffers whose last dim leaves rows misaligned
+  /// for a GEMM that reads or writes them (Buffer::pitch), where every
+  /// reader and writer can take the pitch (PadRows.cpp). After makeBuffers.
+  void padRows();
   /// Merges adjacent sibling Reduce steps and splits long column
   /// reductions (ReduceSteps.h), before the arena is placed.
   void rewriteReduces();

@@ -65,10 +65,20 @@ bool kernelUsesBlas(LibraryCall::Kernel k) {
   return false;
 }
 
+int64_t leadingDim(const Gemm &g, char operand) {
+  if (operand == 'a')
+    return g.lda ? g.lda : g.transA ? g.m : g.k;
+  if (operand == 'b')
+    return g.ldb ? g.ldb : g.transB ? g.k : g.n;
+  return g.ldc ? g.ldc : g.n;
+}
+
 int64_t Buffer::count() const {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
+  if (pitch && !shape.empty() && shape.back())
+    n = n / shape.back() * pitch;
   return n;
 }
 
@@ -186,6 +196,8 @@ std::string printProgram(const Program &p) {
   for (const Buffer &b : p.buffers) {
     os << "  b" << b.id << " " << typeName(b.type) << dims(b.shape) << " "
        << placeName(b.place);
+    if (b.pitch)
+      os << " pitch=" << b.pitch;
     if (b.place == Buffer::Place::Arena)
       os << " @" << b.offset;
     else if (b.place != Buffer::Place::Loss)
@@ -207,6 +219,9 @@ std::string printProgram(const Program &p) {
          << " beta=" << betas[int(g.beta)] << " "
          << typeName(p.buffers[g.a].type) << "*" << typeName(p.buffers[g.b].type)
          << "->" << typeName(p.buffers[g.c].type) << " acc=f32";
+      for (auto [name, ld] : {std::pair{" lda=", g.lda}, {" ldb=", g.ldb}, {" ldc=", g.ldc}})
+        if (ld)
+          os << name << ld;
       if (g.bias >= 0)
         os << " bias=b" << g.bias;
       if (g.gelu || g.dgelu)

@@ -42,7 +42,12 @@ struct Buffer {
   /// Arena: a low-precision copy of a parameter (a cast of it), which the
   /// memory report counts apart from activations.
   bool lowCopy = false;
+  /// Elements from the start of one row of the last dim to the next, where
+  /// rows are padded so that each starts 16-byte aligned (a 16-bit
+  /// [tokens, 50257] logits tensor, for cuBLAS's vectorized GEMMs); 0: dense.
+  int64_t pitch = 0;
 
+  /// The elements the buffer holds, padding included.
   int64_t count() const;
   int64_t bytes() const { return count() * byteSize(type); }
 };
@@ -88,6 +93,9 @@ struct Gemm {
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t strideA = 0, strideB = 0, strideC = 0; // elements between batches
+  /// Leading dimensions: elements between rows of A, B and C as stored
+  /// (Buffer::pitch, batch 1 only); 0 for dense rows.
+  int64_t lda = 0, ldb = 0, ldc = 0;
   double alpha = 1;
   /// Zero, one, a constant, or 0 on the window's first micro-batch and 1
   /// after it (accumulation into a gradient buffer).
@@ -106,6 +114,10 @@ struct Gemm {
   enum class BiasGradOf : uint8_t { None, A, B } biasGradOf = BiasGradOf::None;
   int biasGrad = -1;
 };
+
+/// The leading dimension of `g`'s operand 'a', 'b' or 'c' as stored
+/// (row-major): its pitch, or its row length.
+int64_t leadingDim(const Gemm &g, char operand);
 
 /// A kernel from the runtime's kernel library (runtime/include/otc/kernels),
 /// instantiated with compile-time integers and the buffers' element types.

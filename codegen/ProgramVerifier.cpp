@@ -180,9 +180,20 @@ private:
                        std::to_string(matrix) + " elements at stride " + std::to_string(stride) +
                        ", outside its " + std::to_string(p.buffers[b].count()));
     };
-    span(g.a, g.strideA, g.m * g.k);
-    span(g.b, g.strideB, g.k * g.n);
-    span(g.c, g.strideC, g.m * g.n);
+    // A matrix of r rows of c stored ld apart spans (r - 1) ld + c elements;
+    // a leading dimension is a buffer's pitch, for one product.
+    auto matrix = [&](int b, int64_t ld, int64_t rows, int64_t cols) -> int64_t {
+      if (ld != p.buffers[b].pitch || (ld && (g.batch != 1 || ld < cols)))
+        fail(s, b, "is a GEMM operand with leading dimension " + std::to_string(ld) +
+                       " and rows " + std::to_string(p.buffers[b].pitch) +
+                       " apart (0: dense), or a padded one in a batch of products");
+      return rows ? (rows - 1) * (ld ? ld : cols) + cols : 0;
+    };
+    span(g.a, g.strideA, g.transA ? matrix(g.a, g.lda, g.k, g.m) : matrix(g.a, g.lda, g.m, g.k));
+    span(g.b, g.strideB, g.transB ? matrix(g.b, g.ldb, g.n, g.k) : matrix(g.b, g.ldb, g.k, g.n));
+    span(g.c, g.strideC, matrix(g.c, g.ldc, g.m, g.n));
+    if ((g.lda || g.ldb || g.ldc) && (g.bias >= 0 || g.biasGrad >= 0 || g.gelu || g.dgelu))
+      fail(s, g.c, "is a product with an epilogue and a padded operand");
     write(s, g.c);
     epilogue(s, g);
   }
@@ -230,6 +241,10 @@ private:
       return fail(s, -1, std::string(kernelTemplate(c.kernel)) + " has " +
                              std::to_string(c.offsets.size()) + " offsets for " +
                              std::to_string(n) + " buffers");
+    for (int b : c.buffers)
+      if (known(s, b) && p.buffers[b].pitch)
+        return fail(s, b, std::string(kernelTemplate(c.kernel)) +
+                              " reads its tensors dense, and this buffer's rows are padded");
     for (size_t i = 0; i < c.offsets.size(); ++i)
       if (known(s, c.buffers[i]) &&
           (c.offsets[i] < 0 || (c.offsets[i] && c.offsets[i] >= p.buffers[c.buffers[i]].count())))

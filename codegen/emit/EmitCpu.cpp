@@ -171,12 +171,11 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
   if (ta == ElemType::F32 && tc == ElemType::F32) {
     // The product into the preactivation under GELU, then the epilogue: the
     // same sums as an add after the product.
-    int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
     std::string P = g.gelu ? pre : C;
     os << pad << "cblas_sgemm(CblasRowMajor, " << cblasOp(g.transA) << ", " << cblasOp(g.transB)
        << ", " << g.m << ", " << g.n << ", " << g.k << ", " << floatLiteral(g.alpha) << ", "
-       << A << ", " << lda << ", " << B << ", " << ldb << ", " << betaText(g, "first") << ", "
-       << P << ", " << g.n << ");\n";
+       << A << ", " << leadingDim(g, 'a') << ", " << B << ", " << leadingDim(g, 'b') << ", "
+       << betaText(g, "first") << ", " << P << ", " << leadingDim(g, 'c') << ");\n";
     if (g.bias >= 0 || g.gelu)
       os << pad << "otc_kernels::bias_gelu_rows<" << g.m << "LL, " << g.n << "LL, "
          << (g.gelu ? "true" : "false") << ">(" << P << ", " << bias << ", " << C << ");\n";
@@ -191,7 +190,10 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
        << (g.gelu ? "true" : "false") << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B
        << ", " << bias << ", " << pre << ", " << C << ");\n";
   } else { // 16-bit storage: the library's float-accumulating product
-    os << pad << "otc_kernels::gemm_f32acc<" << flags << ">(" << floatLiteral(g.alpha) << ", "
+    std::string lds = g.lda || g.ldb || g.ldc ? ", " + num(g.lda) + "LL, " + num(g.ldb) +
+                                                    "LL, " + num(g.ldc) + "LL"
+                                              : "";
+    os << pad << "otc_kernels::gemm_f32acc<" << flags << lds << ">(" << floatLiteral(g.alpha) << ", "
        << A << ", " << B << ", " << betaText(g, "first") << ", " << C << ");\n";
   }
   if (g.biasGrad >= 0) {

@@ -380,7 +380,7 @@ void emitCudaLaunch(std::ostream &os, const Program &p, const Step &s, const std
 
 // cuBLAS is column-major: row-major C = A B is column-major C^T = B^T A^T.
 void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
-  int64_t lda = g.transA ? g.m : g.k, ldb = g.transB ? g.k : g.n;
+  int64_t lda = leadingDim(g, 'a'), ldb = leadingDim(g, 'b'), ldc = leadingDim(g, 'c');
   ElemType ta = p.buffers[g.a].type, tc = p.buffers[g.c].type;
   std::string beta = g.beta == Gemm::Beta::Zero ? "0.0f"
                      : g.beta == Gemm::Beta::One ? "1.0f" : "(first ? 0.0f : 1.0f)";
@@ -406,13 +406,13 @@ void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
     os << "    OTC_CUBLAS_CHECK(cublasSgemmStridedBatched(handle, " << cudaOp(g.transB) << ", "
        << cudaOp(g.transA) << ", " << g.n << ", " << g.m << ", " << g.k << ", &alpha, " << B
        << ", " << ldb << ", " << g.strideB << ", " << A << ", " << lda << ", " << g.strideA
-       << ", &beta, " << C << ", " << g.n << ", " << g.strideC << ", " << g.batch << "));\n";
+       << ", &beta, " << C << ", " << ldc << ", " << g.strideC << ", " << g.batch << "));\n";
   else // 16-bit operands on tensor cores, summed in float
     os << "    OTC_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, " << cudaOp(g.transB) << ", "
        << cudaOp(g.transA) << ", " << g.n << ", " << g.m << ", " << g.k << ", &alpha, " << B
        << ", " << cudaType(ta) << ", " << ldb << ", " << g.strideB << ", " << A << ", "
        << cudaType(ta) << ", " << lda << ", " << g.strideA << ", &beta, " << C << ", "
-       << cudaType(tc) << ", " << g.n << ", " << g.strideC << ", " << g.batch
+       << cudaType(tc) << ", " << ldc << ", " << g.strideC << ", " << g.batch
        << ", CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));\n";
   os << "  }\n";
 }

@@ -35,6 +35,10 @@ bool finish(Operation *op, Value a, Value b, Value out, otc::Gemm g, Lowering &l
     if (g.c < 0)
       return false;
   }
+  // Padded rows (Lowering::padRows): the pitch is the leading dimension.
+  g.lda = bufs[g.a].pitch;
+  g.ldb = bufs[g.b].pitch;
+  g.ldc = bufs[g.c].pitch;
   l.newStep(Step::Gemm, op).gemm = g;
   return true;
 }

@@ -98,6 +98,18 @@ TEST_F(ProgramVerifierTest, GemmBatchOutOfBounds) {
             std::string::npos);
 }
 
+TEST_F(ProgramVerifierTest, GemmLeadingDimensionIsThePitch) {
+  // A padded operand read dense, then a leading dimension with no padding
+  // behind it.
+  program.buffers[tanhBuffer].pitch = 12;
+  EXPECT_NE(rejected(gemm, tanhBuffer).find("leading dimension 0 and rows 12 apart"),
+            std::string::npos);
+  program.buffers[tanhBuffer].pitch = 0;
+  program.steps[gemm].gemm.lda = 12;
+  EXPECT_NE(rejected(gemm, tanhBuffer).find("leading dimension 12 and rows 0 apart"),
+            std::string::npos);
+}
+
 TEST_F(ProgramVerifierTest, OverlappingLiveBuffers) {
   // The product's result and its operand are live together at the product.
   program.buffers[productBuffer].offset = program.buffers[tanhBuffer].offset;

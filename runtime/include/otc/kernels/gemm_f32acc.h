@@ -10,11 +10,12 @@ namespace otc_kernels {
 
 /// Calls `out(i, j, acc)` with each element's float32 sum over K, in index
 /// order: the one loop under every float-accumulating product and its
-/// epilogues (gemm_epilogue.h).
-template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
-          class TB, class Out>
+/// epilogues (gemm_epilogue.h). LDA and LDB are the operands' row pitches
+/// where their rows are padded (0: dense).
+template <bool TransA, bool TransB, long long M, long long N, long long K, long long LDA = 0,
+          long long LDB = 0, class TA, class TB, class Out>
 void gemm_f32acc_each(const TA *A, const TB *B, Out out) {
-  constexpr long long lda = TransA ? M : K, ldb = TransB ? K : N;
+  constexpr long long lda = LDA ? LDA : TransA ? M : K, ldb = LDB ? LDB : TransB ? K : N;
 #pragma omp parallel for if (M * N * K > (1 << 18))
   for (long long i = 0; i < M; ++i) {
     for (long long j = 0; j < N; ++j) {
@@ -27,12 +28,14 @@ void gemm_f32acc_each(const TA *A, const TB *B, Out out) {
   }
 }
 
-template <bool TransA, bool TransB, long long M, long long N, long long K, class TA,
-          class TB, class TC>
+template <bool TransA, bool TransB, long long M, long long N, long long K, long long LDA = 0,
+          long long LDB = 0, long long LDC = 0, class TA, class TB, class TC>
 void gemm_f32acc(float alpha, const TA *A, const TB *B, float beta, TC *C) {
-  gemm_f32acc_each<TransA, TransB, M, N, K>(A, B, [&](long long i, long long j, float acc) {
-    float prior = beta == 0.0f ? 0.0f : beta * otc_ld(C[i * N + j]);
-    otc_store(&C[i * N + j], alpha * acc + prior);
+  constexpr long long ldc = LDC ? LDC : N;
+  gemm_f32acc_each<TransA, TransB, M, N, K, LDA, LDB>(A, B, [&](long long i, long long j,
+                                                                 float acc) {
+    float prior = beta == 0.0f ? 0.0f : beta * otc_ld(C[i * ldc + j]);
+    otc_store(&C[i * ldc + j], alpha * acc + prior);
   });
 }
 
