@@ -21,10 +21,13 @@ namespace otc {
 namespace {
 
 /// Whether the GEMM `op` reads (operand < 2) or writes (operand < 0) a
-/// value as a plain matrix, with no epilogue that reads it dense.
+/// value as a matrix with a leading dimension: A, B and C of a product with
+/// a bias or a bias gradient as its epilogue, or none (the GELU epilogues
+/// keep their preactivation dense beside C).
 bool plainGemm(Operation *op, int operand) {
-  auto g = dyn_cast<GemmOp>(op);
-  return g && !g.getC() && operand < 2;
+  if (auto g = dyn_cast<GemmOp>(op))
+    return operand < 2;
+  return isa<GemmBiasGradOp>(op) && operand < 2;
 }
 
 } // namespace
@@ -74,8 +77,10 @@ void Lowering::padRows() {
     if (buf.place != Buffer::Place::Arena || buf.lowCopy || !isFloat(buf.type) ||
         buf.shape.size() < 2)
       continue;
+    // Rows narrower than 64 elements are left dense: their padding would
+    // add up to a tenth of the matrix to products too small to gain.
     int64_t width = buf.shape.back(), align = 16 / byteSize(buf.type);
-    if (width < 2 || width % align == 0)
+    if (width < 64 || width % align == 0)
       continue;
     bool ok = true, gemm = false;
     for (Value v : values) {

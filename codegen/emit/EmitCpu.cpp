@@ -178,7 +178,8 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
        << betaText(g, "first") << ", " << P << ", " << leadingDim(g, 'c') << ");\n";
     if (g.bias >= 0 || g.gelu)
       os << pad << "otc_kernels::bias_gelu_rows<" << g.m << "LL, " << g.n << "LL, "
-         << (g.gelu ? "true" : "false") << ">(" << P << ", " << bias << ", " << C << ");\n";
+         << (g.gelu ? "true" : "false") << (g.ldc && !g.gelu ? ", " + num(g.ldc) + "LL" : "")
+         << ">(" << P << ", " << bias << ", " << C << ");\n";
     if (g.dgelu)
       os << pad << "otc_kernels::dgelu_rows<" << g.m << "LL, " << g.n << "LL>(" << C << ", "
          << bufferName(g.aux) << ");\n";
@@ -187,7 +188,11 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
        << ", " << A << ", " << B << ", " << bufferName(g.aux) << ", " << C << ");\n";
   } else if (g.bias >= 0 || g.gelu) { // the epilogue before the one rounding
     os << pad << "otc_kernels::gemm_f32acc_epilogue<" << flags << ", "
-       << (g.gelu ? "true" : "false") << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B
+       << (g.gelu ? "true" : "false")
+       << (g.lda || g.ldb || g.ldc ? ", " + num(g.lda) + "LL, " + num(g.ldb) + "LL, " +
+                                         num(g.ldc) + "LL"
+                                   : "")
+       << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B
        << ", " << bias << ", " << pre << ", " << C << ");\n";
   } else { // 16-bit storage: the library's float-accumulating product
     std::string lds = g.lda || g.ldb || g.ldc ? ", " + num(g.lda) + "LL, " + num(g.ldb) +
@@ -204,7 +209,9 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
     int64_t len = ofA ? g.m : g.n;
     int64_t rows = overRows ? g.k : len, cols = overRows ? len : g.k;
     os << pad << "otc_kernels::contraction_sums<" << rows << "LL, " << cols << "LL, "
-       << (overRows ? "false" : "true") << ">(" << (ofA ? A : B) << ", "
+       << (overRows ? "false" : "true")
+       << ((ofA ? g.lda : g.ldb) ? ", " + num(ofA ? g.lda : g.ldb) + "LL" : "") << ">("
+       << (ofA ? A : B) << ", "
        << bufferName(g.biasGrad) << ");\n";
   }
   if (g.batch > 1)

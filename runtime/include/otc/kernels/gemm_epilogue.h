@@ -18,23 +18,24 @@
 
 namespace otc_kernels {
 
-/// Sums of the stored [Rows, Cols] matrix x over its rows (Cols of them)
-/// or, with AlongCols, over its columns (Rows of them), in float32, in index
-/// order.
-template <long long Rows, long long Cols, bool AlongCols, class T, class TO>
+/// Sums of the stored [Rows, Cols] matrix x (rows LD apart; 0: dense) over
+/// its rows (Cols of them) or, with AlongCols, over its columns (Rows of
+/// them), in float32, in index order.
+template <long long Rows, long long Cols, bool AlongCols, long long LD = 0, class T, class TO>
 void contraction_sums(const T *x, TO *out) {
+  constexpr long long ld = LD ? LD : Cols;
   if constexpr (AlongCols) {
     for (long long r = 0; r < Rows; ++r) {
       float acc = 0.0f;
       for (long long c = 0; c < Cols; ++c)
-        acc += otc_ld(x[r * Cols + c]);
+        acc += otc_ld(x[r * ld + c]);
       otc_store(&out[r], acc);
     }
   } else {
     std::vector<float> acc(Cols, 0.0f);
     for (long long r = 0; r < Rows; ++r)
       for (long long c = 0; c < Cols; ++c)
-        acc[c] += otc_ld(x[r * Cols + c]);
+        acc[c] += otc_ld(x[r * ld + c]);
     for (long long c = 0; c < Cols; ++c)
       otc_store(&out[c], acc[c]);
   }
@@ -69,15 +70,16 @@ void gemm_f32acc_dgelu(float alpha, const TA *A, const TB *B, const TC *pre, TC 
   });
 }
 
-/// The float32 product in `pre` plus the bias (when given); with Gelu, C
-/// the GELU of that sum and `pre` the sum.
-template <long long M, long long N, bool Gelu, class TV, class TC>
+/// The float32 product in `pre` (rows LDP apart; 0: dense) plus the bias
+/// (when given); with Gelu, C the GELU of that sum and `pre` the sum.
+template <long long M, long long N, bool Gelu, long long LDP = 0, class TV, class TC>
 void bias_gelu_rows(float *pre, const TV *bias, TC *c) {
+  constexpr long long ldp = LDP ? LDP : N;
 #pragma omp parallel for if (M * N > (1 << 16))
   for (long long i = 0; i < M; ++i)
     for (long long j = 0; j < N; ++j) {
-      float v = pre[i * N + j] + (bias ? otc_ld(bias[j]) : 0.0f);
-      pre[i * N + j] = v;
+      float v = pre[i * ldp + j] + (bias ? otc_ld(bias[j]) : 0.0f);
+      pre[i * ldp + j] = v;
       if constexpr (Gelu)
         otc_store(&c[i * N + j], gelu_tanh(v));
     }
@@ -85,17 +87,22 @@ void bias_gelu_rows(float *pre, const TV *bias, TC *c) {
 
 /// The 16-bit product with its bias added in float32 (when given), rounded
 /// once; with Gelu, C its GELU and `pre` the sum, each rounded once.
+/// LDA, LDB, LDC: padded rows (0: dense), without Gelu.
 template <bool TransA, bool TransB, long long M, long long N, long long K, bool Gelu,
-          class TA, class TB, class TV, class TC>
+          long long LDA = 0, long long LDB = 0, long long LDC = 0, class TA, class TB, class TV,
+          class TC>
 void gemm_f32acc_epilogue(float alpha, const TA *A, const TB *B, const TV *bias, TC *pre,
                           TC *C) {
-  gemm_f32acc_each<TransA, TransB, M, N, K>(A, B, [&](long long i, long long j, float acc) {
+  static_assert(!Gelu || LDC == 0, "the preactivation is dense beside a dense C");
+  constexpr long long ldc = LDC ? LDC : N;
+  gemm_f32acc_each<TransA, TransB, M, N, K, LDA, LDB>(A, B, [&](long long i, long long j,
+                                                                 float acc) {
     float v = alpha * acc + (bias ? otc_ld(bias[j]) : 0.0f);
     if constexpr (Gelu) {
       otc_store(&pre[i * N + j], v);
       v = gelu_tanh(v);
     }
-    otc_store(&C[i * N + j], v);
+    otc_store(&C[i * ldc + j], v);
   });
 }
 
@@ -142,15 +149,17 @@ inline unsigned lt_alignment(const void *p) {
 // when they are float32.
 template <class TC, class TV>
 __global__ void bias_gelu_kernel(long long rows, long long n, const float *product,
-                                 const TV *bias, bool gelu, TC *pre, TC *c) {
+                                 long long ldp, const TV *bias, bool gelu, TC *pre, TC *c,
+                                 long long ldc) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < rows * n;
        i += (long long)gridDim.x * blockDim.x) {
-    float v = product[i] + (bias ? otc_ld(bias[i % n]) : 0.0f);
+    long long r = i / n, col = i % n;
+    float v = product[r * ldp + col] + (bias ? otc_ld(bias[col]) : 0.0f);
     if (gelu) {
       otc_store(&pre[i], v);
       v = gelu_tanh(v);
     }
-    otc_store(&c[i], v);
+    otc_store(&c[r * ldc + col], v);
   }
 }
 
@@ -181,13 +190,14 @@ inline float *fallback_scratch(size_t bytes) {
 // Sums over the rows of a stored [rows, cols] matrix: 32 columns a block,
 // eight lanes of rows each, then a fixed-order tree (deterministic).
 template <class T, class TO>
-__global__ void sum_rows_kernel(long long rows, long long cols, const T *x, TO *out) {
+__global__ void sum_rows_kernel(long long rows, long long cols, long long ld, const T *x,
+                                TO *out) {
   __shared__ float part[8][33];
   long long c = blockIdx.x * 32LL + threadIdx.x;
   float acc = 0.0f;
   if (c < cols)
     for (long long r = threadIdx.y; r < rows; r += 8)
-      acc += otc_ld(x[r * cols + c]);
+      acc += otc_ld(x[r * ld + c]);
   part[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
@@ -199,13 +209,14 @@ __global__ void sum_rows_kernel(long long rows, long long cols, const T *x, TO *
 
 // Sums over the columns: a warp per row.
 template <class T, class TO>
-__global__ void sum_cols_kernel(long long rows, long long cols, const T *x, TO *out) {
+__global__ void sum_cols_kernel(long long rows, long long cols, long long ld, const T *x,
+                                TO *out) {
   long long r = blockIdx.x * 8LL + threadIdx.y;
   if (r >= rows)
     return;
   float acc = 0.0f;
   for (long long c = threadIdx.x; c < cols; c += 32)
-    acc += otc_ld(x[r * cols + c]);
+    acc += otc_ld(x[r * ld + c]);
   acc = otc_warp_sum(acc);
   if (threadIdx.x == 0)
     otc_store(&out[r], acc);
@@ -214,9 +225,9 @@ __global__ void sum_cols_kernel(long long rows, long long cols, const T *x, TO *
 /// Makes `plan` for these shapes, types and pointers' alignment: fused when
 /// cuBLASLt has an algorithm for the epilogue.
 inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bool transA,
-                    bool transB, long long m, long long n, long long k, cudaDataType_t ab,
-                    cudaDataType_t dt, GemmEpilogue epi, void *vec, void *aux,
-                    unsigned alignment) {
+                    bool transB, long long m, long long n, long long k, long long lda,
+                    long long ldb, long long ldc, cudaDataType_t ab, cudaDataType_t dt,
+                    GemmEpilogue epi, void *vec, void *aux, unsigned alignment) {
   if (plan.made) {
     cublasLtMatmulDescDestroy(plan.desc);
     cublasLtMatrixLayoutDestroy(plan.a);
@@ -253,9 +264,9 @@ inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bo
         plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
   }
   long long ar = transB ? k : n, ac = transB ? n : k, br = transA ? m : k, bc = transA ? k : m;
-  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, ab, ar, ac, ar));
-  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, ab, br, bc, br));
-  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, dt, n, m, n));
+  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, ab, ar, ac, ldb));
+  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, ab, br, bc, lda));
+  OTC_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, dt, n, m, ldc));
   cublasLtMatmulPreference_t pref;
   OTC_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   uint64_t ws = workspaceBytes;
@@ -279,12 +290,17 @@ inline void lt_plan(LtPlan &plan, cublasLtHandle_t lt, size_t workspaceBytes, bo
 /// The Gemm step with an epilogue on `stream`: `vec` is the bias (read;
 /// null for Gelu) or the bias gradient (written), `aux` the GELU's
 /// preactivation (written; read under Dgelu; null for the others). cuBLAS's `handle` is also
-/// a cuBLASLt handle (a documented cast); `workspace` is the one it was given.
+/// a cuBLASLt handle (a documented cast); `workspace` is the one it was given. `lda`,
+/// `ldb`, `ldc`: padded rows (0: dense), with a bias or a bias gradient only.
 template <class TA, class TC, class TV>
 void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, void *workspace,
                    size_t workspaceBytes, bool transA, bool transB, long long m, long long n,
                    long long k, float alpha, const TA *A, const TA *B, float beta, TC *C,
-                   GemmEpilogue epi, TV *vec, TC *aux) {
+                   GemmEpilogue epi, TV *vec, TC *aux, long long lda = 0, long long ldb = 0,
+                   long long ldc = 0) {
+  lda = lda ? lda : transA ? m : k;
+  ldb = ldb ? ldb : transB ? k : n;
+  ldc = ldc ? ldc : n;
   bool gelu = epi == GemmEpilogue::Gelu || epi == GemmEpilogue::BiasGelu;
   bool dgelu = epi == GemmEpilogue::Dgelu;
   constexpr cudaDataType_t ab = cuda_type<TA>(), dt = cuda_type<TC>();
@@ -301,8 +317,8 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
   for (const void *p : {(const void *)B, (const void *)C, (const void *)vec, (const void *)aux})
     alignment = alignment < lt_alignment(p) ? alignment : lt_alignment(p);
   if (typed && (!plan.made || alignment < plan.alignment))
-    lt_plan(plan, (cublasLtHandle_t)handle, workspaceBytes, transA, transB, m, n, k, ab, dt, epi,
-            vec, aux, alignment);
+    lt_plan(plan, (cublasLtHandle_t)handle, workspaceBytes, transA, transB, m, n, k, lda, ldb,
+            ldc, ab, dt, epi, vec, aux, alignment);
   if (typed && plan.fused) {
     OTC_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
         plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof(vec)));
@@ -315,7 +331,6 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
     return;
   }
   // Unfused: the product, then the epilogue as a pass of its own.
-  long long lda = transA ? m : k, ldb = transB ? k : n;
   cublasOperation_t opA = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opB = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (epi == GemmEpilogue::Bias || gelu || dgelu) {
@@ -328,10 +343,13 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
     float *scratch = f32 ? nullptr : fallback_scratch(size_t(chunk * n) * 4);
     for (long long r0 = 0; r0 < m; r0 += chunk) {
       long long rows = m - r0 < chunk ? m - r0 : chunk;
-      float *product = f32 ? reinterpret_cast<float *>(gelu ? aux : C) + r0 * n : scratch;
-      const TA *a = A + (transA ? r0 : r0 * k);
+      // A float32 C holds its own product, at its pitch; the preactivation
+      // and the scratch are dense.
+      long long ldp = f32 && !gelu ? ldc : n;
+      float *product = f32 ? reinterpret_cast<float *>(gelu ? aux : C) + r0 * ldp : scratch;
+      const TA *a = A + (transA ? r0 : r0 * lda);
       OTC_CUBLAS_CHECK(cublasGemmEx(handle, opB, opA, n, rows, k, &alpha, B, ab, ldb, a, ab, lda,
-                                    &beta, product, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                    &beta, product, CUDA_R_32F, ldp, CUBLAS_COMPUTE_32F,
                                     CUBLAS_GEMM_DEFAULT));
       long long blocks = (rows * n + 255) / 256;
       if (dgelu)
@@ -339,13 +357,13 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
                                                                         aux + r0 * n, C + r0 * n);
       else
         bias_gelu_kernel<<<blocks < 4096 ? blocks : 4096, 256, 0, stream>>>(
-            rows, n, product, vec, gelu, aux ? aux + r0 * n : aux, C + r0 * n);
+            rows, n, product, ldp, vec, gelu, aux ? aux + r0 * n : aux, C + r0 * ldc, ldc);
       OTC_CUDA_CHECK(cudaGetLastError());
     }
     return;
   }
   OTC_CUBLAS_CHECK(cublasGemmEx(handle, opB, opA, n, m, k, &alpha, B, ab, ldb, A, ab, lda, &beta,
-                                C, dt, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                C, dt, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   {
     // The summed operand as stored, and whether its contraction index runs
     // along its rows (then the sums are over rows) or its columns.
@@ -355,11 +373,11 @@ void gemm_epilogue(LtPlan &plan, cublasHandle_t handle, cudaStream_t stream, voi
     long long len = ofA ? m : n;
     // op(A) [m, k]: stored [k, m] when transposed, so the sums run over rows.
     bool overRows = ofA ? trans : !trans;
-    long long rows = overRows ? k : len, cols = overRows ? len : k;
+    long long rows = overRows ? k : len, cols = overRows ? len : k, ld = ofA ? lda : ldb;
     if (overRows)
-      sum_rows_kernel<<<(cols + 31) / 32, dim3(32, 8), 0, stream>>>(rows, cols, x, vec);
+      sum_rows_kernel<<<(cols + 31) / 32, dim3(32, 8), 0, stream>>>(rows, cols, ld, x, vec);
     else
-      sum_cols_kernel<<<(rows + 7) / 8, dim3(32, 8), 0, stream>>>(rows, cols, x, vec);
+      sum_cols_kernel<<<(rows + 7) / 8, dim3(32, 8), 0, stream>>>(rows, cols, ld, x, vec);
   }
   OTC_CUDA_CHECK(cudaGetLastError());
 }
