@@ -27,6 +27,20 @@ for dir in "$root"/test/zoo/fixtures/*/; do
   cp -r "$dir/data" "$dir/train_flags" "$out/zoo/$case/"
   if [ -e "$dir/expected.npz" ]; then cp "$dir/expected.npz" "$out/zoo/$case/"; fi
 done
+# Padded rows (test/lit/codegen/pad-rows.test on the CPU): a 101-class
+# classifier, with and without its head's bias, in bf16 with its logits
+# padded and dense (OTC_PAD_ROWS=0): cuBLAS and cuBLASLt at ld 104.
+mkdir -p "$out/pad"
+for v in plain bias; do
+  "$py" "$root/test/lit/Inputs/make_odd_classes.py" "$out/pad/$v.onnx" "$out/pad/${v}_data" \
+    $([ $v = bias ] && echo bias)
+  for mode in padded dense; do
+    OTC_PAD_ROWS=$([ $mode = padded ] && echo 1 || echo 0) otc_compile "$out/pad/$v.onnx" \
+      -o "$out/pad/${v}_$mode" --target cuda --precision bf16 --optimizer sgd --micro-batch 8 \
+      --loss cross-entropy:logits
+  done
+  rm "$out/pad/$v.onnx"
+done
 # The step boundary (test/e2e/schedule_clip.test): the zoo's GPT with
 # token-weighted windows, warmup + cosine, clipping and --no-decay, against
 # the float32 PyTorch reference made here; and SIGKILL + resume on the
