@@ -60,6 +60,11 @@ void Lowering::padRows() {
           continue;
         }
         const StepRule *step = rules.stepRule(user);
+        // A slice read in place by a library call, or a transpose read by
+        // a GEMM's flag, reads the buffer dense.
+        if (user->getNumResults() == 1 && (rowViews.count(user->getResult(0)) ||
+                                           transposedViews.count(user->getResult(0))))
+          return false;
         if (plainGemm(user, int(k))) {
           gemm = true;
         } else if (isa<func::ReturnOp, AccumulateOp, AssignOp>(user) ||
@@ -84,6 +89,11 @@ void Lowering::padRows() {
       continue;
     bool ok = true, gemm = false;
     for (Value v : values) {
+      // Library calls' results written into its rows (a concat's pieces).
+      if (rowsWrittenFrom.count(v)) {
+        ok = false;
+        break;
+      }
       // Written by a plain GEMM (its C) or by Lowering::store.
       Operation *def = v.getDefiningOp();
       const StepRule *step = def ? rules.stepRule(def) : nullptr;
