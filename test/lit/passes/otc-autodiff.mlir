@@ -44,3 +44,22 @@ func.func @fanout(%a: tensor<2x3xf32> {otc.param = "a", otc.trainable},
   %l = otc.softmax_cross_entropy %z, %labels : tensor<2x3xf32>, tensor<2xi64> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// relu's gradient reads the ReLU's output, not its input (positive exactly
+// where the input is, NaN included, as PyTorch's threshold_backward reads
+// it): the output is kept for the next layer anyway, so the input need not
+// be kept for the backward.
+// CHECK-LABEL: func.func @relu_reads_output
+// CHECK: %[[H:.*]] = otc.mul
+// CHECK: %[[R:.*]] = otc.relu %[[H]]
+// CHECK: otc.relu_grad %{{.*}}, %[[R]]
+// CHECK-NOT: otc.relu_grad %{{.*}}, %[[H]]
+func.func @relu_reads_output(%w: tensor<4xf32> {otc.param = "w", otc.trainable},
+                             %x: tensor<4xf32> {otc.input = "x"}) -> (tensor<f32> {otc.loss}) {
+  %h = otc.mul %w, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %r = otc.relu %h : tensor<4xf32>
+  %l = otc.reduce_sum %r [0] : tensor<4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
