@@ -5,6 +5,8 @@
 #include "Targets.h"
 #include "../Lowering.h"
 
+#include <functional>
+
 namespace otc {
 namespace {
 
@@ -53,13 +55,62 @@ void elementwise(std::ostream &os, const Program &p, const Step &s) {
     os << "  }\n";
 }
 
-std::string simdReductions(const Step &s, const LoopInfo &info, int pass) {
-  std::string clauses;
+constexpr int kLanes = 8; // a row reduction's partial sums
+
+/// One pass over a row, its reductions summed in an order the program
+/// fixes: element c into lane c mod 8 in order, then the lanes pairwise.
+/// An `omp simd reduction` leaves the order to the host compiler, which
+/// picks its vector partial sums by the loop's body: then a recomputed
+/// LayerNorm that loads its input sums it otherwise than the original that
+/// computed it (the residual add hosted in it), and recompute is not
+/// bitwise neutral. The lanes are independent, so the loop still
+/// vectorises.
+void rowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
+             std::vector<char> &defined) {
+  const Step &s = info.step;
+  np.emit(os, info.allRoots(), defined, "    ", info.outerAfter(pass));
+  std::vector<size_t> ks;
+  std::vector<int> bodies;
   for (size_t k = 0; k < s.reductions.size(); ++k)
-    if (info.pass[k] == pass)
-      clauses += std::string(" reduction(") + (s.reductions[k].kind == Reduction::Sum ? "+" : "max") +
-                 ":a" + num(k) + ")";
-  return "#pragma omp simd" + clauses + "\n";
+    if (info.pass[k] == pass) {
+      os << "    float a" << k << "l[" << kLanes << "];\n    for (int l = 0; l < " << kLanes
+         << "; ++l) a" << k << "l[l] = " << reductionInit(s.reductions[k].kind) << ";\n";
+      ks.push_back(k);
+      bodies.push_back(s.reductions[k].node);
+    }
+  auto body = [&](const std::string &at, const std::string &indent) {
+    os << indent << "const long long col = " << at << ";\n"
+       << coords(s, info.reducedDims, "col", "long long", indent);
+    std::vector<char> scope = defined;
+    np.emit(os, bodies, scope, indent);
+    for (size_t k : ks)
+      os << indent
+         << reductionUpdate(s.reductions[k].kind, "a" + num(k) + "l[l]", var(s.reductions[k].node))
+         << "\n";
+  };
+  int64_t full = info.cols / kLanes * kLanes;
+  if (full) {
+    os << "    for (long long cb = 0; cb < " << full << "; cb += " << kLanes << ") {\n"
+       << "#pragma omp simd\n      for (int l = 0; l < " << kLanes << "; ++l) {\n";
+    body("cb + l", "        ");
+    os << "      }\n    }\n";
+  }
+  if (info.cols > full) {
+    os << "    for (int l = 0; l < " << info.cols - full << "; ++l) {\n";
+    body(num(full) + " + l", "      ");
+    os << "    }\n";
+  }
+  for (size_t k : ks) {
+    bool sum = s.reductions[k].kind == Reduction::Sum;
+    auto lane = [&](int l) { return "a" + num(k) + "l[" + num(l) + "]"; };
+    std::function<std::string(int, int)> tree = [&](int lo, int n) -> std::string {
+      if (n == 1)
+        return lane(lo);
+      std::string a = tree(lo, n / 2), b = tree(lo + n / 2, n / 2);
+      return sum ? "(" + a + " + " + b + ")" : "fmaxf(" + a + ", " + b + ")";
+    };
+    os << "    float a" << k << " = " << tree(0, kLanes) << ";\n";
+  }
 }
 
 // A row per kept index; the reduced dims are the row, walked once per pass.
@@ -72,7 +123,7 @@ void rows(std::ostream &os, const Program &p, const Step &s) {
   os << parallelFor(s) << "  for (long long row = 0; row < " << info.rows << "; ++row) {\n"
      << coords(s, info.kept, "row", "long long", "    ");
   for (int pass = 0; pass < info.passes; ++pass)
-    emitRowPass(os, np, info, pass, defined, simdReductions(s, info, pass) + colLoop);
+    rowPass(os, np, info, pass, defined);
   np.emit(os, info.storeRoots(false), defined, "    ");
   for (size_t i = 0; i < s.stores.size(); ++i)
     if (!info.innerStore[i])

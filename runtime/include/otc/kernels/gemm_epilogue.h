@@ -41,9 +41,13 @@ void contraction_sums(const T *x, TO *out) {
   }
 }
 
-/// PyTorch's gelu(approximate="tanh"), the form cuBLASLt's epilogue has.
+/// PyTorch's gelu(approximate="tanh"), the form cuBLASLt's epilogue has,
+/// with the operations in the order of otc.gelu's elementwise form
+/// (codegen/rules/Elementwise.cpp): a GELU that otc-recompute computes
+/// again from the kept product then has the epilogue's bits on the CPU.
 OTC_HD float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  float cube = x * x * x;
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * cube)));
 }
 
 /// gelu_tanh'(x), the factor of cuBLASLt's DGELU epilogue.
@@ -86,7 +90,9 @@ void bias_gelu_rows(float *pre, const TV *bias, TC *c) {
 }
 
 /// The 16-bit product with its bias added in float32 (when given), rounded
-/// once; with Gelu, C its GELU and `pre` the sum, each rounded once.
+/// once; with Gelu, `pre` that sum and C the GELU of `pre` as stored, as an
+/// unfused GEMM and GELU compute it (PyTorch's linear, then gelu): a GELU
+/// that otc-recompute computes again from the kept `pre` has its bits.
 /// LDA, LDB, LDC: padded rows (0: dense), without Gelu.
 template <bool TransA, bool TransB, long long M, long long N, long long K, bool Gelu,
           long long LDA = 0, long long LDB = 0, long long LDC = 0, class TA, class TB, class TV,
@@ -100,7 +106,7 @@ void gemm_f32acc_epilogue(float alpha, const TA *A, const TB *B, const TV *bias,
     float v = alpha * acc + (bias ? otc_ld(bias[j]) : 0.0f);
     if constexpr (Gelu) {
       otc_store(&pre[i * N + j], v);
-      v = gelu_tanh(v);
+      v = gelu_tanh(otc_ld(pre[i * N + j]));
     }
     otc_store(&C[i * ldc + j], v);
   });
@@ -155,9 +161,9 @@ __global__ void bias_gelu_kernel(long long rows, long long n, const float *produ
        i += (long long)gridDim.x * blockDim.x) {
     long long r = i / n, col = i % n;
     float v = product[r * ldp + col] + (bias ? otc_ld(bias[col]) : 0.0f);
-    if (gelu) {
+    if (gelu) { // of the preactivation as stored (gemm_f32acc_epilogue)
       otc_store(&pre[i], v);
-      v = gelu_tanh(v);
+      v = gelu_tanh(otc_ld(pre[i]));
     }
     otc_store(&c[r * ldc + col], v);
   }

@@ -1,0 +1,32 @@
+"""A small GPT-2 as bench/gpu_train exports it (tanh GELU, which becomes
+a GEMM epilogue; the residual stream in float32 with the add hosted in
+each LayerNorm; a tied head over a vocabulary of 101, whose logits are
+padded), and random token data: the recompute neutrality check of
+recompute_gpt2.test.
+
+usage: make_bench_gpt.py OUT.onnx DATA_DIR
+"""
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "gpu_train"))
+import models  # noqa: E402
+
+out, data = sys.argv[1], Path(sys.argv[2])
+torch.manual_seed(0)
+m = models.GPT2(vocab=101, t=16, d=32, heads=2, layers=2, sdpa=False, checkpoint=False)
+tokens = torch.randint(0, 101, (2, 16))
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    torch.onnx.export(m, (tokens, tokens), out, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=["tokens", "targets"], output_names=["loss"],
+                      dynamic_axes={"tokens": {0: "batch"}, "targets": {0: "batch"}})
+rng = np.random.default_rng(1)
+data.mkdir(parents=True, exist_ok=True)
+np.save(data / "tokens.npy", rng.integers(0, 101, (8, 16)).astype(np.int64))
+np.save(data / "targets.npy", rng.integers(0, 101, (8, 16)).astype(np.int64))
