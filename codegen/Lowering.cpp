@@ -869,11 +869,9 @@ int Lowering::expr(NodeBuilder &b, Value v, const DimMap &map, bool compute) {
 }
 
 void Lowering::store(NodeBuilder &b, Value result, int node, const DimMap &map) {
-  std::vector<int64_t> strides(b.getStep().shape.size(), 0);
-  auto own = stridesOf(shapeOf(result));
-  for (size_t j = 0; j < map.size(); ++j)
-    if (map[j] >= 0)
-      strides[map[j]] += own[j];
+  // A target (a result, the loss, a gradient buffer) is dense.
+  std::vector<int64_t> strides =
+      mapStrides(stridesOf(shapeOf(result)), map, b.getStep().shape.size());
   stored.insert(result);
   // Elementwise consumers fed here (StepRule::feeds): computed from this
   // node, rounded as a load of the stored value would be, and stored too.

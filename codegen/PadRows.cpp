@@ -24,10 +24,8 @@ namespace {
 /// value as a matrix with a leading dimension: A, B and C of a product with
 /// a bias or a bias gradient as its epilogue, or none (the GELU epilogues
 /// keep their preactivation dense beside C).
-bool plainGemm(Operation *op, int operand) {
-  if (auto g = dyn_cast<GemmOp>(op))
-    return operand < 2;
-  return isa<GemmBiasGradOp>(op) && operand < 2;
+bool gemmMatrix(Operation *op, int operand) {
+  return isa<GemmOp, GemmBiasGradOp>(op) && operand < 2;
 }
 
 } // namespace
@@ -65,7 +63,7 @@ void Lowering::padRows() {
         if (user->getNumResults() == 1 && (rowViews.count(user->getResult(0)) ||
                                            transposedViews.count(user->getResult(0))))
           return false;
-        if (plainGemm(user, int(k))) {
+        if (gemmMatrix(user, int(k))) {
           gemm = true;
         } else if (isa<func::ReturnOp, AccumulateOp, AssignOp>(user) ||
                    (!rules.elementwiseRule(user) &&
@@ -94,10 +92,10 @@ void Lowering::padRows() {
         ok = false;
         break;
       }
-      // Written by a plain GEMM (its C) or by Lowering::store.
+      // Written by a GEMM (its C) or by Lowering::store.
       Operation *def = v.getDefiningOp();
       const StepRule *step = def ? rules.stepRule(def) : nullptr;
-      if (def && plainGemm(def, -1))
+      if (def && gemmMatrix(def, -1))
         gemm = true;
       else if (!def || (step && step->output != StepRule::Output::Store) ||
                (!step && !rules.elementwiseRule(def)) || shapeOf(v).back() != width)

@@ -272,6 +272,13 @@ std::string kernelArgs(const LoopInfo &info, bool scalarsInMemory) {
   return s;
 }
 
+std::string leadingDimArgs(const Gemm &g) {
+  if (!g.lda && !g.ldb && !g.ldc)
+    return "";
+  return ", " + std::to_string(g.lda) + "LL, " + std::to_string(g.ldb) + "LL, " +
+         std::to_string(g.ldc) + "LL";
+}
+
 void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
   os << "  otc_kernels::" << kernelTemplate(call.kernel);
   if (!call.constants.empty()) {

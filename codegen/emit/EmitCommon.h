@@ -87,6 +87,10 @@ std::string coords(const Step &s, const std::vector<int> &dims, const std::strin
 /// words come from device memory (otc_step_scalars), not parameters.
 std::string kernelParams(const Program &p, const LoopInfo &info, bool scalarsInMemory = false);
 std::string kernelArgs(const LoopInfo &info, bool scalarsInMemory = false);
+/// ", LDALL, LDBLL, LDCLL" for a product with padded rows (Buffer::pitch;
+/// 0 for a dense operand), appended to the kernel library's GEMM
+/// arguments; empty when all three are dense.
+std::string leadingDimArgs(const Gemm &g);
 /// `0.0f` or `-INFINITY`: where a reduction starts.
 const char *reductionInit(Reduction::Kind k);
 /// `acc = acc + v` or `acc = fmaxf(acc, v)`.

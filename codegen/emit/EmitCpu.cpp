@@ -239,17 +239,10 @@ void emitCpuGemm(std::ostream &os, const Program &p, const Gemm &g) {
        << ", " << A << ", " << B << ", " << bufferName(g.aux) << ", " << C << ");\n";
   } else if (g.bias >= 0 || g.gelu) { // the epilogue before the one rounding
     os << pad << "otc_kernels::gemm_f32acc_epilogue<" << flags << ", "
-       << (g.gelu ? "true" : "false")
-       << (g.lda || g.ldb || g.ldc ? ", " + num(g.lda) + "LL, " + num(g.ldb) + "LL, " +
-                                         num(g.ldc) + "LL"
-                                   : "")
-       << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B
+       << (g.gelu ? "true" : "false") << leadingDimArgs(g) << ">(" << floatLiteral(g.alpha) << ", " << A << ", " << B
        << ", " << bias << ", " << pre << ", " << C << ");\n";
   } else { // 16-bit storage: the library's float-accumulating product
-    std::string lds = g.lda || g.ldb || g.ldc ? ", " + num(g.lda) + "LL, " + num(g.ldb) +
-                                                    "LL, " + num(g.ldc) + "LL"
-                                              : "";
-    os << pad << "otc_kernels::gemm_f32acc<" << flags << lds << ">(" << floatLiteral(g.alpha) << ", "
+    os << pad << "otc_kernels::gemm_f32acc<" << flags << leadingDimArgs(g) << ">(" << floatLiteral(g.alpha) << ", "
        << A << ", " << B << ", " << betaText(g, "first") << ", " << C << ");\n";
   }
   if (g.biasGrad >= 0) {

@@ -399,10 +399,7 @@ void emitCudaGemm(std::ostream &os, const Program &p, const Gemm &g) {
        << (g.transA ? "true" : "false") << ", " << (g.transB ? "true" : "false") << ", " << g.m
        << ", " << g.n << ", " << g.k << ", alpha, " << A << ", " << B << ", beta, " << C
        << ", otc_kernels::GemmEpilogue::" << epi << ", " << vec << ", "
-       << (g.gelu || g.dgelu ? bufferName(g.aux) : none);
-    if (g.lda || g.ldb || g.ldc)
-      os << ", " << g.lda << "LL, " << g.ldb << "LL, " << g.ldc << "LL";
-    os << ");\n  }\n";
+       << (g.gelu || g.dgelu ? bufferName(g.aux) : none) << leadingDimArgs(g) << ");\n  }\n";
     return;
   }
   if (ta == ElemType::F32 && tc == ElemType::F32)

@@ -123,14 +123,9 @@ std::vector<float> widened(const std::vector<Low> &v) {
 }
 
 /// Rounded to Low and widened: what a float32 kernel and a cast store.
-std::vector<float> roundedThrough(const std::vector<float> &v, const otc_f16 *) {
-  std::vector<otc_f16> low;
-  std::vector<float> wide;
-  lowered(v, low, wide);
-  return wide;
-}
-std::vector<float> roundedThrough(const std::vector<float> &v, const otc_bf16 *) {
-  std::vector<otc_bf16> low;
+template <class Low>
+std::vector<float> roundedThrough(const std::vector<float> &v, const Low *) {
+  std::vector<Low> low;
   std::vector<float> wide;
   lowered(v, low, wide);
   return wide;
