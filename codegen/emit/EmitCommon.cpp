@@ -306,7 +306,7 @@ void emitLibraryCall(std::ostream &os, const LibraryCall &call, bool cuda) {
 
 void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
                  std::vector<char> &defined, const std::string &colLoop,
-                 const std::string &colEnd) {
+                 const std::string &colEnd, const RowTail *tail) {
   const Step &s = info.step;
   np.emit(os, info.allRoots(), defined, "    ", info.outerAfter(pass));
   std::vector<int> bodies;
@@ -315,15 +315,21 @@ void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, 
       os << "    float a" << k << " = " << reductionInit(s.reductions[k].kind) << ";\n";
       bodies.push_back(s.reductions[k].node);
     }
-  os << colLoop;
-  std::vector<char> scope = defined;
-  np.emit(os, bodies, scope, "      ");
-  for (size_t k = 0; k < s.reductions.size(); ++k)
-    if (info.pass[k] == pass)
-      os << "      "
-         << reductionUpdate(s.reductions[k].kind, "a" + std::to_string(k), var(s.reductions[k].node))
-         << "\n";
-  os << colEnd;
+  auto loop = [&](const NodePrinter &printer, const std::string &open, const std::string &end) {
+    os << open;
+    std::vector<char> scope = defined;
+    printer.emit(os, bodies, scope, "      ");
+    for (size_t k = 0; k < s.reductions.size(); ++k)
+      if (info.pass[k] == pass)
+        os << "      "
+           << reductionUpdate(s.reductions[k].kind, "a" + std::to_string(k),
+                              var(s.reductions[k].node))
+           << "\n";
+    os << end;
+  };
+  loop(np, colLoop, colEnd);
+  if (tail)
+    loop(tail->np, tail->open, tail->close);
 }
 
 void emitInnerStores(std::ostream &os, const NodePrinter &np, const LoopInfo &info,

@@ -101,9 +101,15 @@ std::string reductionUpdate(Reduction::Kind k, const std::string &acc, const std
 /// Pass `pass` over the row: the per-row values it needs, its accumulators
 /// a<k>, and the loop that updates them.
 /// `colEnd` closes what `colLoop` opened.
+/// `tail`, when given, opens a second loop over the row's last elements
+/// (after the vectors `colLoop` reads), whose body its printer prints.
+struct RowTail {
+  const NodePrinter &np;
+  std::string open, close = "    }\n";
+};
 void emitRowPass(std::ostream &os, const NodePrinter &np, const LoopInfo &info, int pass,
                  std::vector<char> &defined, const std::string &colLoop,
-                 const std::string &colEnd = "    }\n");
+                 const std::string &colEnd = "    }\n", const RowTail *tail = nullptr);
 /// The row-shaped stores, in a last loop over the row, if there are any.
 void emitInnerStores(std::ostream &os, const NodePrinter &np, const LoopInfo &info,
                      std::vector<char> &defined, const std::string &colLoop);

@@ -140,7 +140,10 @@ void elementwise(std::ostream &os, const Program &p, const Step &s, const char *
 
 /// A row step's vector width along its one reduced dim: 8 where an access
 /// that walks the row is 16-bit, else 4; 0 where some access walks it
-/// otherwise than contiguously from a start aligned to the width.
+/// otherwise than contiguously from a start aligned to the width. A row
+/// whose length the width does not divide (a padded [tokens, 50257] logits
+/// row, Buffer::pitch) is read in vectors up to its last whole one, then
+/// element by element.
 int rowVectorWidth(const Program &p, const LoopInfo &info) {
   const Step &s = info.step;
   if (info.reducedDims.size() != 1)
@@ -165,7 +168,7 @@ int rowVectorWidth(const Program &p, const LoopInfo &info) {
   for (int w : {8, 4}) {
     if (w == 8 && !any16)
       continue;
-    bool fits = info.cols % w == 0;
+    bool fits = info.cols >= w;
     for (auto [strides, offset] : walking) {
       fits = fits && offset % w == 0;
       for (size_t d = 0; d < strides->size(); ++d)
@@ -195,6 +198,9 @@ std::vector<int> walkingLoads(const LoopInfo &info) {
 struct ColumnLoop {
   std::string open, perElement, close = "    }\n";
   std::string first; // W > 1: the reduced coordinate at the vector's start
+  /// W > 1 and the row not a whole number of vectors: the loop over the
+  /// elements after the last whole vector, an element per lane.
+  std::string tail;
 };
 
 ColumnLoop columnLoop(const LoopInfo &info, NodePrinter &np, const char *it, int w,
@@ -227,6 +233,9 @@ ColumnLoop columnLoop(const LoopInfo &info, NodePrinter &np, const char *it, int
                  coords(s, info.reducedDims, "col", it, "      ") + "      (void)c" +
                  num(info.reducedDims[0]) + ";\n";
   c.close = "      }\n    }\n";
+  if (int64_t whole = info.cols / w * w; whole < info.cols)
+    c.tail = "    for (" + I + " col = " + num(whole) + " + lane; col < " + num(info.cols) +
+             "; col += " + group + ") {\n" + coords(s, info.reducedDims, "col", it, "      ");
   return c;
 }
 
@@ -249,9 +258,12 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
   os << coords(s, info.kept, "row", it, "    ");
   std::vector<int> loads;
   ColumnLoop c = columnLoop(info, np, it, w, group, loads);
+  NodePrinter scalar(p, s); // the tail's, which loads element by element
+  RowTail tail{scalar, c.tail};
   std::vector<char> defined(s.nodes.size(), 0);
   for (int pass = 0; pass < info.passes; ++pass) {
-    emitRowPass(os, np, info, pass, defined, c.open + c.perElement, c.close);
+    emitRowPass(os, np, info, pass, defined, c.open + c.perElement, c.close,
+                c.tail.empty() ? nullptr : &tail);
     for (size_t k = 0; k < s.reductions.size(); ++k) {
       if (info.pass[k] != pass)
         continue;
@@ -296,6 +308,8 @@ void rows(std::ostream &os, const Program &p, const Step &s, const char *it) {
       if (info.innerStore[k])
         os << "      s" << k << "[e] = " << var(s.stores[k].node) << ";\n";
     os << "      }\n" << storeAll << "      }\n    }\n";
+    if (!c.tail.empty())
+      emitInnerStores(os, scalar, info, defined, c.tail);
   }
   os << "  }\n";
 }
