@@ -148,6 +148,13 @@ private:
   /// Merges adjacent sibling Reduce steps and splits long column
   /// reductions (ReduceSteps.h), before the arena is placed.
   void rewriteReduces();
+  /// Runs small Elementwise steps as the epilogue of the Reduce step whose
+  /// results they read (ReduceSteps.h: foldsIntoReduce), where no step in
+  /// between touches what they write or writes what they read. After
+  /// rewriteReduces; OTC_FOLD_EPILOGUES=0 turns it off.
+  void foldEpilogues();
+  /// Extends the arena intervals of `ids` over positions [from, to].
+  void spanBuffers(const std::vector<int> &ids, int64_t from, int64_t to);
   /// Marks frozen parameters that no step reads in float32 (TensorDesc::lowOnly).
   void markLowOnly();
   bool placeArena();

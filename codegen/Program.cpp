@@ -279,6 +279,22 @@ std::vector<int> stepBuffers(const Step &s) {
   return ids;
 }
 
+std::vector<int> stepWrites(const Step &s) {
+  std::vector<int> ids;
+  for (const Store &st : s.stores)
+    ids.push_back(st.buffer);
+  if (s.kind == Step::Gemm) {
+    ids.push_back(s.gemm.c);
+    if (s.gemm.gelu)
+      ids.push_back(s.gemm.aux);
+    if (s.gemm.biasGrad >= 0)
+      ids.push_back(s.gemm.biasGrad);
+  }
+  if (s.kind == Step::LibraryCall)
+    ids.insert(ids.end(), s.call.buffers.end() - s.call.outputs, s.call.buffers.end());
+  return ids;
+}
+
 const char *kindName(Step::Kind k) {
   static const char *names[] = {"elementwise", "reduce", "row_reduce", "gemm",
                                 "library_call"};

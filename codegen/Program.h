@@ -253,6 +253,8 @@ struct Program {
 
 /// The buffers step `s` reads or writes.
 std::vector<int> stepBuffers(const Step &s);
+/// The buffers step `s` writes (a subset of stepBuffers).
+std::vector<int> stepWrites(const Step &s);
 
 /// The least bytes step `s` moves: each buffer element it reads, and each
 /// it writes, once (train --profile's bandwidth).

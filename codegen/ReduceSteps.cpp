@@ -98,7 +98,75 @@ bool sameNode(const Node &a, const Node &b) {
          a.extent == b.extent && a.offset == b.offset;
 }
 
+/// `e`'s strides (over r's kept dims) over `r`'s dims: 0 along the reduced.
+std::vector<int64_t> overReduce(const Step &r, const std::vector<int64_t> &strides) {
+  std::vector<int64_t> out(r.shape.size(), 0);
+  size_t k = 0;
+  for (size_t d = 0; d < r.shape.size(); ++d)
+    if (!r.reduced[d])
+      out[d] = strides[k++];
+  return out;
+}
+
+/// The store of `r` that a load (strides over r's dims) of `e` reads, or
+/// null where r does not write the buffer.
+const Store *storeRead(const Step &r, const Node &load, const std::vector<int64_t> &strides) {
+  for (const Store &st : r.stores)
+    if (st.buffer == load.buffer && st.strides == strides && st.offset == load.offset)
+      return &st;
+  return nullptr;
+}
+
 } // namespace
+
+bool foldsIntoReduce(const Program &p, const Step &r, const Step &e) {
+  if (r.kind != Step::Reduce || e.kind != Step::Elementwise)
+    return false;
+  std::vector<int64_t> kept;
+  for (size_t d = 0; d < r.shape.size(); ++d)
+    if (!r.reduced[d])
+      kept.push_back(r.shape[d]);
+  if (kept != e.shape)
+    return false;
+  std::set<int> wr = written(r);
+  for (const Node &n : e.nodes) {
+    if (n.op == Node::Coord || n.op == Node::Gather || n.op == Node::Uniform)
+      return false;
+    if (n.op != Node::Load || !wr.count(n.buffer))
+      continue;
+    if (p.buffers[size_t(n.buffer)].type != ElemType::F32 ||
+        !storeRead(r, n, overReduce(r, n.strides)))
+      return false;
+  }
+  return !meets(written(e), read(r)) && !meets(written(e), wr);
+}
+
+void foldIntoReduce(Step &r, const Step &e) {
+  std::vector<int> map(e.nodes.size());
+  for (size_t i = 0; i < e.nodes.size(); ++i) {
+    Node n = e.nodes[i];
+    for (int &a : n.args)
+      a = map[size_t(a)];
+    if (n.op == Node::Load) {
+      n.strides = overReduce(r, n.strides);
+      if (const Store *st = storeRead(r, n, n.strides)) {
+        map[i] = st->node;
+        continue;
+      }
+    }
+    auto same = std::find_if(r.nodes.begin(), r.nodes.end(),
+                             [&](const Node &m) { return sameNode(m, n); });
+    if (same != r.nodes.end()) {
+      map[i] = int(same - r.nodes.begin());
+      continue;
+    }
+    map[i] = (int)r.nodes.size();
+    r.nodes.push_back(std::move(n));
+  }
+  for (const Store &st : e.stores)
+    r.stores.push_back({st.buffer, overReduce(r, st.strides), map[size_t(st.node)], st.offset});
+  r.recomputed = r.recomputed && e.recomputed;
+}
 
 bool mergeableReduces(const Step &a, const Step &b) {
   if (a.kind != Step::Reduce || b.kind != Step::Reduce || a.shape != b.shape ||

@@ -49,6 +49,19 @@ bool splitsOuter(const Step &s);
 /// per output and stores what `s` stored.
 void splitOuter(const Step &s, int partials, Step &first, Step &second);
 
+/// Whether Elementwise step `e` can run as more of Reduce step `r`'s
+/// per-output epilogue (BatchNorm's running-statistic updates, after the
+/// statistics): e's iteration space is r's kept dims; what e reads of r's
+/// results it reads where r stores them, float32 (so e can take the values
+/// r stores, unrounded as they are); e uses no coordinates, gathers or
+/// random numbers; and r reads nothing e writes. The caller checks the
+/// steps between them.
+bool foldsIntoReduce(const Program &p, const Step &r, const Step &e);
+
+/// `r` with `e`'s nodes, loads of r's results replaced by the values r
+/// stores, and e's stores added.
+void foldIntoReduce(Step &r, const Step &e);
+
 } // namespace otc
 
 #endif
