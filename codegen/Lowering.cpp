@@ -1002,6 +1002,7 @@ bool Lowering::run(Program &program) {
   }
   rewriteReduces();
   foldEpilogues();
+  hoistAccumulates();
   markLowOnly();
   return finishResults() && placeArena() && error.empty();
 }
@@ -1014,37 +1015,6 @@ void Lowering::spanBuffers(const std::vector<int> &ids, int64_t from, int64_t to
     Interval &iv = intervals[size_t(it - intervalBuffer.begin())];
     iv.begin = std::min(iv.begin, from);
     iv.end = std::max(iv.end, to);
-  }
-}
-
-void Lowering::foldEpilogues() {
-  if (const char *env = std::getenv("OTC_FOLD_EPILOGUES"); env && std::string(env) == "0")
-    return;
-  auto &steps = prog->steps;
-  auto meets = [](const std::vector<int> &a, const std::vector<int> &b) {
-    return llvm::any_of(a, [&](int x) { return llvm::is_contained(b, x); });
-  };
-  for (size_t j = 0; j < steps.size(); ++j) {
-    if (steps[j].kind != Step::Elementwise)
-      continue;
-    std::vector<int> reads = stepBuffers(steps[j]), writes = stepWrites(steps[j]);
-    // The last step before j that writes what j reads, if one does.
-    size_t i = j;
-    while (i-- > 0 && !meets(stepWrites(steps[i]), reads)) {
-    }
-    if (i >= j || !foldsIntoReduce(*prog, steps[i], steps[j]))
-      continue;
-    bool clear = true;
-    for (size_t k = i + 1; k < j && clear; ++k)
-      clear = !meets(stepBuffers(steps[k]), writes);
-    if (!clear)
-      continue;
-    // j's buffers now live from i's position (what j wrote, from there).
-    spanBuffers(stepBuffers(steps[j]), stepAt[i], stepAt[j]);
-    foldIntoReduce(steps[i], steps[j]);
-    steps.erase(steps.begin() + long(j));
-    stepAt.erase(stepAt.begin() + long(j));
-    --j;
   }
 }
 

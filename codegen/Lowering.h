@@ -151,8 +151,13 @@ private:
   /// Runs small Elementwise steps as the epilogue of the Reduce step whose
   /// results they read (ReduceSteps.h: foldsIntoReduce), where no step in
   /// between touches what they write or writes what they read. After
-  /// rewriteReduces; OTC_FOLD_EPILOGUES=0 turns it off.
+  /// rewriteReduces (MoveSteps.cpp, as hoistAccumulates; OTC_MOVE_STEPS=0
+  /// turns both off).
   void foldEpilogues();
+  /// Moves each accumulate into a gradient buffer to right after the last
+  /// step that writes what it reads, where nothing between touches the
+  /// gradient; a temporary it was the last to read dies there.
+  void hoistAccumulates();
   /// Extends the arena intervals of `ids` over positions [from, to].
   void spanBuffers(const std::vector<int> &ids, int64_t from, int64_t to);
   /// Marks frozen parameters that no step reads in float32 (TensorDesc::lowOnly).
