@@ -138,16 +138,80 @@ int rstdOf(NodeBuilder &b, int var, double epsilon) {
                   b.unary(Node::Sqrt, b.binary(Node::Add, var, b.constant(epsilon))));
 }
 
-// batch_norm: the channel means, then the variances of the centred values
-// (two Reduce steps, which code generation may split), then y elementwise,
-// in the order of the written-out formula, so its values are those.
+/// Whether BatchNorm's statistics come from each image's: every image has
+/// a warp's worth of pixels per channel, and the images are few enough
+/// for one thread per channel to combine.
+bool perImage(const Channels &c) {
+  int64_t images = c.shape[0], pixels = c.count / images;
+  return c.shape.size() >= 3 && pixels >= 32 && images <= 1024;
+}
+
+/// The channel statistics in one read of x (perImage): per image and
+/// channel, the mean m_n and the centred sum of squares M2_n of its
+/// pixels, in two passes over a row that the first leaves in cache; then
+/// per channel, Chan's combination: the mean of the m_n, and
+/// var = (sum M2_n + P sum (m_n - mean)^2) / (N P), the last sum taken of
+/// m_n - m_0, which is near the mean (an image's mean, not one pixel's),
+/// as sum e^2 - (sum e)^2 / N. Stores `means` and `vars` [C] and the op's
+/// mean and var results.
+bool statisticsPerImage(BatchNormOp bn, const Channels &c, int means, int vars, Lowering &l) {
+  int64_t images = c.shape[0], channels = c.shape[1], pixels = c.count / images;
+  int local = l.scratch(ElemType::F32, {2, images, channels}, "batch_norm image statistics");
+  std::vector<bool> perPixel(c.shape.size(), true);
+  perPixel[0] = perPixel[1] = false;
+  std::vector<int64_t> at(c.shape.size(), 0);
+  at[0] = channels;
+  at[1] = 1;
+  {
+    Step &s = l.newStep(Step::Reduce, bn, c.shape, perPixel);
+    NodeBuilder b(s);
+    int x = l.expr(b, bn.getInput(), c.identity);
+    if (x < 0)
+      return false;
+    int m = b.binary(Node::Mul, b.reduce(Reduction::Sum, x), b.constant(1.0 / double(pixels)));
+    int d = b.binary(Node::Sub, x, m);
+    b.store(local, at, m);
+    b.store(local, at, b.reduce(Reduction::Sum, b.binary(Node::Mul, d, d)), images * channels);
+  }
+  Step &s = l.newStep(Step::Reduce, bn, {images, channels}, {true, false});
+  NodeBuilder b(s);
+  int m = b.load(local, ElemType::F32, {channels, 1});
+  int m0 = b.load(local, ElemType::F32, {0, 1});
+  int m2 = b.load(local, ElemType::F32, {channels, 1}, images * channels);
+  int e = b.binary(Node::Sub, m, m0);
+  int sum = b.reduce(Reduction::Sum, e), squares = b.reduce(Reduction::Sum, b.binary(Node::Mul, e, e));
+  int within = b.reduce(Reduction::Sum, m2);
+  int inv = b.constant(1.0 / double(images));
+  int mean = b.binary(Node::Add, m0, b.binary(Node::Mul, sum, inv));
+  int between = b.binary(Node::Sub, squares, b.binary(Node::Mul, b.binary(Node::Mul, sum, sum), inv));
+  between = b.binary(Node::Max, between, b.constant(0.0)); // rounding may leave it below 0
+  int var = b.binary(Node::Mul,
+                     b.binary(Node::Add, within, b.binary(Node::Mul, between, b.constant(double(pixels)))),
+                     b.constant(1.0 / double(c.count)));
+  std::vector<int64_t> perChannel = {0, 1};
+  b.store(means, perChannel, mean);
+  b.store(vars, perChannel, var);
+  if (!bn.getMean().use_empty())
+    l.store(b, bn.getMean(), mean, c.stats);
+  if (!bn.getVar().use_empty())
+    l.store(b, bn.getVar(), var, c.stats);
+  return true;
+}
+
+// batch_norm: the channel statistics, then y elementwise, in the order of
+// the written-out formula, so its values are those. The statistics come
+// from each image's (statisticsPerImage), or, for a few long columns
+// (BatchNorm1d over many samples), as the means and then the variances of
+// the centred values: two Reduce steps, which code generation may split.
 bool lowerBatchNorm(Operation *op, Lowering &l) {
   auto bn = cast<BatchNormOp>(op);
   Channels c = channelsOf(bn.getInput());
   int64_t channels = c.shape[1];
   int means = l.scratch(ElemType::F32, {channels}, "batch_norm mean");
   int vars = l.scratch(ElemType::F32, {channels}, "batch_norm var");
-  for (int pass = 0; pass < 2; ++pass) {
+  if (perImage(c) && !statisticsPerImage(bn, c, means, vars, l))
+    return false;
+  for (int pass = 0; pass < 2 && !perImage(c); ++pass) {
     Step &s = l.newStep(Step::Reduce, op, c.shape, c.reduced);
     NodeBuilder b(s);
     int x = l.expr(b, bn.getInput(), c.identity);

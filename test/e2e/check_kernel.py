@@ -94,6 +94,15 @@ ignored: the loss as `rows` bounds it; the gradient seed / kept (p - onehot)
 with p within softmax's bound, scaled, plus 2^-22 of the result for the
 subtraction, the scale and the product.
 
+`batch_norm` checks otc.batch_norm's mean, variance and output over
+[6, 3, 8, 8] against float64: a channel of mean 1000 and spread 1, and
+one whose image 0 lies 80 spreads from the others. Each statistic is a
+float32 computation with at most P + N + 8 roundings on its path (P
+pixels, N images), each within 2^-24 of what it sums: |x| for the mean;
+for the variance the squares about image 0's mean, the shift that
+Chan's combination takes, twice; the output carries both errors through
+its gain, plus 4 roundings.
+
 `steps` checks floor, ceil, round (halves to even, as ONNX) and sign
 exactly, NaN, infinities and -0.0 included; sign(NaN) is 0, as PyTorch's
 (numpy's is NaN).
@@ -229,6 +238,13 @@ def main():
                 oh = (xs[2] + p_[0] + p_[2] - d_[0] * (ws[2] - 1) - 1) // s_[0] + 1
                 ow = (xs[3] + p_[1] + p_[3] - d_[1] * (ws[3] - 1) - 1) // s_[1] + 1
                 args += [round_to(rng.normal(0, 1, shape), t) for shape in (xs, ws, (n, m, oh, ow))]
+        elif kind == "batch_norm":
+            x = rng.normal(0, 1, (6, 3, 8, 8))
+            x[:, 1] = 1000 + x[:, 1]
+            x[:, 2] = 3 + 0.5 * x[:, 2]
+            x[0, 2] += 40
+            args = [x.astype(np.float32), rng.normal(1, 0.5, 3).astype(np.float32),
+                    rng.normal(0, 1, 3).astype(np.float32)]
         elif kind == "epilogue":
             args = [round_to(rng.normal(0, 1, shape), t) for shape in [(64, 40), (24, 40), (24,), (64, 24)]]
         else:
@@ -238,7 +254,8 @@ def main():
         subprocess.run([exe, str(d)], check=True)
         count = {"rows": 4, "unary": 6, "softmax": 2, "normalize": 6, "gather": 2,
                  "logic": 6, "slice": 3, "steps": 4, "rotary": 2, "epilogue": 10,
-                 "columns": 7, "conv": 6, "cross_entropy": 2, "chain": 3}.get(kind, 1)
+                 "columns": 7, "conv": 6, "cross_entropy": 2, "chain": 3,
+                 "batch_norm": 3}.get(kind, 1)
         res = [np.load(d / f"result{i}.npy") for i in range(count)]
 
     a64 = [np.asarray(a, dtype=np.float64) for a in args]
@@ -290,6 +307,31 @@ def main():
         np.add.at(grad, wrapped[valid], dy[valid])
         ok &= check("gather", res[0], emb, 0)
         ok &= check("gather_grad", res[1], grad, 0)
+    elif kind == "batch_norm":
+        x, w, b = a64
+        n, p = x.shape[0], x.shape[2] * x.shape[3]
+        c = lambda v: v.reshape(1, 3, 1, 1)
+        mean = x.mean(axis=(0, 2, 3))
+        var = ((x - c(mean)) ** 2).mean(axis=(0, 2, 3))
+        # Every float32 sum has at most P + N + 8 roundings in its path (a
+        # row's P terms, N images, the products and divisions), each within
+        # 2^-24 of the magnitudes summed: |x| for the mean, and for the
+        # variance the squares about image 0's mean m_0, the shift the
+        # combination takes (sum (x - m_0)^2 = sum M2_n + P sum (m_n - m_0)^2),
+        # twice over for the variance between images, sum e^2 - (sum e)^2 / N,
+        # whose second term is at most its first.
+        f32 = 2.0 ** -24
+        m0 = x[0].mean(axis=(1, 2))
+        scale = (p + n + 8) * f32
+        mean_bound = scale * np.abs(x).mean(axis=(0, 2, 3))
+        var_bound = scale * ((x - c(m0)) ** 2).mean(axis=(0, 2, 3)) * 2
+        gain = w / np.sqrt(var + 1e-5)
+        y = (x - c(mean)) * c(gain) + c(b)
+        y_bound = c(np.abs(gain)) * (c(mean_bound) + np.abs(x - c(mean)) * c(var_bound / (2 * (var + 1e-5)))) \
+            + 4 * f32 * (np.abs(y) + np.abs(c(b)) + np.abs(x) * c(np.abs(gain)))
+        ok &= check("batch_norm mean", res[1].reshape(3), mean, mean_bound)
+        ok &= check("batch_norm var", res[2].reshape(3), var, var_bound)
+        ok &= check("batch_norm", res[0], y, y_bound)
     elif kind == "normalize":
         x, g = (a.reshape(4, 60) for a in a64[:2])
         n = 60

@@ -115,7 +115,7 @@ for k in chain rows gemm; do
     "$otc" kernel "$root/test/e2e/kernels/${k}_$t.mlir" -o "$out/kernel_${k}_$t" --target cuda
   done
 done
-for k in unary softmax normalize gather logic slice steps rotary columns cross_entropy; do
+for k in unary softmax normalize gather logic slice steps rotary columns cross_entropy batch_norm; do
   "$otc" kernel "$root/test/e2e/kernels/${k}_f32.mlir" -o "$out/kernel_${k}_f32" --target cuda
 done
 "$otc" kernel "$root/test/e2e/kernels/dropout_f32.mlir" -o "$out/kernel_dropout" --target cuda

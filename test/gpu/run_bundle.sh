@@ -163,7 +163,7 @@ for t in f32 f16 bf16; do
     else fail=$((fail + 1)); echo "FAIL conv $t $path"; cat "$tmp/conv_$t.err"; fi
   done
 done
-for k in unary softmax normalize gather logic slice steps rotary columns cross_entropy; do
+for k in unary softmax normalize gather logic slice steps rotary columns cross_entropy batch_norm; do
   if "$py" "$dir/check_kernel.py" "$dir/kernel_${k}_f32" $k f32; then
     pass=$((pass + 1)); echo "PASS $k f32"
   else fail=$((fail + 1)); echo "FAIL $k f32"; fi
