@@ -7,6 +7,7 @@
 #include "otc/Frontend/Import.h"
 #include "otc/Passes/Passes.h"
 #include "otc/runtime/abi.h"
+#include "otc/runtime/hash.h"
 #include "otc/runtime/limits.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -392,30 +394,70 @@ bool embedModel(onnx::ModelProto &model, const std::string &name, bool withWeigh
   google::protobuf::RepeatedPtrField<onnx::TensorProto> full;
   full.Swap(g.mutable_initializer());
   bool ok = true;
-  for (const onnx::TensorProto &t : full) {
+  std::string constants; // OTC_WEIGHTS_CONSTANTS_KEY's lines
+  auto leaveOut = [&](const std::string &name, std::string_view data) {
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  (unsigned long long)fingerprint(data.data(), data.size()));
+    constants += name + "\t" + std::to_string(data.size()) + "\t" + hash + "\n";
+  };
+  auto withoutValues = [&](const onnx::TensorProto &t) {
     onnx::TensorProto *e = g.add_initializer();
+    e->set_name(t.name());
+    e->set_data_type(t.data_type());
+    *e->mutable_dims() = t.dims();
+  };
+  for (const onnx::TensorProto &t : full) {
     if (params.contains(t.name())) {
-      e->set_name(t.name());
-      e->set_data_type(t.data_type());
-      *e->mutable_dims() = t.dims();
+      withoutValues(t);
       continue;
     }
+    bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+    std::string_view data;
+    if (external) {
+      int64_t count = 1;
+      for (int64_t d : t.dims())
+        count *= d;
+      data = bytes.of(t, size_t(count) * size_t(elementSize(t.data_type())));
+      if (data.empty() && count > 0) {
+        error = "cannot read the data of initializer " + quoted(t.name()) + " of " + quotedPath(name);
+        ok = false;
+        break;
+      }
+    } else if (t.has_raw_data()) {
+      data = t.raw_data();
+    }
+    // A large constant (a mask buffer per layer) is read back where it is
+    // needed, as the parameters are: only a saving run needs its values.
+    if (!withWeights && data.size() >= OTC_EMBED_CONSTANT_BYTES) {
+      withoutValues(t);
+      leaveOut(t.name(), data);
+      continue;
+    }
+    onnx::TensorProto *e = g.add_initializer();
     *e = t;
-    if (t.data_location() != onnx::TensorProto::EXTERNAL)
+    if (!external)
       continue;
-    int64_t count = 1;
-    for (int64_t d : t.dims())
-      count *= d;
-    std::string_view data = bytes.of(t, size_t(count) * size_t(elementSize(t.data_type())));
-    if (data.empty() && count > 0) {
-      error = "cannot read the data of initializer " + quoted(t.name()) + " of " + quotedPath(name);
-      ok = false;
-      break;
-    }
     e->clear_external_data();
     e->clear_data_location();
     e->set_raw_data(std::string(data));
   }
+  // The same of Constant nodes' values (an exporter's masks), named by the
+  // node's output; restored in `model` below.
+  std::vector<std::pair<onnx::TensorProto *, std::string>> taken;
+  for (onnx::NodeProto &n : *g.mutable_node()) {
+    if (withWeights || !ok || n.op_type() != "Constant" || n.output_size() != 1 ||
+        (!n.domain().empty() && n.domain() != "ai.onnx"))
+      continue;
+    for (onnx::AttributeProto &a : *n.mutable_attribute())
+      if (a.name() == "value" && a.has_t() && a.t().raw_data().size() >= OTC_EMBED_CONSTANT_BYTES) {
+        leaveOut(n.output(0), a.t().raw_data());
+        taken.emplace_back(a.mutable_t(), std::move(*a.mutable_t()->mutable_raw_data()));
+        a.mutable_t()->clear_raw_data();
+      }
+  }
+  if (!constants.empty())
+    add(OTC_WEIGHTS_CONSTANTS_KEY, constants);
   if (ok && model.ByteSizeLong() > size_t(INT32_MAX)) {
     error = quotedPath(name) + (withWeights ? " holds more than 2 GiB with its external data, more "
                                              "than one ONNX file can carry (compile without "
@@ -426,6 +468,8 @@ bool embedModel(onnx::ModelProto &model, const std::string &name, bool withWeigh
   }
   if (ok)
     model.SerializeToString(&out);
+  for (auto &[t, data] : taken)
+    t->set_raw_data(std::move(data));
   g.mutable_initializer()->Swap(&full);
   while (props.size() && props.rbegin()->key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0)
     props.RemoveLast();

@@ -1,7 +1,7 @@
 #include "Data.h"
 
 #include "Backend.h"
-#include "Hash.h"
+#include "otc/runtime/hash.h"
 #include "Npy.h"
 #include "SafeFile.h"
 #include "TensorFiles.h"

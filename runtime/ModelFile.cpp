@@ -4,7 +4,7 @@
 #include "otc/runtime/abi.h"
 #include "onnx/onnx_pb.h"
 
-#include "Hash.h"
+#include "otc/runtime/hash.h"
 
 #include <algorithm>
 #include <climits>
@@ -35,8 +35,8 @@ std::string shapeText(const int64_t *dims, size_t n) {
 
 /// The bytes of an external-data tensor: a regular file inside `dir` (no
 /// absolute path, no "..", no symbolic link at the end), exactly `bytes`.
-bool readExternal(const onnx::TensorProto &t, const std::string &dir, size_t bytes,
-                  std::vector<float> &v, std::string &error) {
+bool readExternal(const onnx::TensorProto &t, const std::string &dir, size_t bytes, char *dst,
+                  std::string &error) {
   std::string location;
   long long offset = 0, length = -1;
   for (const auto &kv : t.external_data()) {
@@ -80,9 +80,8 @@ bool readExternal(const onnx::TensorProto &t, const std::string &dir, size_t byt
     error = where + " is not a regular file that can be opened";
     return false;
   }
-  v.resize(bytes / sizeof(float));
   bool ok = offset <= st.st_size && (long long)bytes <= st.st_size - offset &&
-            readAllAt(fd, reinterpret_cast<char *>(v.data()), bytes, offset);
+            readAllAt(fd, dst, bytes, offset);
   close(fd);
   if (!ok)
     error = where + " holds too few bytes for " + std::to_string(bytes) + " at offset " +
@@ -135,7 +134,8 @@ bool readFromModel(const onnx::ModelProto &model, const std::string &dir, const 
     std::vector<float> &v = out[wanted];
     size_t bytes = size_t(count) * sizeof(float);
     if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-      if (!readExternal(t, dir, bytes, v, error)) {
+      v.resize(size_t(count));
+      if (!readExternal(t, dir, bytes, reinterpret_cast<char *>(v.data()), error)) {
         error = what + ": " + error;
         return false;
       }
@@ -179,13 +179,99 @@ std::string folderOf(const std::string &path) {
 
 } // namespace
 
+namespace {
+
+/// The constants the embedded model leaves out (OTC_WEIGHTS_CONSTANTS_KEY),
+/// once read: name -> bytes.
+std::map<std::string, std::string> &leftOutConstants() {
+  static std::map<std::string, std::string> values;
+  return values;
+}
+
+struct LeftOut {
+  std::string name;
+  size_t bytes;
+  std::string hash;
+};
+
+/// OTC_WEIGHTS_CONSTANTS_KEY's lines.
+std::vector<LeftOut> leftOutList(const onnx::ModelProto &embedded) {
+  std::vector<LeftOut> list;
+  std::string lines = metadata(embedded, OTC_WEIGHTS_CONSTANTS_KEY);
+  for (size_t b = 0, e; (e = lines.find('\n', b)) != std::string::npos; b = e + 1) {
+    std::string line = lines.substr(b, e - b);
+    size_t t1 = line.find('\t'), t2 = line.rfind('\t');
+    if (t1 != std::string::npos && t2 > t1)
+      list.push_back({line.substr(0, t1), size_t(std::strtoull(line.c_str() + t1 + 1, nullptr, 10)),
+                      line.substr(t2 + 1)});
+  }
+  return list;
+}
+
+/// Reads the constants `list` names from `model` (the compiled-from file,
+/// `what`, external data from `dir`), each checked against its hash.
+bool readLeftOut(const std::vector<LeftOut> &list, const onnx::ModelProto &model,
+                 const std::string &dir, const std::string &what, std::string &error) {
+  std::map<std::string, const onnx::TensorProto *> byName;
+  for (const auto &t : model.graph().initializer())
+    byName.emplace(t.name(), &t);
+  for (const auto &n : model.graph().node())
+    if (n.op_type() == "Constant" && n.output_size() == 1)
+      for (const auto &a : n.attribute())
+        if (a.name() == "value" && a.has_t())
+          byName.emplace(n.output(0), &a.t());
+  for (const LeftOut &c : list) {
+    auto found = byName.find(c.name);
+    if (found == byName.end()) {
+      error = what + " has no constant '" + c.name + "', which the compiled model has";
+      return false;
+    }
+    const onnx::TensorProto &t = *found->second;
+    std::string bytes;
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      bytes.resize(c.bytes);
+      if (!readExternal(t, dir, c.bytes, bytes.data(), error)) {
+        error = what + ": " + error;
+        return false;
+      }
+    } else {
+      bytes = t.raw_data();
+    }
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx",
+                  (unsigned long long)fingerprint(bytes.data(), bytes.size()));
+    if (bytes.size() != c.bytes || c.hash != hash) {
+      error = what + ": constant '" + c.name +
+              "' is not the one the executable was compiled with (the file changed since; "
+              "compile again to save the trained model)";
+      return false;
+    }
+    leftOutConstants()[c.name] = std::move(bytes);
+  }
+  return true;
+}
+
+} // namespace
+
 bool readInitialParameters(const std::string &init,
                            const std::map<std::string, std::vector<int64_t>> &shapes,
                            std::map<std::string, std::vector<float>> &out, uint64_t &hash,
-                           std::string &error) {
+                           std::string &error, bool constants) {
   onnx::ModelProto embedded;
   if (!loadEmbedded(embedded, error))
     return false;
+  std::vector<LeftOut> list = constants ? leftOutList(embedded) : std::vector<LeftOut>();
+  std::string compiled = metadata(embedded, OTC_WEIGHTS_FILE_KEY);
+  const char *saving = " (a run that saves the model reads the constants the executable "
+                       "leaves out from the model it was compiled from)";
+  if (!list.empty() && !init.empty()) {
+    onnx::ModelProto model;
+    std::string what = "the compiled model '" + compiled.substr(0, 4096) + "'";
+    if (!parseFile(compiled, what, saving, model, error) ||
+        !readLeftOut(list, model, folderOf(compiled), what, error))
+      return false;
+    list.clear();
+  }
   std::map<std::string, std::string> aliases;
   std::string lines = metadata(embedded, OTC_WEIGHTS_ALIASES_KEY);
   for (size_t b = 0, e; (e = lines.find('\n', b)) != std::string::npos; b = e + 1)
@@ -201,10 +287,11 @@ bool readInitialParameters(const std::string &init,
                                     "MODEL.onnx, or compile with --embed-weights)"
                                   : "";
   onnx::ModelProto model;
-  if (!parseFile(file, what, hint, model, error))
+  if (!parseFile(file, what, list.empty() ? hint : saving, model, error))
     return false;
   embedded.Clear(); // its graph may be large: the file's is read next
-  return readFromModel(model, folderOf(file), what, shapes, aliases, out, hash, error);
+  return readFromModel(model, folderOf(file), what, shapes, aliases, out, hash, error) &&
+         readLeftOut(list, model, folderOf(file), what, error);
 }
 
 /// The model file the embedded model names, or "" where it carries the
@@ -221,6 +308,11 @@ static const std::string &compiledWeightsFile() {
 bool checkSavable(int64_t parameterBytes, std::string &error) {
   int64_t bytes = int64_t(otc_model_end - otc_model_begin) +
                   (compiledWeightsFile().empty() ? 0 : parameterBytes);
+  onnx::ModelProto embedded;
+  if (!loadEmbedded(embedded, error))
+    return false;
+  for (const LeftOut &c : leftOutList(embedded))
+    bytes += int64_t(c.bytes);
   if (bytes <= INT32_MAX)
     return true;
   error = "the trained model would hold " + std::to_string(bytes >> 20) +
@@ -252,7 +344,17 @@ bool writeTrainedModel(const std::string &path,
   props.erase(std::remove_if(props.begin(), props.end(),
                              [](const auto &p) { return p.key().rfind(OTC_WEIGHTS_KEY_PREFIX, 0) == 0; }),
               props.end());
+  for (auto &n : *model.mutable_graph()->mutable_node())
+    if (n.op_type() == "Constant" && n.output_size() == 1)
+      if (auto c = leftOutConstants().find(n.output(0)); c != leftOutConstants().end())
+        for (auto &a : *n.mutable_attribute())
+          if (a.name() == "value" && a.has_t())
+            a.mutable_t()->set_raw_data(c->second);
   for (auto &t : *model.mutable_graph()->mutable_initializer()) {
+    if (auto c = leftOutConstants().find(t.name()); c != leftOutConstants().end()) {
+      t.set_raw_data(c->second);
+      continue;
+    }
     auto it = values.find(t.name());
     bool empty = !t.has_raw_data() && t.float_data_size() == 0 &&
                  t.data_location() != onnx::TensorProto::EXTERNAL;

@@ -14,15 +14,18 @@ namespace otc {
 /// the executable was compiled from, whose path the embedded model records
 /// (or from the embedded model itself, compiled with --embed-weights).
 /// External data comes from files inside the file's folder. `hash` receives
-/// the FNV-1a of the names and values.
+/// the FNV-1a of the names and values. With `constants` (a run that saves),
+/// also the constants the embedded model leaves out, from the compiled-from
+/// file, each checked against its hash at compile time, for
+/// writeTrainedModel.
 bool readInitialParameters(const std::string &init,
                            const std::map<std::string, std::vector<int64_t>> &shapes,
                            std::map<std::string, std::vector<float>> &out, uint64_t &hash,
-                           std::string &error);
+                           std::string &error, bool constants = false);
 
 /// Whether --save can write the trained model, which adds
-/// `parameterBytes` of values to the embedded model where it left them out:
-/// one ONNX file holds at most 2 GiB.
+/// `parameterBytes` of values, and the left-out constants', to the embedded
+/// model: one ONNX file holds at most 2 GiB.
 bool checkSavable(int64_t parameterBytes, std::string &error);
 
 /// The FNV-1a of the embedded model, less the path it was compiled from: an

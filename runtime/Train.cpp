@@ -7,7 +7,7 @@
 #include "Profile.h"
 #include "Trace.h"
 #include "Data.h"
-#include "Hash.h"
+#include "otc/runtime/hash.h"
 #include "Schedule.h"
 #include "LossScaler.h"
 #include "ModelFile.h"
@@ -407,7 +407,7 @@ struct Trainer {
     std::map<std::string, std::vector<float>> values;
     std::string error;
     uint64_t initHash = 0;
-    if (!readInitialParameters(opt.init, shapes, values, initHash, error))
+    if (!readInitialParameters(opt.init, shapes, values, initHash, error, !opt.save.empty()))
       die(error);
     char text[24];
     std::snprintf(text, sizeof text, "%016llx", (unsigned long long)initHash);

@@ -234,6 +234,14 @@ const otc_function *otc_get_function(void);
 #define OTC_WEIGHTS_KEY_PREFIX "otc.weights"
 #define OTC_WEIGHTS_FILE_KEY "otc.weights.file"
 #define OTC_WEIGHTS_ALIASES_KEY "otc.weights.aliases"
+/* Initializers that are not parameters, and Constant nodes' values (named
+ * by the node's output), that hold OTC_EMBED_CONSTANT_BYTES or more (a
+ * causal mask per layer) are left out too, their values baked into the
+ * program where it reads them: lines "NAME\tBYTES\tFNV" (the
+ * 64-bit FNV-1a of their little-endian bytes, in hex), which a run that
+ * saves the model reads back from the compiled-from file and checks. */
+#define OTC_WEIGHTS_CONSTANTS_KEY "otc.weights.constants"
+#define OTC_EMBED_CONSTANT_BYTES 65536
 extern const unsigned char otc_model_begin[];
 extern const unsigned char otc_model_end[];
 
