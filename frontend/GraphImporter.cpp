@@ -514,18 +514,39 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       values[in.name()] = Entry{body->getArgument(argIndex++), std::nullopt};
   for (const onnx::TensorProto *p : params)
     values[p->name()] = Entry{body->getArgument(argIndex++), std::nullopt};
-  for (const auto &init : g.initializer()) {
-    if (values.count(init.name()) || !used.contains(init.name()))
-      continue;
-    HostTensor t;
-    if (!decodeTensor(init, t, error))
-      return nullptr;
-    values[init.name()] = Entry{Value(), std::move(t)};
-  }
+  for (const auto &init : g.initializer())
+    if (!values.count(init.name()) && used.contains(init.name()))
+      values[init.name()] = Entry{Value(), std::nullopt, &init};
 
-  for (const auto &n : g.node())
+  // A constant's host values (doubles) live from its first reader to its
+  // last: a 1024-token GPT-2's twelve [1024, 1024] masks, sliced and cast
+  // on the host, held 560 MB at once where one layer's now suffice.
+  llvm::StringMap<int> readersLeft;
+  bool subgraphs = false;
+  for (const auto &n : g.node()) {
+    for (const std::string &in : n.input())
+      ++readersLeft[in];
+    for (const auto &a : n.attribute())
+      subgraphs = subgraphs || a.has_g() || a.graphs_size() > 0;
+  }
+  for (const auto &out : g.output())
+    readersLeft[out.name()] += 1 << 30; // never released
+  for (const auto &n : g.node()) {
+    for (const std::string &in : n.input())
+      if (auto it = values.find(in); it != values.end() && it->second.pending) {
+        HostTensor t;
+        if (!decodeTensor(*it->second.pending, t, error))
+          return nullptr;
+        it->second.host = std::move(t);
+        it->second.pending = nullptr;
+      }
     if (failed(importNode(n)))
       return nullptr;
+    for (const std::string &in : n.input())
+      if (--readersLeft[in] == 0 && !subgraphs)
+        if (auto it = values.find(in); it != values.end())
+          it->second.host.reset();
+  }
   for (BlockArgument arg : func.getArguments())
     if (func.getArgAttr(arg.getArgNumber(), attr::kFixedRows) &&
         llvm::none_of(arg.getUsers(), [&](Operation *u) {

@@ -101,6 +101,8 @@ private:
   struct Entry {
     mlir::Value value;
     std::optional<HostTensor> host;
+    /// An initializer whose values `host` takes when a node first reads it.
+    const onnx::TensorProto *pending = nullptr;
   };
   mlir::LogicalResult importNode(const onnx::NodeProto &n);
   /// Adds --fixed-rows' attribute for initializer `init`, checking its rows.
