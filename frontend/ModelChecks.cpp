@@ -69,8 +69,9 @@ int64_t parseCount(const std::string &s) {
 
 class Checker {
 public:
-  Checker(const std::string &modelDir, const llvm::StringSet<> &leave, std::string &error)
-      : modelDir(modelDir), leave(leave), error(error) {}
+  Checker(const std::string &modelDir, const llvm::StringSet<> &leave, std::string &error,
+          const std::string &ownName)
+      : modelDir(modelDir), ownName(ownName), leave(leave), error(error) {}
 
   bool graph(onnx::GraphProto &g, int depth);
   bool node(onnx::NodeProto &n, int depth);
@@ -88,7 +89,7 @@ private:
   bool shape(const int64_t *dims, size_t rank, const std::string &what);
 
   static constexpr int64_t kMaxInlineBytes = INT32_MAX;
-  std::string modelDir;
+  std::string modelDir, ownName;
   const llvm::StringSet<> &leave; // main-graph initializers whose data stays put
   bool atTop = false;             // checking the main graph's initializers
   std::string &error;
@@ -203,7 +204,9 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
       return fail(where + " leaves the model's folder");
     b = e + 1;
   }
-  // Symbolic links may not lead out of the folder either.
+  // Symbolic links may not lead out of the folder either, but for the
+  // model's own file, which the user named (a model in Hugging Face's cache
+  // is a link into its blobs), where import's parse left a large tensor.
   char *dir = realpath(modelDir.c_str(), nullptr);
   char *file = realpath((modelDir + "/" + location).c_str(), nullptr);
   std::string realDir = dir ? dir : "", realFile = file ? file : "";
@@ -212,7 +215,8 @@ bool Checker::external(TensorProto &t, const std::string &what, int64_t bytes) {
   if (realFile.empty())
     return fail(where + " cannot be opened");
   std::string prefix = realDir == "/" ? "/" : realDir + "/";
-  if (realDir.empty() || realFile.compare(0, prefix.size(), prefix) != 0)
+  bool own = lifted && !ownName.empty() && location == ownName;
+  if (!own && (realDir.empty() || realFile.compare(0, prefix.size(), prefix) != 0))
     return fail(where + " leaves the model's folder");
   // Non-blocking, so a FIFO is refused below instead of waited on.
   int fd = open(realFile.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -335,8 +339,9 @@ int64_t boundedVolume(const int64_t *dims, size_t rank) {
 }
 
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
-                const llvm::StringSet<> &leave, std::string &error) {
-  Checker c(modelDir, leave, error);
+                const llvm::StringSet<> &leave, std::string &error,
+                const std::string &ownName) {
+  Checker c(modelDir, leave, error, ownName);
   bool ok = c.graph(*model.mutable_graph(), 0);
   for (auto &f : *model.mutable_functions())
     for (auto &n : *f.mutable_node())

@@ -16,9 +16,12 @@ namespace otc {
 /// external data are read from files inside `modelDir` and become inline,
 /// but for the main graph's initializers named in `leave`, whose data is
 /// checked where it lies. With an empty `modelDir`, external data is
-/// rejected. Returns false with one line in `error`.
+/// rejected. External data at `ownName` (the model file's own name in
+/// `modelDir`, which import's parse leaves large tensors in) may be a link
+/// out of the folder. Returns false with one line in `error`.
 bool checkModel(onnx::ModelProto &model, const std::string &modelDir,
-                const llvm::StringSet<> &leave, std::string &error);
+                const llvm::StringSet<> &leave, std::string &error,
+                const std::string &ownName = "");
 
 /// Bytes per element of an ONNX data type, or 0 for types otc cannot size
 /// (strings, unknown).

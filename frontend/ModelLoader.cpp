@@ -489,7 +489,9 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // parameters' external data is read only to be embedded; else it is
   // checked and left where it lies, read there to tie copies.
   llvm::StringSet<> params = parameterInitializers(model.graph(), defaultOpset(model));
-  if (!checkModel(model, modelDir, options.embedWeights ? llvm::StringSet<>() : params, error))
+  size_t slash = name.rfind('/');
+  if (!checkModel(model, modelDir, options.embedWeights ? llvm::StringSet<>() : params, error,
+                  slash == std::string::npos ? name : name.substr(slash + 1)))
     return nullptr;
   TensorBytes bytes(modelDir);
   // Unsupported operators are refused before libonnx's checker and shape

@@ -156,7 +156,7 @@ bool rewrite(std::string_view in, uint32_t number, std::string &out, Inner inner
 } // namespace
 
 bool parseLeavingWeights(const std::string &path, onnx::ModelProto &model) {
-  std::string_view file = mapFile(path, false);
+  std::string_view file = mapFile(path, true);
   if (file.empty())
     return false;
   struct Unmap {

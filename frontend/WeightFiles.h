@@ -18,7 +18,7 @@ namespace otc {
 /// the model's file (its errors speak of raw_data).
 inline constexpr const char *kLiftedKey = "otc.left_in_file";
 
-/// Parses the regular file `path` (not a symbolic link) into `model`, each
+/// Parses the regular file `path` (links followed) into `model`, each
 /// main-graph initializer's raw_data of 64 KiB or more left in the file:
 /// the tensor names it as external data (location: the file's name, offset,
 /// length). False when the file cannot be mapped or is not well-formed
