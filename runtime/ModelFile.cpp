@@ -209,9 +209,12 @@ std::vector<LeftOut> leftOutList(const onnx::ModelProto &embedded) {
 }
 
 /// Reads the constants `list` names from `model` (the compiled-from file,
-/// `what`, external data from `dir`), each checked against its hash.
+/// `what`, external data from `dir`), each checked against its hash; a
+/// name the file lacks may be held under its source's (`aliases`: a copy
+/// that import made of an Identity's input).
 bool readLeftOut(const std::vector<LeftOut> &list, const onnx::ModelProto &model,
-                 const std::string &dir, const std::string &what, std::string &error) {
+                 const std::string &dir, const std::string &what,
+                 const std::map<std::string, std::string> &aliases, std::string &error) {
   std::map<std::string, const onnx::TensorProto *> byName;
   for (const auto &t : model.graph().initializer())
     byName.emplace(t.name(), &t);
@@ -222,6 +225,8 @@ bool readLeftOut(const std::vector<LeftOut> &list, const onnx::ModelProto &model
           byName.emplace(n.output(0), &a.t());
   for (const LeftOut &c : list) {
     auto found = byName.find(c.name);
+    if (auto alias = aliases.find(c.name); found == byName.end() && alias != aliases.end())
+      found = byName.find(alias->second);
     if (found == byName.end()) {
       error = what + " has no constant '" + c.name + "', which the compiled model has";
       return false;
@@ -264,19 +269,19 @@ bool readInitialParameters(const std::string &init,
   std::string compiled = metadata(embedded, OTC_WEIGHTS_FILE_KEY);
   const char *saving = " (a run that saves the model reads the constants the executable "
                        "leaves out from the model it was compiled from)";
-  if (!list.empty() && !init.empty()) {
-    onnx::ModelProto model;
-    std::string what = "the compiled model '" + compiled.substr(0, 4096) + "'";
-    if (!parseFile(compiled, what, saving, model, error) ||
-        !readLeftOut(list, model, folderOf(compiled), what, error))
-      return false;
-    list.clear();
-  }
   std::map<std::string, std::string> aliases;
   std::string lines = metadata(embedded, OTC_WEIGHTS_ALIASES_KEY);
   for (size_t b = 0, e; (e = lines.find('\n', b)) != std::string::npos; b = e + 1)
     if (size_t tab = lines.find('\t', b); tab < e)
       aliases[lines.substr(b, tab - b)] = lines.substr(tab + 1, e - tab - 1);
+  if (!list.empty() && !init.empty()) {
+    onnx::ModelProto model;
+    std::string what = "the compiled model '" + compiled.substr(0, 4096) + "'";
+    if (!parseFile(compiled, what, saving, model, error) ||
+        !readLeftOut(list, model, folderOf(compiled), what, aliases, error))
+      return false;
+    list.clear();
+  }
   std::string file = init.empty() ? metadata(embedded, OTC_WEIGHTS_FILE_KEY) : init;
   if (file.empty()) // compiled with --embed-weights
     return readFromModel(embedded, "", "the embedded model", shapes, {}, out, hash, error);
@@ -291,7 +296,7 @@ bool readInitialParameters(const std::string &init,
     return false;
   embedded.Clear(); // its graph may be large: the file's is read next
   return readFromModel(model, folderOf(file), what, shapes, aliases, out, hash, error) &&
-         readLeftOut(list, model, folderOf(file), what, error);
+         readLeftOut(list, model, folderOf(file), what, aliases, error);
 }
 
 /// The model file the embedded model names, or "" where it carries the
@@ -308,8 +313,10 @@ static const std::string &compiledWeightsFile() {
 bool checkSavable(int64_t parameterBytes, std::string &error) {
   int64_t bytes = int64_t(otc_model_end - otc_model_begin) +
                   (compiledWeightsFile().empty() ? 0 : parameterBytes);
+  // Only a model that leaves the parameters out leaves constants out: an
+  // embedded model that carries everything is not parsed again.
   onnx::ModelProto embedded;
-  if (!loadEmbedded(embedded, error))
+  if (!compiledWeightsFile().empty() && !loadEmbedded(embedded, error))
     return false;
   for (const LeftOut &c : leftOutList(embedded))
     bytes += int64_t(c.bytes);

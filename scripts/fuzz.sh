@@ -40,7 +40,7 @@ case $target in
       for opt in '\x00\x01' '\x01\x02' '\x02\x00'; do
         { printf "$opt"; cat "$m"; } > "$seeds/$i"; i=$((i + 1))
       done
-    done < <(find test examples build/test -name '*.onnx' -size -200k 2>/dev/null) # build/test: generated
+    done < <(find test examples build/test -type f -name '*.onnx' -size -200k 2>/dev/null) # build/test: generated
     ;;
   npy)
     find test examples -name '*.npy' -exec cp -t "$seeds" {} + 2>/dev/null || true
