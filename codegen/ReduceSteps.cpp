@@ -98,6 +98,16 @@ bool sameNode(const Node &a, const Node &b) {
          a.extent == b.extent && a.offset == b.offset;
 }
 
+/// The index of a node of `s` equal to `n`, which is added if none is.
+int shared(Step &s, Node n) {
+  auto same = std::find_if(s.nodes.begin(), s.nodes.end(),
+                           [&](const Node &m) { return sameNode(m, n); });
+  if (same != s.nodes.end())
+    return int(same - s.nodes.begin());
+  s.nodes.push_back(std::move(n));
+  return int(s.nodes.size()) - 1;
+}
+
 /// `e`'s strides (over r's kept dims) over `r`'s dims: 0 along the reduced.
 std::vector<int64_t> overReduce(const Step &r, const std::vector<int64_t> &strides) {
   std::vector<int64_t> out(r.shape.size(), 0);
@@ -154,14 +164,7 @@ void foldIntoReduce(Step &r, const Step &e) {
         continue;
       }
     }
-    auto same = std::find_if(r.nodes.begin(), r.nodes.end(),
-                             [&](const Node &m) { return sameNode(m, n); });
-    if (same != r.nodes.end()) {
-      map[i] = int(same - r.nodes.begin());
-      continue;
-    }
-    map[i] = (int)r.nodes.size();
-    r.nodes.push_back(std::move(n));
+    map[i] = shared(r, std::move(n));
   }
   for (const Store &st : e.stores)
     r.stores.push_back({st.buffer, overReduce(r, st.strides), map[size_t(st.node)], st.offset});
@@ -185,14 +188,7 @@ void mergeReduces(Step &a, const Step &b) {
       x = map[x];
     if (n.op == Node::Reduced)
       n.ivalue += base;
-    auto same = std::find_if(a.nodes.begin(), a.nodes.end(),
-                             [&](const Node &m) { return sameNode(m, n); });
-    if (same != a.nodes.end()) {
-      map[i] = int(same - a.nodes.begin());
-      continue;
-    }
-    map[i] = (int)a.nodes.size();
-    a.nodes.push_back(std::move(n));
+    map[i] = shared(a, std::move(n));
   }
   for (const Reduction &r : b.reductions)
     a.reductions.push_back({r.kind, map[r.node]});

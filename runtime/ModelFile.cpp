@@ -282,7 +282,7 @@ bool readInitialParameters(const std::string &init,
       return false;
     list.clear();
   }
-  std::string file = init.empty() ? metadata(embedded, OTC_WEIGHTS_FILE_KEY) : init;
+  std::string file = init.empty() ? compiled : init;
   if (file.empty()) // compiled with --embed-weights
     return readFromModel(embedded, "", "the embedded model", shapes, {}, out, hash, error);
   std::string what = (init.empty() ? "the compiled model '" : "--init '") +

@@ -209,9 +209,10 @@ bool lowerBatchNorm(Operation *op, Lowering &l) {
   int64_t channels = c.shape[1];
   int means = l.scratch(ElemType::F32, {channels}, "batch_norm mean");
   int vars = l.scratch(ElemType::F32, {channels}, "batch_norm var");
-  if (perImage(c) && !statisticsPerImage(bn, c, means, vars, l))
+  bool byImage = perImage(c);
+  if (byImage && !statisticsPerImage(bn, c, means, vars, l))
     return false;
-  for (int pass = 0; pass < 2 && !perImage(c); ++pass) {
+  for (int pass = 0; pass < 2 && !byImage; ++pass) {
     Step &s = l.newStep(Step::Reduce, op, c.shape, c.reduced);
     NodeBuilder b(s);
     int x = l.expr(b, bn.getInput(), c.identity);
