@@ -301,14 +301,16 @@ bool Lowering::classify() {
       continue;
     Value v = op.getResult(0);
     Operation *common = nullptr, *latest = nullptr;
-    bool ok = !v.use_empty(), shared = true;
+    bool ok = !v.use_empty(), shared = true, viaRepeated = false;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
       const StepRule *step = rules.stepRule(user);
       bool reads = rules.elementwiseRule(user) ||
                    (step && step->readsInLoop && step->readsInLoop(user, use.getOperandNumber()));
       Operation *r = root.lookup(user);
-      if (!reads || !r || repeated.contains(user))
+      // A user computed in several loops repeats this op in each of them.
+      viaRepeated |= repeated.contains(user);
+      if (!reads || !r)
         ok = false;
       else if (common && r != common)
         shared = false;
@@ -338,7 +340,18 @@ bool Lowering::classify() {
                  func.getArgAttr(arg.getArgNumber(), attr::kInput)));
       });
     };
-    if (ok && !shared && (widening() || ofPersistent())) {
+    // A user repeated in several loops: this op is repeated with it, or stored.
+    if (viaRepeated)
+      shared = false;
+    bool repeat = ok && !shared && !viaRepeated && (widening() || ofPersistent());
+    // Otherwise a step that stores the value anyway (a host, a feeder) is
+    // preferred to computing it again in each reader.
+    Operation *host = nullptr, *feeder = nullptr;
+    Value fed;
+    if (!(ok && shared) && !repeat && !(host = hostFor(op, rules)) &&
+        !(feeder = feederFor(op, rules, fed)))
+      repeat = ok && cheaperRepeated(op, rules, repeated);
+    if (repeat) {
       repeated.insert(&op);
       shared = true;
       common = latest; // the operand's buffer lives until the last user
@@ -346,10 +359,10 @@ bool Lowering::classify() {
     if (ok && shared) {
       inlined.insert(v);
       root[&op] = common;
-    } else if (Operation *host = hostFor(op, rules)) {
+    } else if (host) {
       hostOf[v] = host;
       root[&op] = host; // its operands, and its inlined producers, are read there
-    } else if (Value fed; Operation *feeder = feederFor(op, rules, fed)) {
+    } else if (feeder) {
       hostOf[v] = feeder;
       root[&op] = feeder;
       fedTo[fed].push_back(&op);
@@ -392,6 +405,72 @@ void Lowering::feedNarrowingCasts() {
     rootOf[&op] = host;
     fedTo[in].push_back(&op);
   }
+}
+
+bool Lowering::cheaperRepeated(Operation &op, const RuleRegistry &rules,
+                               const llvm::DenseSet<Operation *> &repeated) {
+  // At most one FLOP an element (relu_grad's select): repeating it costs
+  // loads, not arithmetic.
+  int64_t elements = resultElements(&op);
+  if (elements <= 0 || opFlops(&op) > elements)
+    return false;
+  // The steps that read it, through users repeated in several.
+  llvm::SmallPtrSet<Operation *, 4> roots;
+  SmallVector<Operation *> work(op.getResult(0).getUsers());
+  while (!work.empty()) {
+    Operation *user = work.pop_back_val();
+    if (repeated.contains(user))
+      work.append(user->getUsers().begin(), user->getUsers().end());
+    else
+      roots.insert(rootOf.lookup(user));
+  }
+  auto bytes = [](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return t.getNumElements() * int64_t((t.getElementTypeBitWidth() + 7) / 8);
+  };
+  int64_t readers = int64_t(roots.size()), operandBytes = 0;
+  for (Value o : op.getOperands()) {
+    // In memory anyway, unchanged until the last reader: an argument the
+    // step does not write, a constant, or a step's own stored result that
+    // no accumulate or assign takes as its destination.
+    Value base = viewBase(o);
+    if (auto arg = dyn_cast<BlockArgument>(base)) {
+      if (assigned.contains(base) || !(func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
+                                       func.getArgAttr(arg.getArgNumber(), attr::kInput)))
+        return false;
+    } else if (!base.getDefiningOp<ConstantOp>()) {
+      Operation *def = base.getDefiningOp();
+      const StepRule *step = rules.stepRule(def);
+      // An elementwise value that a library call reads (the ReLU that a
+      // convolution reads) is stored, never computed in a reader's loops.
+      auto stored = [&] {
+        return llvm::any_of(base.getUses(), [&](OpOperand &use) {
+          const StepRule *reader = rules.stepRule(use.getOwner());
+          return reader && !rules.elementwiseRule(use.getOwner()) &&
+                 !(reader->readsInLoop &&
+                   reader->readsInLoop(use.getOwner(), use.getOperandNumber()));
+        });
+      };
+      if (rules.elementwiseRule(def) ? !stored()
+                                     : !step || step->output == StepRule::Output::None)
+        return false;
+      if (llvm::any_of(base.getUsers(), [](Operation *u) { return isa<AccumulateOp, AssignOp>(u); }))
+        return false;
+    }
+    // A broadcast operand (a bias) would keep a reduction that reads it from
+    // collapsing its dims, and from merging with the others over the value.
+    // A wider operand (a narrowing cast's) would be kept longer than the
+    // result it replaces.
+    if (cast<RankedTensorType>(o.getType()).getShape() != shapeOf(op.getResult(0)) ||
+        bytes(o) > bytes(op.getResult(0)))
+      return false;
+    operandBytes += bytes(o);
+  }
+  // Each reader loads the operands, against one load of them, one store of
+  // the result and a load of it per reader. Even, it still saves a launch
+  // and a buffer (and reductions over one value merge into one step, so
+  // their roots overcount the readers).
+  return readers * operandBytes <= operandBytes + (1 + readers) * bytes(op.getResult(0));
 }
 
 Operation *Lowering::hostFor(Operation &op, const RuleRegistry &rules) {

@@ -115,6 +115,11 @@ public:
 
 private:
   bool classify();
+  /// Whether elementwise `op`, read in the loops of several steps (directly
+  /// or through `repeated` users), moves fewer bytes computed again in each
+  /// than stored once and read back.
+  bool cheaperRepeated(mlir::Operation &op, const struct RuleRegistry &rules,
+                       const llvm::DenseSet<mlir::Operation *> &repeated);
   /// The step op that computes and stores elementwise `op`'s result, or null.
   mlir::Operation *hostFor(mlir::Operation &op, const struct RuleRegistry &rules);
   /// The earlier step op that stores an operand of elementwise `op` one to
