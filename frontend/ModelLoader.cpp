@@ -504,7 +504,7 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     }
   // Before embedding: a saved model keeps the tie (as a Transpose node) and
   // the split (as initializers).
-  auto untied = untieMergedCopies(model);
+  auto untied = untieMergedCopies(model, bytes);
   if (error = tieAsAsked(model, options.ties, bytes); !error.empty())
     return nullptr;
   auto aliases = untied; // every copy's source, for the runtime

@@ -165,7 +165,8 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorByte
   return tied;
 }
 
-std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model) {
+std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model,
+                                                                   TensorBytes &bytes) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::map<std::string, int> initializer;
   for (int i = 0; i < g.initializer_size(); ++i)
@@ -182,12 +183,25 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
   // Decided on the whole graph, before the loop below moves nodes out.
   std::set<std::string> calledAgain;
   llvm::StringMap<std::string> modules = readerModules(g);
-  for (const auto &n : g.node())
-    if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1 &&
-        llvm::StringRef(n.input(0)).starts_with("onnx::") &&
-        llvm::StringRef(n.output(0)).starts_with("onnx::") &&
-        sameModuleCalledAgain(modules.lookup(n.input(0)), modules.lookup(n.output(0))))
+  // One value repeated, so equal by chance: float32 and float64 values (a
+  // 16-bit copy is taken for a tie, as before).
+  auto coincident = [&](const std::string &name) {
+    auto it = initializer.find(name);
+    if (it == initializer.end())
+      return false;
+    const onnx::TensorProto &t = g.initializer(it->second);
+    std::string_view v = valuesOf(t, bytes);
+    return !v.empty() && repeated(v, t.data_type() == onnx::TensorProto::DOUBLE ? 8 : 4);
+  };
+  for (const auto &n : g.node()) {
+    if (n.op_type() != "Identity" || n.input_size() != 1 || n.output_size() != 1 ||
+        !llvm::StringRef(n.input(0)).starts_with("onnx::") ||
+        !llvm::StringRef(n.output(0)).starts_with("onnx::"))
+      continue;
+    std::string a = modules.lookup(n.input(0)), b = modules.lookup(n.output(0));
+    if (sameModuleCalledAgain(a, b) && (a != b || !coincident(n.input(0))))
       calledAgain.insert(n.output(0));
+  }
   std::vector<std::pair<std::string, std::string>> untied;
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (auto &n : *g.mutable_node()) {

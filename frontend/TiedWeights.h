@@ -25,7 +25,13 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorByte
 /// and reads the others' names through Identity nodes. Each Identity of a
 /// float initializer becomes an initializer of its own again, so the
 /// parameters train apart, as in PyTorch. Returns (copy, source) pairs.
-std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model);
+/// Anonymous folded copies read by one module called again (ALBERT's shared
+/// layer, "dense" and "dense_1") stay merged: one parameter. So do those
+/// both read in one call of one module, unless they hold one repeated
+/// value: two parameters of a fresh constant initialisation (PoolFormer's
+/// layer_scale_1 and layer_scale_2) are equal by chance.
+std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model,
+                                                                   TensorBytes &bytes);
 
 /// --tie KEEP=COPY: COPY leaves the initializers and its readers read KEEP,
 /// through Identity, or Transpose where COPY holds KEEP's transpose (any

@@ -206,6 +206,19 @@ def swin(rng, n):
                                                 "labels": rng.integers(0, 3, n)}
 
 
+def poolformer(rng, n):
+    """Two layer scales per block (layer_scale_1 and _2), fresh ones of one
+    value: the export merges them (Identity), and both are read in one call
+    of one module. They train apart, as in PyTorch."""
+    cfg = tf.PoolFormerConfig(num_channels=3, hidden_sizes=[8, 16], depths=[1, 1],
+                              num_encoder_blocks=2, patch_sizes=[3, 3], strides=[2, 2],
+                              padding=[1, 1], pool_size=3, mlp_ratio=2.0, drop_path_rate=0,
+                              num_labels=3)
+    x = rng.standard_normal((n, 3, 16, 16)).astype(np.float32)
+    return tf.PoolFormerForImageClassification(cfg), {"pixel_values": x,
+                                                      "labels": rng.integers(0, 3, n)}
+
+
 def whisper(rng, n):
     cfg = tf.WhisperConfig(vocab_size=VOCAB, num_mel_bins=8, d_model=16, encoder_layers=1,
                            decoder_layers=1, encoder_attention_heads=2,
@@ -222,7 +235,7 @@ def whisper(rng, n):
 CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
          "falcon": falcon, "bert": bert, "roberta": roberta, "albert": albert,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
-         "convnext": convnext, "swin": swin, "whisper": whisper}
+         "convnext": convnext, "swin": swin, "whisper": whisper, "poolformer": poolformer}
 
 
 def batchnorms(model):
