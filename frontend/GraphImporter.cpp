@@ -42,6 +42,9 @@ FailureOr<Value> GraphImporter::input(size_t i) {
   auto it = values.find(current->input(i));
   if (it == values.end())
     return fail("input " + quoted(current->input(i)) + " is not defined");
+  if (!it->second.value && it->second.host && it->second.host->numElements() == 0)
+    return fail("input " + quoted(current->input(i)) +
+                " has no elements; otc takes an empty tensor only as a part of a Concat");
   if (!materialize(it->second, nodeLoc))
     return fail("input " + quoted(current->input(i)) + " has an unsupported type");
   return it->second.value;

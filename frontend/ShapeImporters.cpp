@@ -142,9 +142,18 @@ LogicalResult defineSlice(Imp &imp, size_t k, const SliceSpec &spec) {
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  for (int64_t n : spec.counts)
-    if (n == 0)
-      return imp.fail("the slice is empty, which otc does not support");
+  // An empty slice (a partial rotary's pass-through part when the rotary
+  // dims are all of the head) is known: no elements. A Concat drops it.
+  if (llvm::is_contained(spec.counts, 0)) {
+    Type e = type.getElementType();
+    HostTensor t;
+    t.isFloat = isa<FloatType>(e);
+    t.elemType = t.isFloat ? onnx::TensorProto::FLOAT
+                 : e.isInteger(1) ? onnx::TensorProto::BOOL
+                                  : onnx::TensorProto::INT64;
+    t.shape = spec.counts;
+    return imp.define(k, std::move(t));
+  }
   if (ArrayRef<int64_t>(spec.counts) == type.getShape()) {
     imp.define(k, *x);
     return success();
@@ -617,9 +626,18 @@ LogicalResult importTile(Imp &imp) {
 
 LogicalResult importConcat(Imp &imp) {
   if (!imp.allInputsConstant()) { // at run time
-    auto inputs = imp.inputs();
-    if (failed(inputs))
-      return failure();
+    // Empty parts add nothing (an empty slice: see defineSlice).
+    auto inputs = FailureOr<SmallVector<Value>>(SmallVector<Value>());
+    for (size_t i = 0; i < imp.numInputs(); ++i) {
+      if (const HostTensor *c = imp.constantInput(i); c && c->numElements() == 0)
+        continue;
+      auto x = imp.input(i);
+      if (failed(x))
+        return failure();
+      inputs->push_back(*x);
+    }
+    if (inputs->size() == 1)
+      return imp.defineResult(inputs->front());
     int64_t rank = cast<RankedTensorType>(inputs->front().getType()).getRank();
     auto axis = axisAttr(imp, 0, rank);
     if (failed(axis))
