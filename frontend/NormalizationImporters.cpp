@@ -112,7 +112,8 @@ FailureOr<Value> reduceLogSumExp(Imp &imp, Value x, ArrayRef<int64_t> axes, bool
 /// select_last_index), as int64. On the host when constant; at run time
 /// the index of the best among the positions equal to the extreme, found
 /// as the maximum of a float score over where(hit, score, -1): exact for
-/// axes under 2^24 elements. No gradient, as PyTorch's.
+/// axes under 2^24 elements (integers: see below). No gradient, as
+/// PyTorch's.
 LogicalResult importArgExtreme(Imp &imp, bool isMax) {
   std::vector<int64_t> shape;
   if (failed(shapeOfInput(imp, 0, shape)))
@@ -150,13 +151,40 @@ LogicalResult importArgExtreme(Imp &imp, bool isMax) {
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
   auto type = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(type.getElementType()))
-    return imp.fail("ArgMax and ArgMin of run-time integer data are not supported");
-  Value v = isMax ? *x : NegOp::create(b, loc, *x).getResult();
-  auto extreme = maxOf(imp, v, {a}, true);
-  if (failed(extreme))
-    return failure();
-  auto hit = imp.create<CompareOp>(v, *extreme, ComparePredicate::eq);
+  FailureOr<Value> hit;
+  if (isa<FloatType>(type.getElementType())) {
+    Value v = isMax ? *x : NegOp::create(b, loc, *x).getResult();
+    auto extreme = maxOf(imp, v, {a}, true);
+    if (failed(extreme))
+      return failure();
+    hit = imp.create<CompareOp>(v, *extreme, ComparePredicate::eq);
+  } else {
+    // Integers (CLIP pools at input_ids.argmax(-1)) have no reduction of
+    // their own, and a float copy would merge values past 2^24: position k
+    // is an extreme when no position j beats it, every pair compared
+    // exactly, so the axis is bounded.
+    if (type.getNumElements() > (int64_t(1) << 26) / std::max<int64_t>(n, 1))
+      return imp.fail("ArgMax and ArgMin of run-time integer data compare every pair along "
+                      "the axis: at most 2^26 pairs, and this input has " +
+                      std::to_string(type.getNumElements()) + " elements of axis " +
+                      std::to_string(n));
+    std::vector<int64_t> k(shape), j(shape);
+    k.insert(k.begin() + a + 1, 1);
+    j.insert(j.begin() + a, 1);
+    auto beaten = imp.create<CompareOp>(reshaped(imp, *x, k), reshaped(imp, *x, j),
+                                        isMax ? ComparePredicate::lt : ComparePredicate::gt);
+    if (failed(beaten))
+      return failure();
+    std::vector<int64_t> pairs(k);
+    pairs[a + 1] = n;
+    auto any = maxOf(imp, CastOp::create(b, loc, RankedTensorType::get(pairs, b.getF32Type()),
+                                         *beaten).getResult(),
+                     {a + 1}, false);
+    if (failed(any))
+      return failure();
+    hit = imp.create<CompareOp>(*any, scalarConstant(b, loc, b.getF32Type(), 0.0),
+                                ComparePredicate::eq);
+  }
   if (failed(hit))
     return failure();
   // Score k (the last index wins) or n - 1 - k (the first).
