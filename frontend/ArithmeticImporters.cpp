@@ -270,7 +270,8 @@ LogicalResult importPow(Imp &imp) {
 static LogicalResult castTo(Imp &imp, int64_t to) {
   if (const HostTensor *c = imp.constantInput(0)) {
     HostTensor t = *c;
-    t.isFloat = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE;
+    t.isFloat = to == onnx::TensorProto::FLOAT || to == onnx::TensorProto::DOUBLE ||
+                to == onnx::TensorProto::FLOAT16 || to == onnx::TensorProto::BFLOAT16;
     t.elemType = to == onnx::TensorProto::INT32 ? int(onnx::TensorProto::INT64) : int(to);
     if (to == onnx::TensorProto::BOOL)
       for (double &v : t.values)

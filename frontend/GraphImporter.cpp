@@ -105,6 +105,10 @@ LogicalResult GraphImporter::define(size_t output, HostTensor t) {
     return fail("internal error: a folded result holds " +
                 std::to_string(t.values.size()) + " values for " +
                 std::to_string(n) + " elements");
+  // Folds compute in double; each node's result holds what its type does
+  // (DeBERTa's position buckets, Ceil(Log(d / 2) / log(3.5f)), land on an
+  // integer only in float32).
+  roundToType(t);
   if (output < (size_t)current->output_size())
     values[current->output(output)] = Entry{Value(), std::move(t)};
   return success();

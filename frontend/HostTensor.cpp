@@ -109,6 +109,27 @@ bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
   return true;
 }
 
+double roundToType(double v, int onnxType) {
+  using P = onnx::TensorProto;
+  if (onnxType == P::FLOAT)
+    return double(float(v));
+  if (onnxType != P::FLOAT16 && onnxType != P::BFLOAT16)
+    return v;
+  llvm::APFloat f(v);
+  bool lost;
+  f.convert(onnxType == P::FLOAT16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
+            llvm::APFloat::rmNearestTiesToEven, &lost);
+  return f.convertToDouble();
+}
+
+void roundToType(HostTensor &t) {
+  using P = onnx::TensorProto;
+  if (t.isFloat && (t.elemType == P::FLOAT || t.elemType == P::FLOAT16 ||
+                    t.elemType == P::BFLOAT16))
+    for (double &v : t.values)
+      v = roundToType(v, t.elemType);
+}
+
 mlir::Type elementTypeFor(mlir::Builder &b, int onnxType) {
   using P = onnx::TensorProto;
   switch (onnxType) {
@@ -130,6 +151,19 @@ mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t) {
   }
   if (t.elemType == onnx::TensorProto::DOUBLE)
     return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<double>(t.values));
+  if (t.elemType == onnx::TensorProto::FLOAT16 || t.elemType == onnx::TensorProto::BFLOAT16) {
+    const llvm::fltSemantics &sem = t.elemType == onnx::TensorProto::FLOAT16
+                                        ? llvm::APFloat::IEEEhalf()
+                                        : llvm::APFloat::BFloat();
+    std::vector<llvm::APFloat> v;
+    for (double x : t.values) {
+      llvm::APFloat f(x);
+      bool lost;
+      f.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+      v.push_back(f);
+    }
+    return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<llvm::APFloat>(v));
+  }
   if (t.elemType == onnx::TensorProto::BOOL) {
     llvm::SmallVector<bool> v;
     for (double x : t.values)

@@ -31,6 +31,14 @@ int64_t toInt64(double v);
 bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
                   std::string &error);
 
+/// `v` rounded to the float ONNX type `onnxType` (FLOAT, FLOAT16, BFLOAT16)
+/// to nearest even; other types unchanged.
+double roundToType(double v, int onnxType);
+
+/// Rounds a float tensor's values to its element type: what a node of that
+/// type computes, where the fold computed in double.
+void roundToType(HostTensor &t);
+
 /// The MLIR element type for an ONNX data type, or null.
 mlir::Type elementTypeFor(mlir::Builder &b, int onnxType);
 

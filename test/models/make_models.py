@@ -219,6 +219,53 @@ def poolformer(rng, n):
                                                       "labels": rng.integers(0, 3, n)}
 
 
+def codegen(rng, n):
+    """Rotary over the whole head (rotary_dim = head_dim): the pass-through
+    part key[..., rotary_dim:] is an empty slice, concatenated."""
+    cfg = tf.CodeGenConfig(vocab_size=VOCAB, n_positions=SEQ, n_ctx=SEQ, n_embd=16, n_layer=2,
+                           n_head=4, rotary_dim=4, resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+    ids, _, lab = token_data(rng, n)
+    return tf.CodeGenForCausalLM(cfg), {"input_ids": ids, "labels": lab}
+
+
+class CLIPWithLoss(tf.CLIPModel):
+    def forward(self, input_ids, pixel_values, attention_mask):
+        return super().forward(input_ids=input_ids, pixel_values=pixel_values,
+                               attention_mask=attention_mask, return_loss=True)
+
+
+def clip(rng, n):
+    """The contrastive loss over the micro-batch; the text pooled at
+    input_ids.argmax(-1), an ArgMax of run-time integers."""
+    cfg = tf.CLIPConfig(
+        text_config=dict(vocab_size=VOCAB, hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=SEQ,
+                         dropout=0, attention_dropout=0),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                           num_attention_heads=2, image_size=8, patch_size=4, dropout=0,
+                           attention_dropout=0),
+        projection_dim=8)
+    ids, mask, _ = token_data(rng, n)
+    x = rng.standard_normal((n, 3, 8, 8)).astype(np.float32)
+    return CLIPWithLoss(cfg), {"input_ids": ids, "pixel_values": x, "attention_mask": mask}
+
+
+def deberta(rng, n):
+    """Disentangled attention with log-bucketed relative positions, folded
+    at import from float32 math (Ceil(Log(d / 2) / log 3.5)), and the
+    relative embeddings' LayerNorm read by both layers."""
+    cfg = tf.DebertaV2Config(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
+                             num_attention_heads=2, intermediate_size=32,
+                             max_position_embeddings=SEQ, relative_attention=True,
+                             position_buckets=4, pos_att_type=["p2c", "c2p"],
+                             norm_rel_ebd="layer_norm", share_att_key=True,
+                             position_biased_input=False, type_vocab_size=0,
+                             hidden_dropout_prob=0, attention_probs_dropout_prob=0)
+    ids, mask, lab = token_data(rng, n)
+    return tf.DebertaV2ForMaskedLM(cfg), {"input_ids": ids, "attention_mask": mask,
+                                          "labels": lab}
+
+
 def whisper(rng, n):
     cfg = tf.WhisperConfig(vocab_size=VOCAB, num_mel_bins=8, d_model=16, encoder_layers=1,
                            decoder_layers=1, encoder_attention_heads=2,
@@ -235,7 +282,8 @@ def whisper(rng, n):
 CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
          "falcon": falcon, "bert": bert, "roberta": roberta, "albert": albert,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
-         "convnext": convnext, "swin": swin, "whisper": whisper, "poolformer": poolformer}
+         "convnext": convnext, "swin": swin, "whisper": whisper, "poolformer": poolformer,
+         "codegen": codegen, "clip": clip, "deberta": deberta}
 
 
 def batchnorms(model):
