@@ -3,8 +3,9 @@
 Inception's 7x1 and 3x1), on maps 6 to 16 wide, the sizes where GCC 12's
 vectoriser miscompiled the im2col row loop at -O3 -march=native: y is the
 concatenation of conv(x, A) (3x1, pads 1,0,1,0; x [N, 2, 6, 6]), conv(x,
-B) (3x1, stride 2x1, dilation 2x1, pads 2,0,1,0) and conv(z, C) (7x1,
-pads 3,0,3,0; z [N, 2, 4, 11]) flattened. Its data, and A, B, C after SGD
+B) (3x1, stride 2x1, dilation 2x1, pads 2,0,1,0), conv(z, C) (7x1,
+pads 3,0,3,0; z [N, 2, 4, 11]) and conv(conv(x, A), D) (3x1 again, so
+the input gradient's col2im runs too), flattened. Its data, and A, B, C, D after SGD
 from float64 central finite differences of numpy loops.
 
 usage: make_conv_rows.py OUT.onnx DATA_DIR STEPS LR EXPECTED.npz
@@ -21,17 +22,20 @@ out, data, steps, lr, expected = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]
 rng = np.random.default_rng(21)
 params = {"a": rng.normal(0, 0.5, (3, 2, 3, 1)).astype(np.float32),
           "b": rng.normal(0, 0.5, (3, 2, 3, 1)).astype(np.float32),
-          "c": rng.normal(0, 0.5, (2, 2, 7, 1)).astype(np.float32)}
+          "c": rng.normal(0, 0.5, (2, 2, 7, 1)).astype(np.float32),
+          "d": rng.normal(0, 0.5, (2, 3, 3, 1)).astype(np.float32)}
 geometry = {"a": dict(strides=[1, 1], dilations=[1, 1], pads=[1, 0, 1, 0]),
             "b": dict(strides=[2, 1], dilations=[2, 1], pads=[2, 0, 1, 0]),
-            "c": dict(strides=[1, 1], dilations=[1, 1], pads=[3, 0, 3, 0])}
+            "c": dict(strides=[1, 1], dilations=[1, 1], pads=[3, 0, 3, 0]),
+            "d": dict(strides=[1, 1], dilations=[1, 1], pads=[1, 0, 1, 0])}
 n = helper.make_node
 nodes = [n("Conv", ["x", "a"], ["ya"], **geometry["a"]),
          n("Conv", ["x", "b"], ["yb"], **geometry["b"]),
-         n("Conv", ["z", "c"], ["yc"], **geometry["c"])]
-for k in "abc":
+         n("Conv", ["z", "c"], ["yc"], **geometry["c"]),
+         n("Conv", ["ya", "d"], ["yd"], **geometry["d"])]
+for k in "abcd":
     nodes.append(n("Flatten", [f"y{k}"], [f"f{k}"], axis=1))
-nodes.append(n("Concat", ["fa", "fb", "fc"], ["y"], axis=1))
+nodes.append(n("Concat", ["fa", "fb", "fc", "fd"], ["y"], axis=1))
 
 
 def conv(x, w, strides, dilations, pads):
@@ -52,8 +56,9 @@ def conv(x, w, strides, dilations, pads):
 
 
 def forward(p, xb, zb):
-    ys = [conv(xb, p["a"], **geometry["a"]), conv(xb, p["b"], **geometry["b"]),
-          conv(zb, p["c"], **geometry["c"])]
+    ya = conv(xb, p["a"], **geometry["a"])
+    ys = [ya, conv(xb, p["b"], **geometry["b"]), conv(zb, p["c"], **geometry["c"]),
+          conv(ya, p["d"], **geometry["d"])]
     return np.concatenate([y.reshape(len(y), -1) for y in ys], axis=1)
 
 
