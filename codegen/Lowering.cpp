@@ -331,13 +331,7 @@ bool Lowering::classify() {
     auto ofPersistent = [&] {
       return llvm::all_of(op.getOperands(), [&](Value o) {
         Value base = viewBase(o);
-        auto arg = dyn_cast<BlockArgument>(base);
-        // Not a gradient buffer or an assigned parameter: the step writes
-        // those, so a later read would see another value.
-        return base.getDefiningOp<ConstantOp>() ||
-               (arg && !assigned.contains(base) &&
-                (func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
-                 func.getArgAttr(arg.getArgNumber(), attr::kInput)));
+        return base.getDefiningOp<ConstantOp>() || unwrittenArgument(base);
       });
     };
     // A user repeated in several loops: this op is repeated with it, or stored.
@@ -407,6 +401,15 @@ void Lowering::feedNarrowingCasts() {
   }
 }
 
+bool Lowering::unwrittenArgument(Value v) {
+  // Not a gradient buffer or an assigned parameter: the step writes those,
+  // so a later read would see another value.
+  auto arg = dyn_cast<BlockArgument>(v);
+  return arg && !assigned.contains(v) &&
+         (func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
+          func.getArgAttr(arg.getArgNumber(), attr::kInput));
+}
+
 bool Lowering::cheaperRepeated(Operation &op, const RuleRegistry &rules,
                                const llvm::DenseSet<Operation *> &repeated) {
   // At most one FLOP an element (relu_grad's select): repeating it costs
@@ -434,9 +437,8 @@ bool Lowering::cheaperRepeated(Operation &op, const RuleRegistry &rules,
     // step does not write, a constant, or a step's own stored result that
     // no accumulate or assign takes as its destination.
     Value base = viewBase(o);
-    if (auto arg = dyn_cast<BlockArgument>(base)) {
-      if (assigned.contains(base) || !(func.getArgAttr(arg.getArgNumber(), attr::kParam) ||
-                                       func.getArgAttr(arg.getArgNumber(), attr::kInput)))
+    if (isa<BlockArgument>(base)) {
+      if (!unwrittenArgument(base))
         return false;
     } else if (!base.getDefiningOp<ConstantOp>()) {
       Operation *def = base.getDefiningOp();

@@ -115,6 +115,8 @@ public:
 
 private:
   bool classify();
+  /// Whether `v` is a parameter or input argument the step never writes.
+  bool unwrittenArgument(mlir::Value v);
   /// Whether elementwise `op`, read in the loops of several steps (directly
   /// or through `repeated` users), moves fewer bytes computed again in each
   /// than stored once and read back.

@@ -109,17 +109,23 @@ bool decodeTensor(const onnx::TensorProto &t, HostTensor &out,
   return true;
 }
 
+/// `v` in FLOAT16's or BFLOAT16's semantics, to nearest even.
+static llvm::APFloat sixteenBit(double v, int onnxType) {
+  llvm::APFloat f(v);
+  bool lost;
+  f.convert(onnxType == onnx::TensorProto::FLOAT16 ? llvm::APFloat::IEEEhalf()
+                                                   : llvm::APFloat::BFloat(),
+            llvm::APFloat::rmNearestTiesToEven, &lost);
+  return f;
+}
+
 double roundToType(double v, int onnxType) {
   using P = onnx::TensorProto;
   if (onnxType == P::FLOAT)
     return double(float(v));
   if (onnxType != P::FLOAT16 && onnxType != P::BFLOAT16)
     return v;
-  llvm::APFloat f(v);
-  bool lost;
-  f.convert(onnxType == P::FLOAT16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
-            llvm::APFloat::rmNearestTiesToEven, &lost);
-  return f.convertToDouble();
+  return sixteenBit(v, onnxType).convertToDouble();
 }
 
 void roundToType(HostTensor &t) {
@@ -152,16 +158,9 @@ mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t) {
   if (t.elemType == onnx::TensorProto::DOUBLE)
     return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<double>(t.values));
   if (t.elemType == onnx::TensorProto::FLOAT16 || t.elemType == onnx::TensorProto::BFLOAT16) {
-    const llvm::fltSemantics &sem = t.elemType == onnx::TensorProto::FLOAT16
-                                        ? llvm::APFloat::IEEEhalf()
-                                        : llvm::APFloat::BFloat();
     std::vector<llvm::APFloat> v;
-    for (double x : t.values) {
-      llvm::APFloat f(x);
-      bool lost;
-      f.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
-      v.push_back(f);
-    }
+    for (double x : t.values)
+      v.push_back(sixteenBit(x, t.elemType));
     return mlir::DenseElementsAttr::get(type, llvm::ArrayRef<llvm::APFloat>(v));
   }
   if (t.elemType == onnx::TensorProto::BOOL) {

@@ -627,23 +627,23 @@ LogicalResult importTile(Imp &imp) {
 LogicalResult importConcat(Imp &imp) {
   if (!imp.allInputsConstant()) { // at run time
     // Empty parts add nothing (an empty slice: see defineSlice).
-    auto inputs = FailureOr<SmallVector<Value>>(SmallVector<Value>());
+    SmallVector<Value> parts;
     for (size_t i = 0; i < imp.numInputs(); ++i) {
       if (const HostTensor *c = imp.constantInput(i); c && c->numElements() == 0)
         continue;
       auto x = imp.input(i);
       if (failed(x))
         return failure();
-      inputs->push_back(*x);
+      parts.push_back(*x);
     }
-    if (inputs->size() == 1)
-      return imp.defineResult(inputs->front());
-    int64_t rank = cast<RankedTensorType>(inputs->front().getType()).getRank();
+    if (parts.size() == 1)
+      return imp.defineResult(parts.front());
+    int64_t rank = cast<RankedTensorType>(parts.front().getType()).getRank();
     auto axis = axisAttr(imp, 0, rank);
     if (failed(axis))
       return failure();
     return imp.defineResult(
-        imp.create<ConcatOp>(ValueRange(*inputs), imp.builder().getI64IntegerAttr(*axis)));
+        imp.create<ConcatOp>(ValueRange(parts), imp.builder().getI64IntegerAttr(*axis)));
   }
   if (failed(needConstants(imp, 1)))
     return failure();
