@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -212,7 +213,9 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
     return false;
   }
   std::string extra = kind == "mse" ? "targets" : "labels";
-  for (const char *name : {extra.c_str(), "otc_loss", "otc_loss/diff", "otc_loss/sq"})
+  for (const char *name : {extra.c_str(), "otc_loss", "otc_loss/diff", "otc_loss/sq",
+                           "otc_loss/rows", "otc_loss/row_labels", "otc_loss/rows_shape",
+                           "otc_loss/labels_shape"})
     if (nameTaken(g, name)) {
       error = "--loss " + kind + " adds a value '" + name +
               "', but the model already has one of that name";
@@ -224,16 +227,45 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
   // A copy: `target` dies when the outputs are cleared below.
   const onnx::TypeProto_Tensor outType = target->type().tensor_type();
   if (kind == "cross-entropy") {
+    // Classes on the last axis, as F.cross_entropy(logits.view(-1, C),
+    // labels.view(-1)) reads a language model's [N, T, C]: every position
+    // is a row, the labels hold all but the last axis, and -100 is
+    // ignored (PyTorch's default ignore_index).
     tt->set_elem_type(onnx::TensorProto::INT64);
+    // (A shape resolveLossDims could not find leaves the import to say why.)
+    int rank = outType.has_shape() ? outType.shape().dim_size() : 0;
+    bool rows = rank > 2 && outType.shape().dim(rank - 1).has_dim_value();
     tt->mutable_shape()->add_dim()->set_dim_param("batch");
-    addNode(g, "SoftmaxCrossEntropyLoss", {out, extra}, "otc_loss")
-        ->add_attribute()->CopyFrom([] {
-          onnx::AttributeProto a;
-          a.set_name("reduction");
-          a.set_type(onnx::AttributeProto::STRING);
-          a.set_s("mean");
-          return a;
-        }());
+    for (int d = 1; rows && d < rank - 1; ++d)
+      *tt->mutable_shape()->add_dim() = outType.shape().dim(d);
+    std::string scores = out, labels = extra;
+    if (rows) {
+      auto shapeConstant = [&](const char *name, std::vector<int64_t> dims) {
+        onnx::TensorProto *t = g.add_initializer();
+        t->set_name(name);
+        t->set_data_type(onnx::TensorProto::INT64);
+        t->add_dims(int64_t(dims.size()));
+        for (int64_t d : dims)
+          t->add_int64_data(d);
+      };
+      shapeConstant("otc_loss/rows_shape", {-1, outType.shape().dim(rank - 1).dim_value()});
+      shapeConstant("otc_loss/labels_shape", {-1});
+      addNode(g, "Reshape", {out, "otc_loss/rows_shape"}, "otc_loss/rows")
+          ->set_name("otc_loss/rows");
+      addNode(g, "Reshape", {extra, "otc_loss/labels_shape"}, "otc_loss/row_labels")
+          ->set_name("otc_loss/row_labels");
+      scores = "otc_loss/rows";
+      labels = "otc_loss/row_labels";
+    }
+    onnx::NodeProto *loss = addNode(g, "SoftmaxCrossEntropyLoss", {scores, labels}, "otc_loss");
+    onnx::AttributeProto *reduction = loss->add_attribute();
+    reduction->set_name("reduction");
+    reduction->set_type(onnx::AttributeProto::STRING);
+    reduction->set_s("mean");
+    onnx::AttributeProto *ignore = loss->add_attribute();
+    ignore->set_name("ignore_index");
+    ignore->set_type(onnx::AttributeProto::INT);
+    ignore->set_i(-100);
   } else {
     *tt = outType;
     if (tt->shape().dim_size() > 0)
@@ -255,15 +287,21 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec,
 }
 
 /// Makes every data input static: a symbolic leading dimension becomes the
-/// micro-batch size `n`. A training step's data inputs all carry the batch
-/// as axis 0; a forward-only graph's may have any fixed shape. Graph outputs
-/// lose their shapes so that inference recomputes them from the inputs.
-bool specialiseBatch(onnx::ModelProto &model, int64_t n, bool forwardOnly,
+/// micro-batch size, any other one the size --dim gives its name. A training
+/// step's data inputs all carry the batch as axis 0; a forward-only graph's
+/// may have any fixed shape. Graph outputs lose their shapes so that
+/// inference recomputes them from the inputs.
+bool specialiseBatch(onnx::ModelProto &model, const ImportOptions &options,
                      std::string &error) {
   onnx::GraphProto &g = *model.mutable_graph();
+  int64_t n = options.microBatch;
   std::set<std::string> inits;
   for (const auto &i : g.initializer())
     inits.insert(i.name());
+  std::map<std::string, int64_t> given;
+  for (const auto &[name, size] : options.dims)
+    given[name] = size; // the last --dim of a name wins
+  std::set<std::string> used, symbolic;
   for (auto &in : *g.mutable_input()) {
     if (inits.count(in.name()))
       continue;
@@ -272,36 +310,68 @@ bool specialiseBatch(onnx::ModelProto &model, int64_t n, bool forwardOnly,
       return false;
     }
     auto *shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() == 0 && !forwardOnly) {
+    if (shape->dim_size() == 0 && !options.forwardOnly) {
       error = "input " + quoted(in.name()) +
               " is a scalar; data inputs need the batch as axis 0";
       return false;
     }
     for (int d = 0; d < shape->dim_size(); ++d) {
       auto *dim = shape->mutable_dim(d);
-      if (!dim->has_dim_value()) {
-        if (d != 0) {
-          error = "input " + quoted(in.name()) + " has a symbolic dimension at axis " +
-                  std::to_string(d) + "; only the batch axis 0 may be symbolic";
+      const std::string &param = dim->dim_param();
+      if (dim->has_dim_value()) {
+        if (d == 0 && dim->dim_value() != n && !options.forwardOnly) {
+          error = "input " + quoted(in.name()) + " has a fixed batch dimension of " +
+                  std::to_string(dim->dim_value()) + ", but --micro-batch is " +
+                  std::to_string(n);
+          return false;
+        }
+        continue;
+      }
+      symbolic.insert(param);
+      if (d == 0) {
+        if (given.count(param)) {
+          error = "--dim " + param + "=" + std::to_string(given[param]) + ": " +
+                  quoted(param) + " is input " + quoted(in.name()) +
+                  "'s batch axis, which --micro-batch sets";
           return false;
         }
         dim->set_dim_value(n);
-      } else if (d == 0 && dim->dim_value() != n && !forwardOnly) {
-        error = "input " + quoted(in.name()) + " has a fixed batch dimension of " +
-                std::to_string(dim->dim_value()) + ", but --micro-batch is " +
-                std::to_string(n);
+        continue;
+      }
+      auto it = param.empty() ? given.end() : given.find(param);
+      if (it == given.end()) {
+        error = "input " + quoted(in.name()) + " has a symbolic dimension " +
+                (param.empty() ? std::string("with no name")
+                               : quoted(param)) +
+                " at axis " + std::to_string(d) +
+                (param.empty() ? "; export it with a fixed size"
+                               : "; give its size with --dim " + param + "=N");
         return false;
       }
+      used.insert(param);
+      dim->set_dim_value(it->second);
     }
   }
+  for (const auto &[name, size] : given)
+    if (!used.count(name)) {
+      std::string names;
+      for (const std::string &s : symbolic)
+        if (!s.empty())
+          names += (names.empty() ? "" : ", ") + quoted(s);
+      error = "--dim " + name + "=" + std::to_string(size) +
+              ": no input has a symbolic dimension of that name beyond axis 0 (the "
+              "inputs' symbolic dimensions: " +
+              (names.empty() ? std::string("none") : names) + ")";
+      return false;
+    }
   g.clear_value_info();
   for (auto &o : *g.mutable_output())
     o.mutable_type()->mutable_tensor_type()->clear_shape();
   return true;
 }
 
-/// Fills the dims after the batch that the --loss output leaves symbolic
-/// (sizes the graph computes from the input's shape, as an interpolation to
+/// Fills the dims after the batch that the --loss output leaves symbolic or
+/// unknown (sizes the graph computes from the input's shape, as an interpolation to
 /// a given size, which ONNX's shape inference cannot follow) from a
 /// forward-only import, which computes every shape. Leaves the model as it
 /// is when nothing is symbolic or that import fails (the training import
@@ -313,20 +383,21 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     return;
   std::string out = options.loss.substr(colon + 1);
   onnx::ValueInfoProto *target = findOutput(*model.mutable_graph(), out);
-  if (!target || !target->type().tensor_type().has_shape())
+  if (!target || !target->type().has_tensor_type())
     return;
+  bool unknown = !target->type().tensor_type().has_shape();
   auto *shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
-  bool symbolic = false;
   for (int d = 1; d < shape->dim_size(); ++d)
-    symbolic |= !shape->dim(d).has_dim_value();
-  if (!symbolic)
+    unknown |= !shape->dim(d).has_dim_value();
+  if (!unknown)
     return;
   onnx::ModelProto copy = model;
   ImportOptions forward;
   forward.microBatch = options.microBatch;
+  forward.dims = options.dims;
   forward.forwardOnly = true;
   std::string ignored;
-  if (!specialiseBatch(copy, forward.microBatch, true, ignored))
+  if (!specialiseBatch(copy, forward, ignored))
     return;
   GraphImporter importer(ctx, ignored, forward);
   mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(copy, name);
@@ -336,10 +407,17 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     for (unsigned i = 0; i < f.getNumResults(); ++i) {
       auto named = f.getResultAttrOfType<mlir::StringAttr>(i, attr::kOutput);
       auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[i]);
-      if (!named || named.getValue() != out || !type || type.getRank() != shape->dim_size())
+      if (!named || named.getValue() != out || !type || type.getRank() == 0)
         continue;
-      for (int d = 1; d < shape->dim_size(); ++d)
+      if (type.getRank() != shape->dim_size()) { // no shape was given: all of it
+        shape->clear_dim();
+        shape->add_dim()->set_dim_param("batch");
+      }
+      for (int d = 1; d < type.getRank(); ++d) {
+        if (d == shape->dim_size())
+          shape->add_dim();
         shape->mutable_dim(d)->set_dim_value(type.getDimSize(d));
+      }
     }
 }
 
@@ -561,7 +639,7 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   }
   resolveLossDims(ctx, model, options, name);
   if ((!options.forwardOnly && !applyLoss(model, options.loss, error)) ||
-      !specialiseBatch(model, options.microBatch, options.forwardOnly, error))
+      !specialiseBatch(model, options, error))
     return nullptr;
   try {
     onnx::ModelProto scratch;

@@ -20,6 +20,7 @@ Needs transformers 4.38.2 over Debian's torch 1.13: scripts/install-hf.sh
 makes /opt/hfvenv. The fixtures are committed, so the tests need neither.
 
 usage: make_models.py [CASE ...]   (default: all; deterministic)
+       make_models.py --dynamic [CASE ...]   model_dynamic.onnx of DYNAMIC's cases
 """
 import copy
 import sys
@@ -426,8 +427,60 @@ def make(name):
     print(f"{name}: {n} parameters, {len(m.graph.node)} nodes, {len(expected) // 2} checked tensors")
 
 
+class Logits(nn.Module):
+    """The model's forward returning its logits, as optimum exports a
+    text-generation model without its past."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *args):
+        return self.model(**dict(zip(self.names, args))).logits
+
+
+# model_dynamic.onnx: the same model and weights exported as optimum does,
+# every axis but the model's own dynamic (dynamic_axes), trained with --dim.
+# (wrapper, the inputs it reads, each input's dynamic axes, output name)
+DYNAMIC = {
+    "gpt2": (Logits, ["input_ids"], {"input_ids": {0: "batch", 1: "sequence"}}, "logits"),
+    "bert": (Loss, ["input_ids", "attention_mask", "labels"],
+             {"input_ids": {0: "batch", 1: "sequence"},
+              "attention_mask": {0: "batch", 1: "sequence"}, "labels": {0: "batch"}}, "loss"),
+    "resnet": (Loss, ["pixel_values", "labels"],
+               {"pixel_values": {0: "batch", 2: "height", 3: "width"}, "labels": {0: "batch"}},
+               "loss"),
+}
+
+
+def make_dynamic(name):
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    model, data = CASES[name](rng, MICRO * STEPS)
+    state = copy.deepcopy(model.state_dict())
+    wrapper, names, axes, output = DYNAMIC[name]
+    sample = tuple(torch.from_numpy(data[k][:MICRO]) for k in names)
+    mode = torch.onnx.TrainingMode.TRAINING if batchnorms(model) else torch.onnx.TrainingMode.EVAL
+    path = OUT / name / "model_dynamic.onnx"
+    torch.onnx.export(wrapper(model, names), sample, str(path), opset_version=17, training=mode,
+                      input_names=names, output_names=[output], dynamic_axes=axes)
+    m = onnx.load(str(path))
+    for init in m.graph.initializer:  # the statistics, as export() resets them
+        key = init.name[len("model."):] if init.name.startswith("model.") else init.name
+        if key in state:
+            init.CopyFrom(onnx.numpy_helper.from_array(state[key].numpy(), init.name))
+    onnx.checker.check_model(m)
+    onnx.save(m, str(path))
+    print(f"{name}: model_dynamic.onnx, dynamic axes {axes}")
+
+
 def main():
-    for name in sys.argv[1:] or list(CASES):
+    args = sys.argv[1:]
+    if args[:1] == ["--dynamic"]:
+        for name in args[1:] or list(DYNAMIC):
+            make_dynamic(name)
+        return
+    for name in args or list(CASES):
         make(name)
 
 

@@ -53,6 +53,7 @@ const char kUsage[] =
     "  --lora-targets REGEX            weights adapted, by parameter name (default: every matrix product's)\n"
     "  --lora-dropout P                dropout on the adapters' input, as PEFT's lora_dropout (default: 0)\n"
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
+    "  --dim NAME=N                    a symbolic input dimension (a dynamic axis) of this size (repeatable)\n"
     "  --loss cross-entropy:OUT|mse:OUT   a loss of output OUT and a labels input (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
     "  --embed-weights                 carry the initial parameters (default: read from MODEL at start)\n"
@@ -127,6 +128,18 @@ std::pair<std::string, std::vector<int64_t>> fixedRows(const std::string &v) {
     fail("--fixed-rows expects NAME=ROW[,ROW...] with integer rows, got '" + v.substr(0, 80) + "'",
          2);
   return {v.substr(0, eq), rows};
+}
+
+/// --dim NAME=N, split at the last '=' (a dim_param may hold one).
+std::pair<std::string, int64_t> dimSize(const std::string &v) {
+  size_t eq = v.rfind('=');
+  long long n = 0;
+  if (eq == std::string::npos || eq == 0 ||
+      llvm::StringRef(v).substr(eq + 1).getAsInteger(10, n) || n < 1 || n > OTC_MAX_MICRO_BATCH)
+    fail("--dim expects NAME=N with N from 1 to " + std::to_string(OTC_MAX_MICRO_BATCH) +
+             ", got '" + v.substr(0, 80) + "'",
+         2);
+  return {v.substr(0, eq), n};
 }
 
 /// --tie KEEP=COPY, split at the first '='.
@@ -244,6 +257,7 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--freeze") a.import.freeze.push_back(v);
     else if (arg == "--fixed-rows") a.import.fixedRows.push_back(fixedRows(v));
     else if (arg == "--tie") a.import.ties.push_back(tiePair(v));
+    else if (arg == "--dim") a.import.dims.push_back(dimSize(v));
     else if (arg == "--precision") {
       auto precision = otc::symbolizePrecision(v);
       if (!precision)

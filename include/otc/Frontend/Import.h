@@ -13,6 +13,10 @@ namespace otc {
 struct ImportOptions {
   /// Samples per micro-batch: symbolic batch dimensions become this size.
   int64_t microBatch = 1;
+  /// --dim NAME=N: every input dimension named NAME (an ONNX dim_param, as
+  /// a dynamic axis of torch.onnx.export) becomes N. Axis 0 is the batch's,
+  /// which only microBatch sets.
+  std::vector<std::pair<std::string, int64_t>> dims;
   /// "" (the model's scalar output is the loss), "cross-entropy:OUT" or
   /// "mse:OUT".
   std::string loss;
