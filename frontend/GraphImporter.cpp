@@ -383,10 +383,35 @@ private:
   bool subgraphs = false;
 };
 
+/// For a model with a TorchSignature, the initializers that are not the
+/// module's parameters but train as them: BatchNorm's running statistics
+/// (inputs 3 and 4, which otc updates) and the matrix operands of MatMul
+/// and Gemm (a weight its optimizer stored transposed, as PyTorch 1's
+/// constant folding did).
+llvm::StringSet<> trainedUnlisted(const onnx::GraphProto &g) {
+  llvm::StringSet<> out;
+  for (const auto &n : g.node()) {
+    bool batchNorm = n.op_type() == "BatchNormalization";
+    bool product = n.op_type() == "MatMul" || n.op_type() == "Gemm";
+    for (int i = batchNorm ? 3 : 0; i < std::min(n.input_size(), batchNorm ? 5 : 2); ++i)
+      if (batchNorm || product)
+        out.insert(n.input(i));
+  }
+  return out;
+}
+
 /// A float initializer that a node reads at run time, unless only
 /// comparisons do (then it is a compile-time value, if small enough to fold).
+/// Where the exporter lists the module's tensors (PyTorch 2), the others
+/// are constants (a scale, a Pow's exponent, a mask, which PyTorch 1 wrote
+/// as Constant nodes), except those `trainedUnlisted` names. A value its
+/// optimizer folded from a parameter otherwise (positions gathered from a
+/// table) is a constant too: whether the fold kept the parameter's values
+/// one to one, otc cannot tell, and the import warns of the parameters the
+/// graph lacks.
 bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &usedAtRunTime,
-                       ComparedOnly &comparedOnly) {
+                       ComparedOnly &comparedOnly, const std::optional<TorchSignature> &sig,
+                       const llvm::StringSet<> &unlisted) {
   bool isFloat = init.data_type() == onnx::TensorProto::FLOAT ||
                  init.data_type() == onnx::TensorProto::DOUBLE;
   if (!isFloat || !usedAtRunTime.contains(init.name()))
@@ -394,17 +419,56 @@ bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &u
   int64_t count = 1;
   for (int64_t d : init.dims())
     count = d < 0 || count > OTC_MAX_HOST_ELEMENTS ? OTC_MAX_HOST_ELEMENTS + 1 : count * d;
+  if (sig && !sig->parameters.contains(init.name()) && !unlisted.contains(init.name()))
+    return false;
   return count > OTC_MAX_HOST_ELEMENTS || !comparedOnly(init.name());
 }
 
 } // namespace
 
+std::optional<TorchSignature> torchSignature(const onnx::GraphProto &g) {
+  // GraphProto.metadata_props (IR 10, field 16) is newer than libonnx
+  // 1.12's schema, so protobuf keeps it among the unknown fields.
+  constexpr int kGraphMetadataProps = 16;
+  const google::protobuf::UnknownFieldSet &unknown =
+      g.GetReflection()->GetUnknownFields(g);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField &f = unknown.field(i);
+    if (f.number() != kGraphMetadataProps ||
+        f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      continue;
+    onnx::StringStringEntryProto entry;
+    if (!entry.ParseFromString(f.length_delimited()) ||
+        entry.key() != "pkg.torch.export.ExportedProgram.graph_signature")
+      continue;
+    // One line per input: "p_name: PARAMETER target='name'", BUFFER or
+    // CONSTANT_TENSOR likewise.
+    TorchSignature sig;
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(entry.value()).split(lines, '\n');
+    for (llvm::StringRef line : lines) {
+      auto [kind, rest] = line.split(": ").second.split(" target='");
+      llvm::StringRef target = rest.take_until([](char c) { return c == '\''; });
+      if (target.empty())
+        continue;
+      if (kind == "PARAMETER")
+        sig.parameters.insert(target);
+      else if (kind == "BUFFER" || kind == "CONSTANT_TENSOR")
+        sig.buffers.insert(target);
+    }
+    return sig;
+  }
+  return std::nullopt;
+}
+
 llvm::StringSet<> parameterInitializers(const onnx::GraphProto &g, int opset) {
   llvm::StringSet<> used, usedAtRunTime, params;
   readersOf(g, opset, used, usedAtRunTime);
   ComparedOnly comparedOnly(g);
+  std::optional<TorchSignature> sig = torchSignature(g);
+  llvm::StringSet<> unlisted = trainedUnlisted(g);
   for (const auto &init : g.initializer())
-    if (isParameterTensor(init, usedAtRunTime, comparedOnly))
+    if (isParameterTensor(init, usedAtRunTime, comparedOnly, sig, unlisted))
       params.insert(init.name());
   return params;
 }
@@ -422,6 +486,8 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   llvm::StringSet<> used, usedAtRunTime;
   readersOf(g, opsetVersion, used, usedAtRunTime);
   ComparedOnly comparedOnly(g);
+  std::optional<TorchSignature> sig = torchSignature(g);
+  llvm::StringSet<> unlisted = trainedUnlisted(g);
 
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
     lastDiagnostic = d.str();
@@ -465,7 +531,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   int64_t frozenCount = 0, frozenValues = 0, paramValues = 0;
   std::vector<const onnx::TensorProto *> params;
   for (const auto &init : g.initializer()) {
-    if (!isParameterTensor(init, usedAtRunTime, comparedOnly))
+    if (!isParameterTensor(init, usedAtRunTime, comparedOnly, sig, unlisted))
       continue;
     params.push_back(&init);
     argTypes.push_back(RankedTensorType::get(

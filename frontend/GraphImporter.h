@@ -22,6 +22,17 @@ namespace otc {
 /// run time. The others are compile-time constants.
 llvm::StringSet<> parameterInitializers(const onnx::GraphProto &g, int opset);
 
+/// What PyTorch 2's exporter (torch.export) lists in the graph's metadata
+/// (`pkg.torch.export.ExportedProgram.graph_signature`): the module's
+/// parameters, and its buffers and lifted constant tensors, by their module
+/// names. Its other initializers are values it made (folded expressions,
+/// literals).
+struct TorchSignature {
+  llvm::StringSet<> parameters, buffers;
+};
+/// The model's signature, or none when it has none (PyTorch 1's exporter).
+std::optional<TorchSignature> torchSignature(const onnx::GraphProto &g);
+
 class GraphImporter {
 public:
   /// Reads options.freeze, fixedRows and forwardOnly.

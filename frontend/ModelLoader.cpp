@@ -102,6 +102,7 @@ struct StandIn {
   int fromOpset;     // the model's opset from which the newer form applies
   const char *older;
   bool keepAttributes; // else they are dropped
+  const char *dropped = nullptr; // one attribute the older form lacks
 };
 const StandIn kStandIns[] = {
     // Opset 20: one tensor in, one of the same shape out.
@@ -117,6 +118,9 @@ const StandIn kStandIns[] = {
     {"ReduceMin", 18, "ReduceSum", true},
     {"ReduceProd", 18, "ReduceSum", true},
     {"ReduceSumSquare", 18, "ReduceSum", true},
+    // Opset 18's num_outputs equals the outputs' count, which Split-13
+    // splits into (the importer checks it and takes a smaller last part).
+    {"Split", 18, "Split", true, "num_outputs"},
 };
 
 /// The stand-in node `n` of a model at `opset` is checked as, or null.
@@ -149,26 +153,67 @@ void padAsOlder(onnx::GraphProto &g, onnx::NodeProto &n) {
   n.mutable_input()->RemoveLast();
 }
 
-/// `model`, or, when it uses such an operator, a copy in `scratch` with the
-/// stand-ins in place (no copy of a model that needs none).
+/// `model`, or, when it uses such an operator or is of a newer IR version
+/// than libonnx 1.12's, a copy in `scratch` with the stand-ins in place and
+/// the version lowered (no copy of a model that needs none). IR 9 and 10
+/// add element types (float8, 4-bit), which ModelChecks refuses, and
+/// function overloads, which otc does not read; PyTorch 2's exporter
+/// writes IR 10 with neither.
 onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
   int opset = defaultOpset(model);
   auto any = [&](const onnx::NodeProto &n) {
     return standInFor(n, opset) != nullptr || padWithAxes(n, opset);
   };
-  if (llvm::none_of(model.graph().node(), any))
+  bool newerIr = model.ir_version() > onnx::IR_VERSION;
+  if (!newerIr && llvm::none_of(model.graph().node(), any))
     return model;
   scratch = model;
+  if (newerIr)
+    scratch.set_ir_version(onnx::IR_VERSION);
   for (auto &n : *scratch.mutable_graph()->mutable_node()) {
     if (const StandIn *s = standInFor(n, opset)) {
       n.set_op_type(s->older);
       if (!s->keepAttributes)
         n.clear_attribute();
+      auto *attrs = n.mutable_attribute();
+      if (s->dropped)
+        attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
+                                    [&](const auto &a) { return a.name() == s->dropped; }),
+                     attrs->end());
     }
     if (padWithAxes(n, opset))
       padAsOlder(*scratch.mutable_graph(), n);
   }
   return scratch;
+}
+
+/// For a PyTorch 2 export, what its graph lacks of the module's parameters,
+/// in one line; "" when nothing.
+std::string foldedParameters(const onnx::GraphProto &g) {
+  std::optional<TorchSignature> sig = torchSignature(g);
+  if (!sig)
+    return "";
+  llvm::StringSet<> held;
+  for (const auto &t : g.initializer())
+    held.insert(t.name());
+  std::vector<std::string> missing;
+  for (const auto &p : sig->parameters)
+    if (!held.contains(p.getKey()))
+      missing.push_back(p.getKey().str());
+  if (missing.empty())
+    return "";
+  std::sort(missing.begin(), missing.end());
+  std::string names;
+  for (size_t i = 0; i < missing.size() && i < 4; ++i)
+    names += (i ? ", " : "") + quoted(missing[i]);
+  if (missing.size() > 4)
+    names += ", ...";
+  return std::to_string(missing.size()) + " of the module's " +
+         std::to_string(sig->parameters.size()) + " parameters are not in the graph (" + names +
+         "): PyTorch's exporter folded them into constants (torch.onnx.export's optimize=True) "
+         "or tied them to another. A weight it stored transposed trains, under the copy's "
+         "name; any other folded value does not. Export with optimize=False to train the "
+         "module's own parameters";
 }
 
 /// Rewrites the graph so its only output is the scalar loss.
@@ -601,6 +646,8 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     if (told.insert(t).second)
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
+  if (std::string w = foldedParameters(model.graph()); !w.empty() && told.insert(w).second)
+    llvm::errs() << "otc: warning: " << w << "\n";
   llvm::StringSet<> stripped;
   if (embeddedModel && !embedModel(model, name, options.embedWeights, aliases, bytes,
                                    *embeddedModel, stripped, error))

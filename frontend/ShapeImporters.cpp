@@ -262,6 +262,9 @@ LogicalResult importSplit(Imp &imp) {
   if (failed(given))
     return failure();
   std::vector<int64_t> sizes = *given;
+  if (imp.attr("num_outputs") && imp.intAttr("num_outputs", 0) != outputs)
+    return imp.fail("num_outputs is " + std::to_string(imp.intAttr("num_outputs", 0)) +
+                    ", but the node has " + std::to_string(outputs) + " outputs");
   if (sizes.empty()) { // equal parts; the last may be smaller (opset 18)
     int64_t part = (shape[a] + outputs - 1) / outputs;
     for (int64_t k = 0; k < outputs; ++k)

@@ -21,6 +21,8 @@ makes /opt/hfvenv. The fixtures are committed, so the tests need neither.
 
 usage: make_models.py [CASE ...]   (default: all; deterministic)
        make_models.py --dynamic [CASE ...]   model_dynamic.onnx of DYNAMIC's cases
+       make_models.py --torch2 [CASE ...]    <case>_torch2/ of TORCH2's cases, run
+                                             with PyTorch >= 2.9 (scripts/install-torch2.sh)
 """
 import copy
 import sys
@@ -382,6 +384,11 @@ def flags(model, m, state):
         if not p.requires_grad and onnx_name(p):
             out.append(f" --freeze {onnx_name(p)}")
     params = dict(model.named_parameters())
+    # A tied parameter goes by either name (PyTorch 2's exporter keeps the head's).
+    held_by = model.state_dict(keep_vars=True)
+    for k, v in held_by.items():
+        if k not in params and any(v is p for p in params.values()):
+            params[k] = v
     for init, key, _ in parameter_of(m, state):
         # (a frozen weight the export folded transposed has no name of its own)
         if (key in params and not params[key].requires_grad) or (
@@ -393,12 +400,17 @@ def flags(model, m, state):
     return "".join(dict.fromkeys(out))
 
 
-def make(name):
+def make(name, out_name=None, exporter=None, perturb=False):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     model, data = CASES[name](rng, MICRO * STEPS)
+    if perturb:  # pretrained-like: no zero bias or equal norm weights to fold away
+        g = torch.Generator().manual_seed(1)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.02 * torch.randn(p.shape, generator=g))
     state = copy.deepcopy(model.state_dict())
-    out = OUT / name
+    out = OUT / (out_name or name)
     (out / "data").mkdir(parents=True, exist_ok=True)
     for k, v in data.items():
         np.save(out / "data" / f"{k}.npy", v)
@@ -406,7 +418,7 @@ def make(name):
     w32 = train(model, state, data, torch.float32, lr)
     w64 = train(model, {k: v.double() if v.is_floating_point() else v for k, v in state.items()},
                 data, torch.float64, lr)
-    m = export(model, state, data, out / "model.onnx")
+    m = (exporter or export)(model, state, data, out / "model.onnx")
     (out / "compile_flags").write_text(f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}\n")
     (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {lr}\n")
     # A tensor whose own update is tiny (a query bias: softmax nearly
@@ -474,8 +486,38 @@ def make_dynamic(name):
     print(f"{name}: model_dynamic.onnx, dynamic axes {axes}")
 
 
+# <case>_torch2: PyTorch 2's default exporter (torch.export, dynamo=True),
+# as users of current PyTorch export; optimize as given. Its optimizer folds
+# parameters it sees as constants (zero biases, equal norm weights), so the
+# weights are perturbed first, as a pretrained checkpoint's would be.
+TORCH2 = {"llama": True, "vit": True, "gpt2": True, "bert": False}
+
+
+def export_torch2(optimize):
+    def export_with(model, state, data, path):
+        names = list(data)
+        model.train(bool(batchnorms(model)))
+        namespace = {}  # torch.export wants the inputs' names in the signature
+        exec(f"def forward(self, {', '.join(names)}):\n"
+             f"    return self.model({', '.join(f'{n}={n}' for n in names)}).loss", namespace)
+        wrapper = type("Named", (nn.Module,), {"forward": namespace["forward"]})()
+        wrapper.model = model
+        sample = tuple(torch.from_numpy(v[:MICRO]) for v in data.values())
+        program = torch.onnx.export(
+            wrapper, sample, input_names=names, output_names=["loss"], dynamo=True,
+            optimize=optimize, dynamic_shapes={n: {0: torch.export.Dim("batch", min=2)}
+                                               for n in names})
+        program.save(str(path), external_data=False)
+        return onnx.load(str(path))
+    return export_with
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--torch2"]:  # needs PyTorch >= 2.9 and onnxscript
+        for name in args[1:] or list(TORCH2):
+            make(name, f"{name}_torch2", export_torch2(TORCH2[name]), perturb=True)
+        return
     if args[:1] == ["--dynamic"]:
         for name in args[1:] or list(DYNAMIC):
             make_dynamic(name)

@@ -454,8 +454,8 @@ def Otc_GemmDgeluOp : Otc_Op<"gemm_dgelu",
 def Otc_TransposeOp : Otc_DiffOp<"transpose",
     [InferTypeOpAdaptor, Otc_Widest, Otc_Cheap, Otc_NoFlops]> {
   let summary = "Permutes dimensions: result dim i is input dim perm[i]";
-  let arguments = (ins Otc_FloatTensor:$input, DenseI64ArrayAttr:$perm);
-  let results = (outs Otc_FloatTensor:$result);
+  let arguments = (ins Otc_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Otc_AnyTensor:$result);
   let assemblyFormat = "$input $perm attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
 }
