@@ -42,6 +42,10 @@ FailureOr<Value> GraphImporter::input(size_t i) {
   auto it = values.find(current->input(i));
   if (it == values.end())
     return fail("input " + quoted(current->input(i)) + " is not defined");
+  if (sequences.count(current->input(i)))
+    return fail("input " + quoted(current->input(i)) +
+                " is a sequence; otc reads one only with SequenceAt, SequenceLength and "
+                "ConcatFromSequence");
   if (!it->second.value && it->second.host && it->second.host->numElements() == 0)
     return fail("input " + quoted(current->input(i)) +
                 " has no elements; otc takes an empty tensor only as a part of a Concat");
@@ -77,10 +81,32 @@ bool GraphImporter::allInputsConstant() const {
 bool GraphImporter::materialize(Entry &e, Location loc) {
   if (e.value)
     return true;
-  if (!elementTypeFor(b, e.host->elemType))
+  if (!e.host || !elementTypeFor(b, e.host->elemType))
     return false;
   e.value = ConstantOp::create(b, loc, toAttr(b, *e.host));
   return true;
+}
+
+void GraphImporter::defineSequence(size_t output, std::vector<std::string> parts) {
+  if (output >= (size_t)current->output_size())
+    return;
+  values[current->output(output)] = Entry{};
+  sequences[current->output(output)] = std::move(parts);
+}
+
+const std::vector<std::string> *GraphImporter::sequenceInput(size_t i) const {
+  if (i >= numInputs())
+    return nullptr;
+  auto it = sequences.find(current->input(i));
+  return it == sequences.end() ? nullptr : &it->second;
+}
+
+void GraphImporter::defineAs(size_t output, const std::string &name) {
+  if (output >= (size_t)current->output_size())
+    return;
+  if (auto it = sequences.find(name); it != sequences.end())
+    sequences[current->output(output)] = it->second;
+  values[current->output(output)] = values[name];
 }
 
 void GraphImporter::define(size_t output, Value v) {

@@ -80,6 +80,23 @@ public:
     define(0, *v);
     return mlir::success();
   }
+  /// Sequences (SplitToSequence): a sequence is the names of its parts,
+  /// each an ordinary value; its own name holds no value.
+  void defineSequence(size_t output, std::vector<std::string> parts);
+  /// Input `i`'s parts when it is a sequence, else null.
+  const std::vector<std::string> *sequenceInput(size_t i) const;
+  /// Output `output` is the value named `name` (a part of a sequence).
+  void defineAs(size_t output, const std::string &name);
+  /// Runs `body` with `n` as the current node: a node made to reuse an
+  /// importer (its outputs name a sequence's parts); then restores it.
+  mlir::LogicalResult withNode(const onnx::NodeProto &n,
+                               llvm::function_ref<mlir::LogicalResult()> body) {
+    const onnx::NodeProto *saved = current;
+    current = &n;
+    mlir::LogicalResult r = body();
+    current = saved;
+    return r;
+  }
   /// Makes a parameter argument a buffer: state the model keeps but never
   /// trains (BatchNorm's running statistics). Other values are left alone.
   void markBuffer(mlir::Value v);
@@ -141,6 +158,7 @@ private:
   bool convOp;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
+  llvm::StringMap<std::vector<std::string>> sequences;
   const onnx::NodeProto *current = nullptr;
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
   int opsetVersion = 0;

@@ -101,6 +101,7 @@ const OpImporter kImporters[] = {
     {"Clip", 6, importClip},
     {"Clip", 11, importClip},
     {"Concat", 4, importConcat},
+    {"ConcatFromSequence", 11, importConcatFromSequence},
     {"Constant", 1, importConstant},
     {"ConstantOfShape", 9, importConstantOfShape},
     {"Conv", 1, importConv},
@@ -148,6 +149,8 @@ const OpImporter kImporters[] = {
     {"Scatter", 9, importScatterElements}, // ScatterElements before its rename
     {"ScatterElements", 11, importScatterElements},
     {"ScatterND", 11, importScatterND},
+    {"SequenceAt", 11, importSequenceAt, 0b10}, // position
+    {"SequenceLength", 11, importSequenceLength},
     {"Shape", 1, importShape},
     {"Size", 1, importSize},
     {"SpaceToDepth", 1, importBlocksMove<false>},
@@ -156,6 +159,7 @@ const OpImporter kImporters[] = {
     {"SoftmaxCrossEntropyLoss", 12, importSoftmaxCrossEntropyLoss},
     {"Split", 2, importSplit},
     {"Split", 13, importSplit},
+    {"SplitToSequence", 11, importSplitToSequence, 0b10}, // split sizes
     {"Squeeze", 1, importSqueeze},
     {"Squeeze", 13, importSqueeze},
     {"Sum", 8, importSum},

@@ -121,6 +121,9 @@ const StandIn kStandIns[] = {
     // Opset 18's num_outputs equals the outputs' count, which Split-13
     // splits into (the importer checks it and takes a smaller last part).
     {"Split", 18, "Split", true, "num_outputs"},
+    // Opset 19's saturate applies to float8 targets only, which otc refuses.
+    {"Cast", 19, "Cast", true, "saturate"},
+    {"CastLike", 19, "CastLike", true, "saturate"},
 };
 
 /// The stand-in node `n` of a model at `opset` is checked as, or null.
@@ -187,20 +190,26 @@ onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratc
   return scratch;
 }
 
-/// For a PyTorch 2 export, what its graph lacks of the module's parameters,
-/// in one line; "" when nothing.
+/// For a PyTorch 2 export that its optimizer folded, the module's
+/// parameters that the graph lacks, in one line; "" when none. Folding
+/// shows as initializers the signature does not list (values it made);
+/// without them a missing parameter is one the forward does not read (the
+/// tied copy of another), and nothing is said.
 std::string foldedParameters(const onnx::GraphProto &g) {
   std::optional<TorchSignature> sig = torchSignature(g);
   if (!sig)
     return "";
   llvm::StringSet<> held;
-  for (const auto &t : g.initializer())
+  bool made = false;
+  for (const auto &t : g.initializer()) {
     held.insert(t.name());
+    made |= !sig->parameters.contains(t.name()) && !sig->buffers.contains(t.name());
+  }
   std::vector<std::string> missing;
   for (const auto &p : sig->parameters)
     if (!held.contains(p.getKey()))
       missing.push_back(p.getKey().str());
-  if (missing.empty())
+  if (!made || missing.empty())
     return "";
   std::sort(missing.begin(), missing.end());
   std::string names;

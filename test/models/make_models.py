@@ -490,7 +490,7 @@ def make_dynamic(name):
 # as users of current PyTorch export; optimize as given. Its optimizer folds
 # parameters it sees as constants (zero biases, equal norm weights), so the
 # weights are perturbed first, as a pretrained checkpoint's would be.
-TORCH2 = {"llama": True, "vit": True, "gpt2": True, "bert": False}
+TORCH2 = {"llama": True, "vit": True, "gpt2": False, "roberta": False}
 
 
 def export_torch2(optimize):
