@@ -415,13 +415,16 @@ private:
 /// and Gemm (a weight its optimizer stored transposed, as PyTorch 1's
 /// constant folding did).
 llvm::StringSet<> trainedUnlisted(const onnx::GraphProto &g) {
+  std::optional<TorchSignature> sig = torchSignature(g);
   llvm::StringSet<> out;
   for (const auto &n : g.node()) {
-    bool batchNorm = n.op_type() == "BatchNormalization";
-    bool product = n.op_type() == "MatMul" || n.op_type() == "Gemm";
-    for (int i = batchNorm ? 3 : 0; i < std::min(n.input_size(), batchNorm ? 5 : 2); ++i)
-      if (batchNorm || product)
+    if (n.op_type() == "BatchNormalization")
+      for (int i = 3; i < std::min(n.input_size(), 5); ++i)
         out.insert(n.input(i));
+    if (n.op_type() == "MatMul" || n.op_type() == "Gemm")
+      for (int i = 0; i < std::min(n.input_size(), 2); ++i)
+        if (!sig || !sig->buffers.contains(n.input(i))) // a listed buffer is not
+          out.insert(n.input(i));
   }
   return out;
 }
@@ -445,7 +448,9 @@ bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &u
   int64_t count = 1;
   for (int64_t d : init.dims())
     count = d < 0 || count > OTC_MAX_HOST_ELEMENTS ? OTC_MAX_HOST_ELEMENTS + 1 : count * d;
-  if (sig && !sig->parameters.contains(init.name()) && !unlisted.contains(init.name()))
+  // (Beyond what folds on the host it stays a parameter, as without one.)
+  if (sig && count <= OTC_MAX_HOST_ELEMENTS && !sig->parameters.contains(init.name()) &&
+      !unlisted.contains(init.name()))
     return false;
   return count > OTC_MAX_HOST_ELEMENTS || !comparedOnly(init.name());
 }
@@ -482,6 +487,10 @@ std::optional<TorchSignature> torchSignature(const onnx::GraphProto &g) {
       else if (kind == "BUFFER" || kind == "CONSTANT_TENSOR")
         sig.buffers.insert(target);
     }
+    // A list without parameters is not one otc can read (or a module with
+    // none): the initializers decide, as without a list.
+    if (sig.parameters.empty())
+      return std::nullopt;
     return sig;
   }
   return std::nullopt;
@@ -526,6 +535,13 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   llvm::StringSet<> initializerNames;
   for (const auto &init : g.initializer())
     initializerNames.insert(init.name());
+  for (const auto &in : g.input())
+    graphNames.insert(in.name());
+  for (const auto &n : g.node())
+    for (const auto &o : n.output())
+      graphNames.insert(o);
+  for (const auto &init : g.initializer())
+    graphNames.insert(init.name());
   for (const auto &in : g.input()) {
     if (initializerNames.contains(in.name()))
       continue;

@@ -85,6 +85,10 @@ public:
   void defineSequence(size_t output, std::vector<std::string> parts);
   /// Input `i`'s parts when it is a sequence, else null.
   const std::vector<std::string> *sequenceInput(size_t i) const;
+  /// Whether the graph or the import so far has a value of this name.
+  bool isDefined(const std::string &name) const {
+    return lookup(name) != nullptr || graphNames.contains(name);
+  }
   /// Output `output` is the value named `name` (a part of a sequence).
   void defineAs(size_t output, const std::string &name);
   /// Runs `body` with `n` as the current node: a node made to reuse an
@@ -159,6 +163,7 @@ private:
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   llvm::StringMap<std::vector<std::string>> sequences;
+  llvm::StringSet<> graphNames; // every name the graph defines
   const onnx::NodeProto *current = nullptr;
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
   int opsetVersion = 0;

@@ -118,8 +118,9 @@ const StandIn kStandIns[] = {
     {"ReduceMin", 18, "ReduceSum", true},
     {"ReduceProd", 18, "ReduceSum", true},
     {"ReduceSumSquare", 18, "ReduceSum", true},
-    // Opset 18's num_outputs equals the outputs' count, which Split-13
-    // splits into (the importer checks it and takes a smaller last part).
+    // Opset 18's num_outputs equals the outputs' count (the importer checks
+    // it and takes a smaller last part); splitAsOlder gives Split-13 sizes
+    // it cannot read, so its inference allows an uneven last part.
     {"Split", 18, "Split", true, "num_outputs"},
     // Opset 19's saturate applies to float8 targets only, which otc refuses.
     {"Cast", 19, "Cast", true, "saturate"},
@@ -141,6 +142,27 @@ const StandIn *standInFor(const onnx::NodeProto &n, int opset) {
 bool padWithAxes(const onnx::NodeProto &n, int opset) {
   return opset >= 18 && n.op_type() == "Pad" && (n.domain().empty() || n.domain() == "ai.onnx") &&
          n.input_size() > 3 && !n.input(3).empty() && n.output_size() > 0;
+}
+
+/// Whether `n` is an opset-18 Split by num_outputs, without sizes.
+bool splitByCount(const onnx::NodeProto &n, int opset) {
+  return opset >= 18 && n.op_type() == "Split" && (n.domain().empty() || n.domain() == "ai.onnx") &&
+         (n.input_size() < 2 || n.input(1).empty()) && n.input_size() > 0;
+}
+
+/// Split-18 `n` by num_outputs checked as Split-13 with sizes from a fresh
+/// graph input: libonnx's Split-13 wants equal parts when it has none, and
+/// skips sizes it cannot read. The importer splits by the count.
+void splitAsOlder(onnx::GraphProto &g, onnx::NodeProto &n) {
+  onnx::ValueInfoProto *sizes = g.add_input();
+  sizes->set_name(n.output(0) + "/otc_split");
+  auto *t = sizes->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::INT64);
+  t->mutable_shape()->add_dim()->set_dim_value(n.output_size());
+  if (n.input_size() < 2)
+    n.add_input(sizes->name());
+  else
+    n.set_input(1, sizes->name());
 }
 
 /// Pad-18 `n` checked as Pad-13: the axes dropped, and the pads, which
@@ -165,7 +187,7 @@ void padAsOlder(onnx::GraphProto &g, onnx::NodeProto &n) {
 onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
   int opset = defaultOpset(model);
   auto any = [&](const onnx::NodeProto &n) {
-    return standInFor(n, opset) != nullptr || padWithAxes(n, opset);
+    return standInFor(n, opset) != nullptr || padWithAxes(n, opset) || splitByCount(n, opset);
   };
   bool newerIr = model.ir_version() > onnx::IR_VERSION;
   if (!newerIr && llvm::none_of(model.graph().node(), any))
@@ -186,6 +208,8 @@ onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratc
     }
     if (padWithAxes(n, opset))
       padAsOlder(*scratch.mutable_graph(), n);
+    if (splitByCount(n, opset) && n.output_size() > 0)
+      splitAsOlder(*scratch.mutable_graph(), n);
   }
   return scratch;
 }
@@ -355,7 +379,11 @@ bool specialiseBatch(onnx::ModelProto &model, const ImportOptions &options,
   std::map<std::string, int64_t> given;
   for (const auto &[name, size] : options.dims)
     given[name] = size; // the last --dim of a name wins
-  std::set<std::string> used, symbolic;
+  std::set<std::string> used, symbolic, batchNames;
+  for (const auto &in : g.input()) // one name is one size: the batch's too
+    if (!inits.count(in.name()) && in.type().tensor_type().shape().dim_size() > 0 &&
+        !in.type().tensor_type().shape().dim(0).dim_param().empty())
+      batchNames.insert(in.type().tensor_type().shape().dim(0).dim_param());
   for (auto &in : *g.mutable_input()) {
     if (inits.count(in.name()))
       continue;
@@ -382,7 +410,7 @@ bool specialiseBatch(onnx::ModelProto &model, const ImportOptions &options,
         continue;
       }
       symbolic.insert(param);
-      if (d == 0) {
+      if (d == 0 || (batchNames.count(param) && !given.count(param))) {
         if (given.count(param)) {
           error = "--dim " + param + "=" + std::to_string(given[param]) + ": " +
                   quoted(param) + " is input " + quoted(in.name()) +
@@ -440,9 +468,9 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   if (!target || !target->type().has_tensor_type())
     return;
   bool unknown = !target->type().tensor_type().has_shape();
-  auto *shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
-  for (int d = 1; d < shape->dim_size(); ++d)
-    unknown |= !shape->dim(d).has_dim_value();
+  const onnx::TensorShapeProto &given = target->type().tensor_type().shape();
+  for (int d = 1; d < given.dim_size(); ++d)
+    unknown |= !given.dim(d).has_dim_value();
   if (!unknown)
     return;
   onnx::ModelProto copy = model;
@@ -463,6 +491,8 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
       auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[i]);
       if (!named || named.getValue() != out || !type || type.getRank() == 0)
         continue;
+      // Changed only now: a failed import leaves the model as it was.
+      auto *shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
       if (type.getRank() != shape->dim_size()) { // no shape was given: all of it
         shape->clear_dim();
         shape->add_dim()->set_dim_param("batch");

@@ -53,13 +53,21 @@ LogicalResult importSplitToSequence(GraphImporter &imp) {
   } else {
     sizes = split->asInts();
   }
-  if (sizes.empty() || (int64_t)sizes.size() > OTC_MAX_HOST_ELEMENTS)
-    return imp.fail("the sequence would have " + std::to_string(sizes.size()) + " parts");
+  // Each part is an op and a name: a bound keeps a tiny model from making
+  // millions (an ordinary Split has as many as the file lists outputs).
+  constexpr size_t kMaxParts = 4096;
+  if (sizes.empty() || sizes.size() > kMaxParts)
+    return imp.fail("the sequence would have " + std::to_string(sizes.size()) +
+                    " parts; otc takes 1 to " + std::to_string(kMaxParts));
   const onnx::NodeProto &n = imp.node();
   onnx::NodeProto parts = madeNode(n, "Split");
   parts.add_input(n.input(0));
+  // The parts' names: the node's output with a suffix no other value has.
+  std::string base = n.output(0) + "/otc_part";
+  while (imp.isDefined(base + "0") || imp.isDefined(base + "0/squeezed"))
+    base += "_";
   for (size_t k = 0; k < sizes.size(); ++k)
-    parts.add_output(n.output(0) + "/part" + std::to_string(k));
+    parts.add_output(base + std::to_string(k));
   onnx::AttributeProto *axisAttr = parts.add_attribute();
   axisAttr->set_name("axis");
   axisAttr->set_type(onnx::AttributeProto::INT);

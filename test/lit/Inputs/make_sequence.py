@@ -6,7 +6,12 @@ its first part into columns with keepdims = 0, and of tanh(h) by sizes
 ConcatFromSequence. y = [last part * 4, column 2, tanh(h)]. Its data, and
 W after SGD from float64 finite differences of the numpy forward.
 
-usage: make_sequence.py OUT.onnx DATA_DIR STEPS LR EXPECTED.npz
+MODE split18 instead splits h = x W^T (W [5, 4]) with opset 18's Split
+by num_outputs = 2 (parts 3 and 2, the last smaller): y = [tanh(part 0),
+2 part 1]. MODE many splits x (a 5000-wide input) into columns, more parts
+than otc takes (no data).
+
+usage: make_sequence.py MODE OUT.onnx DATA_DIR STEPS LR EXPECTED.npz
 """
 import sys
 from pathlib import Path
@@ -16,12 +21,41 @@ from onnx import TensorProto, helper, numpy_helper
 
 from lit_inputs import batch, save_data, save_model, sgd
 
-out, data = sys.argv[1], Path(sys.argv[2])
-steps, lr, expected = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+mode, out, data = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+steps, lr, expected = int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 rng = np.random.default_rng(12)
-w0 = rng.normal(0, 0.5, (6, 4)).astype(np.float32)
 n = helper.make_node
 i64 = lambda name, vals: numpy_helper.from_array(np.array(vals, np.int64), name)
+if mode == "many":
+    graph = helper.make_graph(
+        [n("SplitToSequence", ["x"], ["s"], axis=1), n("SequenceAt", ["s", "zero"], ["y"])],
+        "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5000])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 1])], [i64("zero", 0)])
+    save_model(graph, out, opset=13, ir_version=7)
+    sys.exit(0)
+if mode == "split18":
+    w0 = rng.normal(0, 0.5, (5, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [n("Gemm", ["x", "w"], ["h"], transB=1),
+         n("Split", ["h"], ["a", "b"], axis=1, num_outputs=2),
+         n("Tanh", ["a"], ["ta"]), n("Add", ["b", "b"], ["b2"]),
+         n("Concat", ["ta", "b2"], ["y"], axis=1)],
+        "split18", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+        [numpy_helper.from_array(w0, "w")])
+    save_model(graph, out, opset=18, ir_version=10, check=False)  # newer than libonnx 1.12
+    x = rng.normal(size=(8, 4)).astype(np.float32)
+    t = rng.normal(size=(8, 5)).astype(np.float32)
+    save_data(data, x=x, targets=t)
+
+    def loss18(w, xb, tb):
+        h = xb @ w.T
+        return ((np.concatenate([np.tanh(h[:, :3]), 2 * h[:, 3:]], axis=1) - tb) ** 2).mean()
+    p = sgd({"w": w0}, lambda p, s: loss18(p["w"], batch(x, s).astype(np.float64),
+                                           batch(t, s).astype(np.float64)), steps, lr)
+    np.savez(expected, w=p["w"])
+    sys.exit(0)
+w0 = rng.normal(0, 0.5, (6, 4)).astype(np.float32)
 nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          n("SplitToSequence", ["h", "four"], ["s1"], axis=1),
          n("SequenceAt", ["s1", "minus_one"], ["last"]),
