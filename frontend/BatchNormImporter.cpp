@@ -24,6 +24,7 @@ LogicalResult importBatchNormalization(GraphImporter &imp) {
   // Before opset 14 training mode is told by the extra outputs.
   bool training = imp.opset() >= 14 ? imp.intAttr("training_mode", 0) != 0 : given(1);
   bool statsOut = training; // outputs 1 and 2, the updated running statistics
+  training = training || imp.batchNormInTraining(); // written back all the same
   training = training && !imp.evaluating();
   if (given(3) || given(4))
     return imp.fail("the saved mean and variance outputs are not supported");

@@ -39,12 +39,14 @@ public:
   GraphImporter(mlir::MLIRContext &ctx, std::string &error, const ImportOptions &options)
       : ctx(ctx), b(&ctx), error(error), freeze(options.freeze), fixedRows(options.fixedRows),
         forwardOnly(options.forwardOnly), evaluation(options.evaluation),
-        convOp(options.convOp) {}
+        convOp(options.convOp), batchNormTrain(options.batchNormTrain) {}
 
   /// Importing the evaluation loss (ImportOptions::evaluation).
   bool evaluating() const { return evaluation; }
   /// Conv as one op (ImportOptions::convOp).
   bool convAsOneOp() const { return convOp; }
+  /// Every BatchNormalization in training mode (ImportOptions::batchNormTrain).
+  bool batchNormInTraining() const { return batchNormTrain; }
 
   /// Imports a checked, batch-specialised model whose graph has exactly one
   /// output, the scalar loss; or, forward-only, any outputs.
@@ -160,6 +162,7 @@ private:
   bool forwardOnly;
   bool evaluation;
   bool convOp;
+  bool batchNormTrain;
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   llvm::StringMap<std::vector<std::string>> sequences;

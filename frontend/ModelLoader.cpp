@@ -687,6 +687,20 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
   if (std::string w = foldedParameters(model.graph()); !w.empty() && told.insert(w).second)
     llvm::errs() << "otc: warning: " << w << "\n";
+  if (!options.forwardOnly && !options.batchNormTrain && torchSignature(model.graph())) {
+    int inference = 0; // nodes whose training_mode (opset 14, PyTorch 2's 18+) is 0
+    for (const auto &n : model.graph().node())
+      inference += n.op_type() == "BatchNormalization" &&
+                   llvm::none_of(n.attribute(), [](const onnx::AttributeProto &a) {
+                     return a.name() == "training_mode" && a.i() != 0;
+                   });
+    if (inference > 0 && told.insert("batch-norm").second)
+      llvm::errs() << "otc: note: " << inference
+                   << " BatchNormalization nodes normalise with their running statistics, as the "
+                      "export wrote them (PyTorch 2's exporter does so even for a module in "
+                      "training mode); --batch-norm train uses each micro-batch's statistics and "
+                      "updates the running ones, as model.train()\n";
+  }
   llvm::StringSet<> stripped;
   if (embeddedModel && !embedModel(model, name, options.embedWeights, aliases, bytes,
                                    *embeddedModel, stripped, error))

@@ -400,7 +400,7 @@ def flags(model, m, state):
     return "".join(dict.fromkeys(out))
 
 
-def make(name, out_name=None, exporter=None, perturb=False):
+def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     model, data = CASES[name](rng, MICRO * STEPS)
@@ -419,7 +419,8 @@ def make(name, out_name=None, exporter=None, perturb=False):
     w64 = train(model, {k: v.double() if v.is_floating_point() else v for k, v in state.items()},
                 data, torch.float64, lr)
     m = (exporter or export)(model, state, data, out / "model.onnx")
-    (out / "compile_flags").write_text(f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}\n")
+    (out / "compile_flags").write_text(
+        f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}{extra_flags}\n")
     (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {lr}\n")
     # A tensor whose own update is tiny (a query bias: softmax nearly
     # ignores it) sums terms as large as the model's largest update, so its
@@ -490,7 +491,9 @@ def make_dynamic(name):
 # as users of current PyTorch export; optimize as given. Its optimizer folds
 # parameters it sees as constants (zero biases, equal norm weights), so the
 # weights are perturbed first, as a pretrained checkpoint's would be.
-TORCH2 = {"llama": True, "vit": True, "gpt2": False, "roberta": False}
+# Its BatchNorm is inference mode even for a module in training mode, so
+# ResNet trains with --batch-norm train, as PyTorch's reference does.
+TORCH2 = {"llama": True, "vit": True, "gpt2": False, "roberta": False, "resnet": False}
 
 
 def export_torch2(optimize):
@@ -516,7 +519,9 @@ def main():
     args = sys.argv[1:]
     if args[:1] == ["--torch2"]:  # needs PyTorch >= 2.9 and onnxscript
         for name in args[1:] or list(TORCH2):
-            make(name, f"{name}_torch2", export_torch2(TORCH2[name]), perturb=True)
+            model, _ = CASES[name](np.random.default_rng(0), MICRO)
+            make(name, f"{name}_torch2", export_torch2(TORCH2[name]), perturb=True,
+                 extra_flags=" --batch-norm train" if batchnorms(model) else "")
         return
     if args[:1] == ["--dynamic"]:
         for name in args[1:] or list(DYNAMIC):

@@ -58,6 +58,7 @@ const char kUsage[] =
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
     "  --embed-weights                 carry the initial parameters (default: read from MODEL at start)\n"
     "  --conv-op                       convolutions as one op each (cuDNN on CUDA), not im2col and a GEMM\n"
+    "  --batch-norm train|as-exported  BatchNorm with batch statistics (model.train()), or as the export wrote it\n"
     "  --emit mlir|program|source      print the IR after the passes, the kernel program or the source\n"
     "  --freeze NAME|PATTERN*          do not train these parameters (repeatable; default: none)\n"
     "  --fixed-rows NAME=ROW,...       rows of an embedding that get no gradient (padding_idx)\n"
@@ -258,6 +259,11 @@ Args parseArgs(int argc, char **argv) {
     else if (arg == "--fixed-rows") a.import.fixedRows.push_back(fixedRows(v));
     else if (arg == "--tie") a.import.ties.push_back(tiePair(v));
     else if (arg == "--dim") a.import.dims.push_back(dimSize(v));
+    else if (arg == "--batch-norm") {
+      if (v != "train" && v != "as-exported")
+        fail("unknown --batch-norm '" + v.substr(0, 40) + "' (expected train or as-exported)", 2);
+      a.import.batchNormTrain = v == "train";
+    }
     else if (arg == "--precision") {
       auto precision = otc::symbolizePrecision(v);
       if (!precision)
@@ -331,6 +337,8 @@ void checkArgs(Args &a) {
     fail("--freeze does not apply to a forward-only executable", 2);
   if (a.import.forwardOnly && !a.import.fixedRows.empty())
     fail("--fixed-rows does not apply to a forward-only executable", 2);
+  if (a.import.forwardOnly && a.import.batchNormTrain)
+    fail("--batch-norm train does not apply to a forward-only executable", 2);
   // fp16's narrow range needs scaling by default, as AMP's GradScaler.
   if (!a.lossScaleGiven && a.precision.precision == otc::Precision::Fp16 &&
       !a.import.forwardOnly)

@@ -44,6 +44,11 @@ struct ImportOptions {
   /// Conv imports as one `otc.conv` (--conv-op: cuDNN on CUDA) instead of
   /// im2col and a matmul.
   bool convOp = false;
+  /// --batch-norm train: every BatchNormalization normalises with the
+  /// micro-batch's statistics and updates the running ones (model.train()),
+  /// whatever mode the export wrote; PyTorch 2's exporter writes inference
+  /// mode even for a module in training mode.
+  bool batchNormTrain = false;
 };
 
 /// Reads, checks and imports the ONNX model at `path` into a module holding
