@@ -106,7 +106,8 @@ void GraphImporter::defineAs(size_t output, const std::string &name) {
     return;
   if (auto it = sequences.find(name); it != sequences.end())
     sequences[current->output(output)] = it->second;
-  values[current->output(output)] = values[name];
+  if (const Entry *e = lookup(name))
+    values[current->output(output)] = *e;
 }
 
 void GraphImporter::define(size_t output, Value v) {
@@ -414,8 +415,7 @@ private:
 /// (inputs 3 and 4, which otc updates) and the matrix operands of MatMul
 /// and Gemm (a weight its optimizer stored transposed, as PyTorch 1's
 /// constant folding did).
-llvm::StringSet<> trainedUnlisted(const onnx::GraphProto &g) {
-  std::optional<TorchSignature> sig = torchSignature(g);
+llvm::StringSet<> trainedUnlisted(const onnx::GraphProto &g, const TorchSignature &sig) {
   llvm::StringSet<> out;
   for (const auto &n : g.node()) {
     if (n.op_type() == "BatchNormalization")
@@ -423,7 +423,7 @@ llvm::StringSet<> trainedUnlisted(const onnx::GraphProto &g) {
         out.insert(n.input(i));
     if (n.op_type() == "MatMul" || n.op_type() == "Gemm")
       for (int i = 0; i < std::min(n.input_size(), 2); ++i)
-        if (!sig || !sig->buffers.contains(n.input(i))) // a listed buffer is not
+        if (!sig.buffers.contains(n.input(i))) // a listed buffer is not
           out.insert(n.input(i));
   }
   return out;
@@ -501,7 +501,7 @@ llvm::StringSet<> parameterInitializers(const onnx::GraphProto &g, int opset) {
   readersOf(g, opset, used, usedAtRunTime);
   ComparedOnly comparedOnly(g);
   std::optional<TorchSignature> sig = torchSignature(g);
-  llvm::StringSet<> unlisted = trainedUnlisted(g);
+  llvm::StringSet<> unlisted = sig ? trainedUnlisted(g, *sig) : llvm::StringSet<>();
   for (const auto &init : g.initializer())
     if (isParameterTensor(init, usedAtRunTime, comparedOnly, sig, unlisted))
       params.insert(init.name());
@@ -522,7 +522,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   readersOf(g, opsetVersion, used, usedAtRunTime);
   ComparedOnly comparedOnly(g);
   std::optional<TorchSignature> sig = torchSignature(g);
-  llvm::StringSet<> unlisted = trainedUnlisted(g);
+  llvm::StringSet<> unlisted = sig ? trainedUnlisted(g, *sig) : llvm::StringSet<>();
 
   ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
     lastDiagnostic = d.str();
@@ -533,15 +533,15 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   SmallVector<Type> argTypes;
   SmallVector<NamedAttrList> argAttrs;
   llvm::StringSet<> initializerNames;
-  for (const auto &init : g.initializer())
+  for (const auto &init : g.initializer()) {
     initializerNames.insert(init.name());
+    graphNames.insert(init.name());
+  }
   for (const auto &in : g.input())
     graphNames.insert(in.name());
   for (const auto &n : g.node())
     for (const auto &o : n.output())
       graphNames.insert(o);
-  for (const auto &init : g.initializer())
-    graphNames.insert(init.name());
   for (const auto &in : g.input()) {
     if (initializerNames.contains(in.name()))
       continue;

@@ -219,18 +219,15 @@ onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratc
 /// shows as initializers the signature does not list (values it made);
 /// without them a missing parameter is one the forward does not read (the
 /// tied copy of another), and nothing is said.
-std::string foldedParameters(const onnx::GraphProto &g) {
-  std::optional<TorchSignature> sig = torchSignature(g);
-  if (!sig)
-    return "";
+std::string foldedParameters(const onnx::GraphProto &g, const TorchSignature &sig) {
   llvm::StringSet<> held;
   bool made = false;
   for (const auto &t : g.initializer()) {
     held.insert(t.name());
-    made |= !sig->parameters.contains(t.name()) && !sig->buffers.contains(t.name());
+    made |= !sig.parameters.contains(t.name()) && !sig.buffers.contains(t.name());
   }
   std::vector<std::string> missing;
-  for (const auto &p : sig->parameters)
+  for (const auto &p : sig.parameters)
     if (!held.contains(p.getKey()))
       missing.push_back(p.getKey().str());
   if (!made || missing.empty())
@@ -242,7 +239,7 @@ std::string foldedParameters(const onnx::GraphProto &g) {
   if (missing.size() > 4)
     names += ", ...";
   return std::to_string(missing.size()) + " of the module's " +
-         std::to_string(sig->parameters.size()) + " parameters are not in the graph (" + names +
+         std::to_string(sig.parameters.size()) + " parameters are not in the graph (" + names +
          "): PyTorch's exporter folded them into constants (torch.onnx.export's optimize=True) "
          "or tied them to another. A weight it stored transposed trains, under the copy's "
          "name; any other folded value does not. Export with optimize=False to train the "
@@ -685,9 +682,11 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     if (told.insert(t).second)
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
-  if (std::string w = foldedParameters(model.graph()); !w.empty() && told.insert(w).second)
+  std::optional<TorchSignature> sig = torchSignature(model.graph());
+  if (std::string w = sig ? foldedParameters(model.graph(), *sig) : "";
+      !w.empty() && told.insert(w).second)
     llvm::errs() << "otc: warning: " << w << "\n";
-  if (!options.forwardOnly && !options.batchNormTrain && torchSignature(model.graph())) {
+  if (!options.forwardOnly && !options.batchNormTrain && sig) {
     int inference = 0; // nodes whose training_mode (opset 14, PyTorch 2's 18+) is 0
     for (const auto &n : model.graph().node())
       inference += n.op_type() == "BatchNormalization" &&
