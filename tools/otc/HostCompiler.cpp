@@ -2,11 +2,13 @@
 
 #include "../../runtime/SafeFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sstream>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -85,6 +87,55 @@ Args words(const std::string &text) {
 Args envWords(const char *name, const std::string &fallback) {
   const char *v = std::getenv(name);
   return words(v ? v : fallback);
+}
+
+/// Whether the precompiled header `file` is newer than every file it was
+/// made from, as its dependency file (make syntax) lists them.
+bool upToDate(const std::filesystem::path &file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_time_type built = fs::last_write_time(file, ec);
+  std::string deps;
+  if (ec || !readFile(file.string() + ".d", deps))
+    return false;
+  Args names = words(deps);
+  if (names.empty() || names[0].back() != ':')
+    return false;
+  for (size_t i = 1; i < names.size(); ++i) {
+    if (names[i] == "\\")
+      continue;
+    fs::file_time_type t = fs::last_write_time(names[i], ec);
+    if (ec || t > built)
+      return false; // a name with a space (escaped) fails here too: safe
+  }
+  return true;
+}
+
+/// The arguments that make the host compiler read the CPU step's
+/// precompiled header (runtime/CMakeLists.txt), or none. Only for the
+/// build's own compiler with exactly a variant's flags, and only while the
+/// file is newer than everything it was made from: a header edited since
+/// the build is read as text, never from a stale copy.
+Args precompiledHeader(const std::string &cxx, const Args &flags) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (cxx != OTC_DEFAULT_CXX || !fs::is_directory(OTC_STEP_PCH_DIR, ec))
+    return {};
+  for (const fs::directory_entry &variant : fs::directory_iterator(OTC_STEP_PCH_DIR, ec)) {
+    std::string text;
+    if (!readFile(variant.path() / "flags", text) || words(text) != flags)
+      continue;
+    // GCC finds the .gch beside the header's name on the include path (and
+    // reads the header itself if the .gch does not fit the target); clang
+    // is given the file.
+    fs::path header = variant.path() / "otc/runtime/cpu_step.h";
+    if (upToDate(header.string() + ".gch"))
+      return {"-I", variant.path().string()};
+    if (upToDate(header.string() + ".pch"))
+      return {"-include-pch", header.string() + ".pch"};
+    return {};
+  }
+  return {};
 }
 
 /// The first lines of a compiler's output, each shortened; the rest stays
@@ -194,7 +245,7 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
                                                           : "/libotc_function_";
   std::string lib = std::string(OTC_LIB_DIR) + libName + (cuda ? "cuda.a" : "cpu.a");
   Args assemble = {cxx, "-c", dir + "/model.S", "-o", dir + "/model.o"};
-  Args link;
+  Args link, pch;
   if (cuda) {
     link = {envOr("OTC_NVCC", OTC_NVCC), "-std=c++20"};
     append(link, envWords("OTC_NVCC_FLAGS", "-O2 -arch=sm_90"));
@@ -206,14 +257,15 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
     append(link, {"-lcublasLt", "-lcublas", "-lonnx_proto", "-lprotobuf"});
   } else {
     link = {cxx, "-std=c++20"};
-    // Tuned for the machine that compiles, as torch.compile does on CPUs.
-    // No contraction into FMAs: GCC contracts a product into a sum or not
-    // depending on the code around it once kernels are inlined into the
-    // step, so otc-recompute's copy of a value could round otherwise than
-    // the original; each operation rounds as written.
-    append(link, envWords("OTC_CXXFLAGS", "-O3 -march=native -ffp-contract=off"));
+    // The default and the fixed flags, and why: CMakeLists.txt.
+    Args flags = envWords("OTC_CXXFLAGS", OTC_DEFAULT_STEP_CXXFLAGS);
+    append(link, flags);
+    append(link, words(OTC_STEP_FIXED_CXXFLAGS));
     append(link, runtimeFlags);
-    append(link, {"-fopenmp", "-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
+    link.push_back("-fopenmp");
+    pch = precompiledHeader(cxx, flags);
+    append(link, pch);
+    append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
                   lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});
   }
   if (dataParallel) { // whole: the runtime reaches joinGroup by a weak reference
@@ -230,7 +282,8 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
 
   std::string log, bytes;
   bool compileFailed = false;
-  std::fprintf(stderr, "otc: building %s with %s\n", output.c_str(), link[0].c_str());
+  std::fprintf(stderr, "otc: building %s with %s%s\n", output.c_str(), link[0].c_str(),
+               pch.empty() ? "" : " (precompiled runtime header)");
   bool ok = writeFile(stepFile, withEvaluation(source, evalSource)) &&
             writeFile(dir + "/model.S", blob) &&
             writeFile(dir + "/model.onnx", model);
