@@ -190,6 +190,20 @@ FailureOr<Value> leakyRelu(Imp &imp, Value x) {
   return WhereOp::create(b, imp.loc(), positive, x, scaled).getResult();
 }
 
+/// PRelu: where(x > 0, x, slope x), the slope broadcast to x. The slope is
+/// a parameter; its gradient sums x dy where x <= 0, as PyTorch's does.
+LogicalResult importPRelu(Imp &imp) {
+  auto fold = [](double x, double slope) { return x > 0 ? x : slope * x; };
+  auto build = [](Imp &i, Value x, Value slope) -> Value {
+    OpBuilder &b = i.builder();
+    Value positive =
+        CompareOp::create(b, i.loc(), x, scalarLike(i, x, 0.0), ComparePredicate::gt);
+    Value scaled = MulOp::create(b, i.loc(), x, slope);
+    return WhereOp::create(b, i.loc(), positive, x, scaled).getResult();
+  };
+  return importBinaryWith(imp, build, HostFold(fold));
+}
+
 /// Softsign: x / (1 + |x|).
 FailureOr<Value> softsign(Imp &imp, Value x) {
   OpBuilder &b = imp.builder();

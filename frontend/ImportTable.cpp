@@ -139,6 +139,7 @@ const OpImporter kImporters[] = {
     {"Pad", 11, importPad},
     {"Pad", 18, importPad}, // axes
     {"Pow", 7, importPow},
+    {"PRelu", 7, importPRelu},
     {"Range", 11, importRange},
     {"Reshape", 5, importReshape},
     {"Resize", 10, importResize, 0b10},

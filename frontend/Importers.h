@@ -69,6 +69,7 @@ mlir::LogicalResult importNot(GraphImporter &imp);
 mlir::LogicalResult importOneHot(GraphImporter &imp);
 mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
+mlir::LogicalResult importPRelu(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
 mlir::LogicalResult importResize(GraphImporter &imp);

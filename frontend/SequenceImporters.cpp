@@ -62,9 +62,18 @@ LogicalResult importSplitToSequence(GraphImporter &imp) {
   const onnx::NodeProto &n = imp.node();
   onnx::NodeProto parts = madeNode(n, "Split");
   parts.add_input(n.input(0));
-  // The parts' names: the node's output with a suffix no other value has.
+  // The parts' names: the node's output with a suffix no other value has,
+  // for any part (the graph may define one later, and a later reader of
+  // the part would get that value instead).
   std::string base = n.output(0) + "/otc_part";
-  while (imp.isDefined(base + "0") || imp.isDefined(base + "0/squeezed"))
+  auto clashes = [&] {
+    for (size_t k = 0; k < sizes.size(); ++k)
+      if (imp.isDefined(base + std::to_string(k)) ||
+          imp.isDefined(base + std::to_string(k) + "/squeezed"))
+        return true;
+    return false;
+  };
+  while (clashes())
     base += "_";
   for (size_t k = 0; k < sizes.size(); ++k)
     parts.add_output(base + std::to_string(k));

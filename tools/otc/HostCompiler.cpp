@@ -263,7 +263,9 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
     append(link, words(OTC_STEP_FIXED_CXXFLAGS));
     append(link, runtimeFlags);
     link.push_back("-fopenmp");
-    pch = precompiledHeader(cxx, flags);
+    // Link flags reach the compile too (one command): any may change it.
+    if (ldflags.empty())
+      pch = precompiledHeader(cxx, flags);
     append(link, pch);
     append(link, {"-I", OTC_RUNTIME_INCLUDE_DIR, stepFile, dir + "/model.o",
                   lib, "-lopenblas", "-lonnx_proto", "-lprotobuf", "-lpthread"});

@@ -3,8 +3,10 @@
 (W [6, 4]); SplitToSequence of h by a scalar size 4 (parts 4 and 2), of
 its first part into columns with keepdims = 0, and of tanh(h) by sizes
 [1, 5]; SequenceAt with positions -1, 0 and 2; SequenceLength (4, folded);
-ConcatFromSequence. y = [last part * 4, column 2, tanh(h)]. Its data, and
-W after SGD from float64 finite differences of the numpy forward.
+ConcatFromSequence. y = [last part * 4, column 2, tanh(h)]. tanh(h),
+computed between the first split and the SequenceAt of its last part, is
+named as otc would name that part, which otc must then name otherwise. Its data, and W after SGD from float64 finite
+differences of the numpy forward.
 
 MODE split18 instead splits h = x W^T (W [5, 4]) with opset 18's Split
 by num_outputs = 2 (parts 3 and 2, the last smaller): y = [tanh(part 0),
@@ -58,6 +60,7 @@ if mode == "split18":
 w0 = rng.normal(0, 0.5, (6, 4)).astype(np.float32)
 nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          n("SplitToSequence", ["h", "four"], ["s1"], axis=1),
+         n("Tanh", ["h"], ["s1/otc_part1"]),
          n("SequenceAt", ["s1", "minus_one"], ["last"]),
          n("SequenceAt", ["s1", "zero"], ["first"]),
          n("SplitToSequence", ["first"], ["s2"], axis=1, keepdims=0),
@@ -66,8 +69,7 @@ nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          n("SequenceLength", ["s2"], ["len"]),
          n("Cast", ["len"], ["lenf"], to=TensorProto.FLOAT),
          n("Mul", ["last", "lenf"], ["scaled"]),
-         n("Tanh", ["h"], ["t"]),
-         n("SplitToSequence", ["t", "sizes"], ["s3"], axis=1),
+         n("SplitToSequence", ["s1/otc_part1", "sizes"], ["s3"], axis=1),
          n("ConcatFromSequence", ["s3"], ["joined"], axis=1),
          n("Concat", ["scaled", "col2", "joined"], ["y"], axis=1)]
 graph = helper.make_graph(
