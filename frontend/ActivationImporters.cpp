@@ -194,7 +194,11 @@ FailureOr<Value> leakyRelu(Imp &imp, Value x) {
 /// a parameter; its gradient sums x dy where x <= 0, as PyTorch's does.
 LogicalResult importPRelu(Imp &imp) {
   auto fold = [](double x, double slope) { return x > 0 ? x : slope * x; };
-  auto build = [](Imp &i, Value x, Value slope) -> Value {
+  auto build = [](Imp &i, Value x, Value slope) -> FailureOr<Value> {
+    // The slope broadcasts to x one way (the output is x's shape).
+    auto xs = cast<RankedTensorType>(x.getType()).getShape();
+    if (!broadcastsTo(cast<RankedTensorType>(slope.getType()).getShape(), xs))
+      return i.fail("the slope does not broadcast to the input's shape");
     OpBuilder &b = i.builder();
     Value positive =
         CompareOp::create(b, i.loc(), x, scalarLike(i, x, 0.0), ComparePredicate::gt);

@@ -115,11 +115,14 @@ bool upToDate(const std::filesystem::path &file) {
 /// precompiled header (runtime/CMakeLists.txt), or none. Only for the
 /// build's own compiler with exactly a variant's flags, and only while the
 /// file is newer than everything it was made from: a header edited since
-/// the build is read as text, never from a stale copy.
+/// the build is read as text, never from a stale copy. (A compile that
+/// fails with it is tried again without: clang refuses a PCH from another
+/// CPU or compiler release, where GCC reads the header.)
 Args precompiledHeader(const std::string &cxx, const Args &flags) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (cxx != OTC_DEFAULT_CXX || !fs::is_directory(OTC_STEP_PCH_DIR, ec))
+  const std::string suffix = OTC_STEP_PCH_SUFFIX; // gch, pch, or none built
+  if (suffix.empty() || cxx != OTC_DEFAULT_CXX || !fs::is_directory(OTC_STEP_PCH_DIR, ec))
     return {};
   for (const fs::directory_entry &variant : fs::directory_iterator(OTC_STEP_PCH_DIR, ec)) {
     std::string text;
@@ -128,12 +131,12 @@ Args precompiledHeader(const std::string &cxx, const Args &flags) {
     // GCC finds the .gch beside the header's name on the include path (and
     // reads the header itself if the .gch does not fit the target); clang
     // is given the file.
-    fs::path header = variant.path() / "otc/runtime/cpu_step.h";
-    if (upToDate(header.string() + ".gch"))
+    std::string file = (variant.path() / "otc/runtime/cpu_step.h.").string() + suffix;
+    if (!upToDate(file))
+      return {};
+    if (suffix == "gch")
       return {"-I", variant.path().string()};
-    if (upToDate(header.string() + ".pch"))
-      return {"-include-pch", header.string() + ".pch"};
-    return {};
+    return {"-include-pch", file};
   }
   return {};
 }
@@ -284,6 +287,17 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
 
   std::string log, bytes;
   bool compileFailed = false;
+  // A failed compile with the precompiled header is tried once without it;
+  // the log then holds the second try's output alone.
+  auto withoutPch = [&] {
+    if (pch.empty())
+      return false;
+    auto at = std::search(link.begin(), link.end(), pch.begin(), pch.end());
+    link.erase(at, at + pch.size());
+    pch.clear();
+    log.clear();
+    return runCommand(link, log);
+  };
   std::fprintf(stderr, "otc: building %s with %s%s\n", output.c_str(), link[0].c_str(),
                pch.empty() ? "" : " (precompiled runtime header)");
   bool ok = writeFile(stepFile, withEvaluation(source, evalSource)) &&
@@ -291,7 +305,7 @@ bool buildExecutable(const std::string &source, const std::string &evalSource,
             writeFile(dir + "/model.onnx", model);
   if (!ok)
     error = "cannot write the generated source to " + dir;
-  else if (!(ok = runCommand(assemble, log) && runCommand(link, log))) {
+  else if (!(ok = runCommand(assemble, log) && (runCommand(link, log) || withoutPch()))) {
     compileFailed = true;
     writeFile(dir + "/build.log", commandText(link) + "\n" + log);
     error = std::string(cuda ? "nvcc" : "the host compiler") +
