@@ -5,15 +5,7 @@
 #ifndef OTC_RUNTIME_CPU_STEP_H
 #define OTC_RUNTIME_CPU_STEP_H
 
-#include "otc/runtime/abi.h"
-#include "otc/runtime/kernel_support.h"
-#include <math.h>
-#include "otc/kernels/attention.h"
-#include "otc/kernels/conv.h"
-#include "otc/kernels/gather.h"
-#include "otc/kernels/recurrent.h"
-#include "otc/kernels/window.h"
-#include "otc/kernels/gemm_epilogue.h"
+#include "otc/runtime/step_kernels.h"
 #include "otc/kernels/gemm_f32acc.h"
 #include "otc/kernels/optimizer.h"
 #include <cblas.h>
