@@ -274,6 +274,25 @@ std::vector<int64_t> GraphImporter::intsAttr(llvm::StringRef name) const {
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
+LogicalResult GraphImporter::importNested(const onnx::NodeProto &n) {
+  const onnx::NodeProto *saved = current;
+  Location savedLoc = nodeLoc;
+  int savedForm = formVersion;
+  LogicalResult r = importNode(n);
+  current = saved;
+  nodeLoc = savedLoc;
+  formVersion = savedForm;
+  return r;
+}
+
+LogicalResult GraphImporter::chargeUnrolled(int64_t nodes) {
+  unrolledNodes += nodes;
+  if (unrolledNodes > kMaxUnrolledNodes)
+    return fail("unrolling would add more than " + std::to_string(kMaxUnrolledNodes) +
+                " nodes to the graph");
+  return success();
+}
+
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   current = &n;
   nodeLoc = NameLoc::get(b.getStringAttr(nodeName(n)));
@@ -282,9 +301,18 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   if (std::string why = unsupportedReason(n, opsetVersion); !why.empty())
     return fail(why);
   const OpImporter *importer = findOpImporter(n.op_type(), opsetVersion);
-  for (size_t i = 0; i < numInputs(); ++i)
+  for (size_t i = 0; i < numInputs(); ++i) {
     if (!n.input(i).empty() && !lookup(n.input(i)))
       return fail("input " + quoted(n.input(i)) + " is not defined");
+    // An initializer's values are decoded when a node first reads them.
+    if (auto it = values.find(n.input(i)); it != values.end() && it->second.pending) {
+      HostTensor t;
+      if (!decodeTensor(*it->second.pending, t, error))
+        return failure();
+      it->second.host = std::move(t);
+      it->second.pending = nullptr;
+    }
+  }
   formVersion = importer->sinceVersion;
   Block *block = b.getInsertionBlock();
   Operation *last = block->empty() ? nullptr : &block->back();
@@ -303,16 +331,38 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   return success();
 }
 
-/// Names of every value the loss depends on.
+void forEachNestedNode(const onnx::NodeProto &n,
+                              llvm::function_ref<void(const onnx::NodeProto &)> f) {
+  for (const auto &a : n.attribute()) {
+    auto walk = [&](const onnx::GraphProto &g) {
+      for (const auto &inner : g.node()) {
+        f(inner);
+        forEachNestedNode(inner, f);
+      }
+    };
+    if (a.has_g())
+      walk(a.g());
+    for (const auto &g : a.graphs())
+      walk(g);
+  }
+}
+
+/// Names of every value the loss depends on. A node's subgraphs read outer
+/// values by name (a Loop body's captures): those count as its inputs.
 static llvm::StringSet<> valuesReaching(const onnx::GraphProto &g,
                                         const std::string &loss) {
   llvm::StringSet<> needed;
   needed.insert(loss);
   for (int i = g.node_size() - 1; i >= 0; --i) {
     const auto &n = g.node(i);
-    if (llvm::any_of(n.output(), [&](const std::string &o) { return needed.contains(o); }))
+    if (llvm::any_of(n.output(), [&](const std::string &o) { return needed.contains(o); })) {
       for (const auto &in : n.input())
         needed.insert(in);
+      forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
+        for (const auto &in : inner.input())
+          needed.insert(in);
+      });
+    }
   }
   return needed;
 }
@@ -347,6 +397,13 @@ void readersOf(const onnx::GraphProto &g, int opset, llvm::StringSet<> &used,
       if (!row || i >= 32 || !(row->hostInputs >> i & 1))
         usedAtRunTime.insert(n.input(i));
     }
+    // A subgraph's reads of outer values (a Loop body's captures) run.
+    forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
+      for (const auto &in : inner.input()) {
+        used.insert(in);
+        usedAtRunTime.insert(in);
+      }
+    });
   }
 }
 
@@ -357,21 +414,9 @@ void readersOf(const onnx::GraphProto &g, int opset, llvm::StringSet<> &used,
 /// then folds on the host and reaches otc-fuse-attention as a constant.
 class ComparedOnly {
 public:
-  explicit ComparedOnly(const onnx::GraphProto &g) {
-    for (const auto &n : g.node()) {
-      for (const auto &a : n.attribute())
-        if (a.has_g() || a.graphs_size() > 0)
-          subgraphs = true; // outer-scope reads we do not follow
-      for (int i = 0; i < n.input_size(); ++i)
-        readers[n.input(i)].push_back({&n, i});
-    }
-    for (const auto &o : g.output())
-      memo[o.name()] = false;
-  }
+  explicit ComparedOnly(const onnx::GraphProto &g) { add(g); }
 
   bool operator()(const std::string &value) {
-    if (subgraphs)
-      return false;
     if (auto it = memo.find(value); it != memo.end())
       return it->second;
     memo[value] = false; // (ONNX graphs are acyclic; this only guards)
@@ -405,9 +450,26 @@ public:
   }
 
 private:
+  /// The readers of `g` and of the graphs its nodes carry: a subgraph reads
+  /// outer values by name, and what leaves it as an output (a Loop body's)
+  /// reaches the outer node's results, which count as not compared.
+  void add(const onnx::GraphProto &g) {
+    for (const auto &n : g.node()) {
+      for (int i = 0; i < n.input_size(); ++i)
+        readers[n.input(i)].push_back({&n, i});
+      for (const auto &a : n.attribute()) {
+        if (a.has_g())
+          add(a.g());
+        for (const auto &sub : a.graphs())
+          add(sub);
+      }
+    }
+    for (const auto &o : g.output())
+      memo[o.name()] = false;
+  }
+
   llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>> readers;
   llvm::StringMap<bool> memo;
-  bool subgraphs = false;
 };
 
 /// For a model with a TorchSignature, the initializers that are not the
@@ -539,9 +601,15 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   }
   for (const auto &in : g.input())
     graphNames.insert(in.name());
-  for (const auto &n : g.node())
+  for (const auto &n : g.node()) {
     for (const auto &o : n.output())
       graphNames.insert(o);
+    // (and its subgraphs': a name made for an unrolled copy avoids them all)
+    forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
+      for (const auto &o : inner.output())
+        graphNames.insert(o);
+    });
+  }
   for (const auto &in : g.input()) {
     if (initializerNames.contains(in.name()))
       continue;
@@ -636,29 +704,25 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   // A constant's host values (doubles) live from its first reader to its
   // last: a 1024-token GPT-2's twelve [1024, 1024] masks, sliced and cast
   // on the host, held 560 MB at once where one layer's now suffice.
+  // A node's subgraphs (a Loop's body) read outer values while it imports.
+  auto reads = [](const onnx::NodeProto &n) {
+    std::vector<std::string> names(n.input().begin(), n.input().end());
+    forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
+      names.insert(names.end(), inner.input().begin(), inner.input().end());
+    });
+    return names;
+  };
   llvm::StringMap<int> readersLeft;
-  bool subgraphs = false;
-  for (const auto &n : g.node()) {
-    for (const std::string &in : n.input())
+  for (const auto &n : g.node())
+    for (const std::string &in : reads(n))
       ++readersLeft[in];
-    for (const auto &a : n.attribute())
-      subgraphs = subgraphs || a.has_g() || a.graphs_size() > 0;
-  }
   for (const auto &out : g.output())
     readersLeft[out.name()] += 1 << 30; // never released
   for (const auto &n : g.node()) {
-    for (const std::string &in : n.input())
-      if (auto it = values.find(in); it != values.end() && it->second.pending) {
-        HostTensor t;
-        if (!decodeTensor(*it->second.pending, t, error))
-          return nullptr;
-        it->second.host = std::move(t);
-        it->second.pending = nullptr;
-      }
     if (failed(importNode(n)))
       return nullptr;
-    for (const std::string &in : n.input())
-      if (--readersLeft[in] == 0 && !subgraphs)
+    for (const std::string &in : reads(n))
+      if (--readersLeft[in] == 0)
         if (auto it = values.find(in); it != values.end())
           it->second.host.reset();
   }

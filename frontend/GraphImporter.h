@@ -91,6 +91,8 @@ public:
   bool isDefined(const std::string &name) const {
     return lookup(name) != nullptr || graphNames.contains(name);
   }
+  /// Whether the import so far has defined a value (or sequence) of this name.
+  bool hasValue(const std::string &name) const { return lookup(name) != nullptr; }
   /// Output `output` is the value named `name` (a part of a sequence).
   void defineAs(size_t output, const std::string &name);
   /// Runs `body` with `n` as the current node: a node made to reuse an
@@ -103,6 +105,14 @@ public:
     current = saved;
     return r;
   }
+  /// Imports a node of a subgraph (a Loop's unrolled body) as if it stood
+  /// here in the graph, then restores the current node.
+  mlir::LogicalResult importNested(const onnx::NodeProto &n);
+  /// Counts `nodes` more unrolled nodes against the import's bound (nested
+  /// loops multiply); fails naming the node past it.
+  mlir::LogicalResult chargeUnrolled(int64_t nodes);
+  /// The most nodes that unrolling may add to one import.
+  static constexpr int64_t kMaxUnrolledNodes = int64_t(1) << 20;
   /// Makes a parameter argument a buffer: state the model keeps but never
   /// trains (BatchNorm's running statistics). Other values are left alone.
   void markBuffer(mlir::Value v);
@@ -171,6 +181,7 @@ private:
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
   int opsetVersion = 0;
   int formVersion = 0;
+  int64_t unrolledNodes = 0;
 };
 
 /// One entry of the versioned import table: `import` handles `opType` from
@@ -194,6 +205,11 @@ int defaultOpset(const onnx::ModelProto &model);
 /// Why otc cannot import node `n` at `opset` (domain or operator), or an
 /// empty string. Checked for every node before libonnx sees the model.
 std::string unsupportedReason(const onnx::NodeProto &n, int opset);
+
+/// Calls `f` on every node of the graphs that node `n` carries (a Loop's
+/// body), nested ones included.
+void forEachNestedNode(const onnx::NodeProto &n,
+                       llvm::function_ref<void(const onnx::NodeProto &)> f);
 
 /// A node's name, or its first output's when it has none.
 std::string nodeName(const onnx::NodeProto &n);

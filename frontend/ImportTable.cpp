@@ -126,6 +126,7 @@ const OpImporter kImporters[] = {
     {"LayerNormalization", 17, importLayerNormalization},
     {"Log", 6, importLog},
     {"LSTM", 7, importLstm},
+    {"Loop", 1, importLoop, 0b11}, // unrolled: its trip count and condition
     {"Max", 8, importMax},
     {"MatMul", 1, importMatMul},
     {"MaxPool", 1, importMaxPool},
@@ -151,6 +152,10 @@ const OpImporter kImporters[] = {
     {"ScatterElements", 11, importScatterElements},
     {"ScatterND", 11, importScatterND},
     {"SequenceAt", 11, importSequenceAt, 0b10}, // position
+    {"SequenceConstruct", 11, importSequenceConstruct},
+    {"SequenceEmpty", 11, importSequenceEmpty},
+    {"SequenceErase", 11, importSequenceErase, 0b10}, // position
+    {"SequenceInsert", 11, importSequenceInsert, 0b100}, // position
     {"SequenceLength", 11, importSequenceLength},
     {"Shape", 1, importShape},
     {"Size", 1, importSize},

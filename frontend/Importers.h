@@ -84,6 +84,15 @@ mlir::LogicalResult importSplitToSequence(GraphImporter &imp);
 mlir::LogicalResult importSequenceAt(GraphImporter &imp);
 mlir::LogicalResult importSequenceLength(GraphImporter &imp);
 mlir::LogicalResult importConcatFromSequence(GraphImporter &imp);
+mlir::LogicalResult importSequenceEmpty(GraphImporter &imp);
+mlir::LogicalResult importSequenceConstruct(GraphImporter &imp);
+mlir::LogicalResult importSequenceInsert(GraphImporter &imp);
+mlir::LogicalResult importSequenceErase(GraphImporter &imp);
+mlir::LogicalResult importLoop(GraphImporter &imp);
+/// Defines the value `out` as `parts` (tensors of one shape) stacked on a
+/// new axis `axis` (ConcatFromSequence's new_axis, a Loop's scan outputs).
+mlir::LogicalResult stackParts(GraphImporter &imp, const std::vector<std::string> &parts,
+                               int64_t axis, const std::string &out);
 mlir::LogicalResult importSqueeze(GraphImporter &imp);
 mlir::LogicalResult importSum(GraphImporter &imp);
 mlir::LogicalResult importTile(GraphImporter &imp);

@@ -656,11 +656,21 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // Unsupported operators are refused before libonnx's checker and shape
   // inference run on them (and on any subgraphs they carry).
   int opset = defaultOpset(model);
-  for (const auto &n : model.graph().node())
+  for (const auto &n : model.graph().node()) {
     if (std::string why = unsupportedReason(n, opset); !why.empty()) {
       error = describeNode(n) + ": " + why;
       return nullptr;
     }
+    std::string nested;
+    forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
+      if (std::string why = unsupportedReason(inner, opset); !why.empty() && nested.empty())
+        nested = describeNode(inner) + " in the body of " + describeNode(n) + ": " + why;
+    });
+    if (!nested.empty()) {
+      error = nested;
+      return nullptr;
+    }
+  }
   // Before embedding: a saved model keeps the tie (as a Transpose node) and
   // the split (as initializers).
   auto untied = untieMergedCopies(model, bytes);

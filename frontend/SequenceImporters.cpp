@@ -1,8 +1,9 @@
 // Sequences, as PyTorch 2's exporter writes a tensor split into a Python
 // list (GPT-2's q, k, v = x.split(n, dim=2)): SplitToSequence, then
-// SequenceAt, SequenceLength or ConcatFromSequence. A sequence is the names
-// of its parts, each imported by the ordinary Split (and Squeeze, Concat)
-// on a node made for it; nothing of it exists at run time.
+// SequenceAt, SequenceLength or ConcatFromSequence; and as an unrolled Loop
+// builds one (SequenceEmpty, SequenceInsert). A sequence is the names of
+// its parts, each imported by the ordinary Split (and Squeeze, Concat) on a
+// node made for it; nothing of it exists at run time.
 #include "Importers.h"
 
 #include "otc/runtime/limits.h"
@@ -20,6 +21,13 @@ onnx::NodeProto madeNode(const onnx::NodeProto &n, const char *op) {
   return m;
 }
 
+void setInt(onnx::NodeProto &n, const char *name, int64_t value) {
+  onnx::AttributeProto *a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
 void setInts(onnx::NodeProto &n, const char *name, const std::vector<int64_t> &values) {
   onnx::AttributeProto *a = n.add_attribute();
   a->set_name(name);
@@ -28,7 +36,90 @@ void setInts(onnx::NodeProto &n, const char *name, const std::vector<int64_t> &v
     a->add_ints(v);
 }
 
+constexpr const char *kNotASequence =
+    "the input is not a sequence otc built (SplitToSequence, SequenceConstruct, SequenceEmpty "
+    "and SequenceInsert make them)";
+
+/// A name no value of the graph has: `base`, with '_' added as needed.
+std::string freshName(GraphImporter &imp, std::string base) {
+  while (imp.isDefined(base))
+    base += "_";
+  return base;
+}
+
+/// A fresh name for the tensor `source` as a sequence's part: the part
+/// outlives the source's last reader, when a constant's values are let go.
+FailureOr<std::string> partOf(GraphImporter &imp, const std::string &source,
+                              const std::string &sequence) {
+  onnx::NodeProto m = madeNode(imp.node(), "Identity");
+  m.add_input(source);
+  m.add_output(freshName(imp, sequence + "/otc_part_of_" + source));
+  if (failed(imp.withNode(m, [&] {
+        imp.defineAs(0, source);
+        return success();
+      })))
+    return failure();
+  return m.output(0);
+}
+
+/// The sequence position input `i` names, in [0, n] when `insert` (one
+/// past the end appends), else in [0, n); the default is the end.
+FailureOr<int64_t> position(GraphImporter &imp, size_t i, int64_t n, bool insert) {
+  if (imp.numInputs() <= i)
+    return insert ? n : n - 1;
+  const HostTensor *at = imp.constantInput(i);
+  if (!at || at->numElements() != 1)
+    return imp.fail("the position must be a scalar known at compile time");
+  int64_t k = at->asInts()[0], end = insert ? n : n - 1;
+  if (k < -n || k > end)
+    return imp.fail("position " + std::to_string(k) + " is outside the sequence's " +
+                    std::to_string(n) + " parts");
+  return k < 0 ? k + n : k;
+}
+
 } // namespace
+
+LogicalResult stackParts(GraphImporter &imp, const std::vector<std::string> &parts, int64_t axis,
+                         const std::string &out) {
+  if (parts.empty())
+    return imp.fail("stacking needs at least one part to know the result's shape");
+  // Each part with a new axis of 1 (a Reshape), then one Concat on it.
+  const onnx::NodeProto &n = imp.node();
+  onnx::NodeProto concat = madeNode(n, "Concat");
+  int64_t a = 0;
+  for (const std::string &p : parts) {
+    onnx::NodeProto probe = madeNode(n, "Identity");
+    probe.add_input(p);
+    std::vector<int64_t> shape;
+    if (failed(imp.withNode(probe, [&] { return shapeOfInput(imp, 0, shape); })))
+      return failure();
+    int64_t rank = shape.size();
+    a = axis < 0 ? axis + rank + 1 : axis;
+    if (a < 0 || a > rank)
+      return imp.fail("axis " + std::to_string(axis) + " is outside [" +
+                      std::to_string(-rank - 1) + ", " + std::to_string(rank) + "]");
+    shape.insert(shape.begin() + a, 1);
+    onnx::NodeProto shapeNode = madeNode(n, "Constant");
+    shapeNode.add_output(freshName(imp, p + "/otc_stack_shape"));
+    HostTensor t;
+    t.shape = {int64_t(shape.size())};
+    t.values.assign(shape.begin(), shape.end());
+    if (failed(imp.withNode(shapeNode, [&] { return imp.define(0, std::move(t)); })))
+      return failure();
+    onnx::NodeProto reshape = madeNode(n, "Reshape");
+    reshape.add_input(p);
+    reshape.add_input(shapeNode.output(0));
+    reshape.add_output(freshName(imp, p + "/otc_stacked"));
+    setInt(reshape, "allowzero", 1); // a 0 in the shape is a size here
+    if (failed(imp.withNode(reshape, [&] { return importReshape(imp); })))
+      return failure();
+    concat.add_input(reshape.output(0));
+  }
+  // (Parts of another rank than the first fail in Concat, naming the input.)
+  setInt(concat, "axis", a);
+  concat.add_output(out);
+  return imp.withNode(concat, [&] { return importConcat(imp); });
+}
 
 LogicalResult importSplitToSequence(GraphImporter &imp) {
   std::vector<int64_t> shape;
@@ -103,22 +194,79 @@ LogicalResult importSplitToSequence(GraphImporter &imp) {
 LogicalResult importSequenceAt(GraphImporter &imp) {
   const std::vector<std::string> *parts = imp.sequenceInput(0);
   if (!parts)
-    return imp.fail("the input is not a sequence otc built (only SplitToSequence's are)");
-  const HostTensor *at = imp.constantInput(1);
-  if (!at || at->numElements() != 1)
-    return imp.fail("the position must be a scalar known at compile time");
-  int64_t n = parts->size(), k = at->asInts()[0];
-  if (k < -n || k >= n)
-    return imp.fail("position " + std::to_string(k) + " is outside the sequence's " +
-                    std::to_string(n) + " parts");
-  imp.defineAs(0, (*parts)[k < 0 ? k + n : k]);
+    return imp.fail(kNotASequence);
+  if (imp.numInputs() < 2)
+    return imp.fail("the position input is missing");
+  auto k = position(imp, 1, parts->size(), false);
+  if (failed(k))
+    return failure();
+  imp.defineAs(0, (*parts)[*k]);
+  return success();
+}
+
+LogicalResult importSequenceEmpty(GraphImporter &imp) {
+  imp.defineSequence(0, {});
+  return success();
+}
+
+LogicalResult importSequenceConstruct(GraphImporter &imp) {
+  const onnx::NodeProto &n = imp.node();
+  if (imp.numInputs() == 0)
+    return imp.fail("a sequence needs at least one tensor");
+  for (size_t i = 0; i < imp.numInputs(); ++i)
+    if (n.input(i).empty() || imp.sequenceInput(i))
+      return imp.fail("input " + std::to_string(i) + " is not a tensor");
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < imp.numInputs(); ++i) {
+    auto part = partOf(imp, n.input(i), n.output(0));
+    if (failed(part))
+      return failure();
+    parts.push_back(*part);
+  }
+  imp.defineSequence(0, std::move(parts));
+  return success();
+}
+
+LogicalResult importSequenceInsert(GraphImporter &imp) {
+  const std::vector<std::string> *parts = imp.sequenceInput(0);
+  if (!parts)
+    return imp.fail(kNotASequence);
+  if (imp.numInputs() < 2 || imp.sequenceInput(1))
+    return imp.fail("input 1 must be the tensor to insert");
+  constexpr size_t kMaxParts = 4096; // as SplitToSequence's
+  if (parts->size() >= kMaxParts)
+    return imp.fail("the sequence would have more than " + std::to_string(kMaxParts) + " parts");
+  auto k = position(imp, 2, parts->size(), true);
+  if (failed(k))
+    return failure();
+  std::vector<std::string> out = *parts; // (before new names grow the maps)
+  auto part = partOf(imp, imp.node().input(1), imp.node().output(0));
+  if (failed(part))
+    return failure();
+  out.insert(out.begin() + *k, *part);
+  imp.defineSequence(0, std::move(out));
+  return success();
+}
+
+LogicalResult importSequenceErase(GraphImporter &imp) {
+  const std::vector<std::string> *parts = imp.sequenceInput(0);
+  if (!parts)
+    return imp.fail(kNotASequence);
+  if (parts->empty())
+    return imp.fail("the sequence is empty");
+  auto k = position(imp, 1, parts->size(), false);
+  if (failed(k))
+    return failure();
+  std::vector<std::string> out = *parts;
+  out.erase(out.begin() + *k);
+  imp.defineSequence(0, std::move(out));
   return success();
 }
 
 LogicalResult importSequenceLength(GraphImporter &imp) {
   const std::vector<std::string> *parts = imp.sequenceInput(0);
   if (!parts)
-    return imp.fail("the input is not a sequence otc built (only SplitToSequence's are)");
+    return imp.fail(kNotASequence);
   HostTensor t;
   t.values = {double(parts->size())};
   return imp.define(0, std::move(t));
@@ -127,9 +275,12 @@ LogicalResult importSequenceLength(GraphImporter &imp) {
 LogicalResult importConcatFromSequence(GraphImporter &imp) {
   const std::vector<std::string> *parts = imp.sequenceInput(0);
   if (!parts)
-    return imp.fail("the input is not a sequence otc built (only SplitToSequence's are)");
+    return imp.fail(kNotASequence);
+  if (parts->empty())
+    return imp.fail("the sequence is empty");
   if (imp.intAttr("new_axis", 0) != 0)
-    return imp.fail("new_axis = 1 (stacking) is not supported");
+    return stackParts(imp, std::vector<std::string>(*parts), imp.intAttr("axis", 0),
+                      imp.node().output(0));
   onnx::NodeProto concat = madeNode(imp.node(), "Concat");
   for (const std::string &p : *parts)
     concat.add_input(p);

@@ -282,11 +282,28 @@ def whisper(rng, n):
     return tf.WhisperForConditionalGeneration(cfg), {"input_features": feats, "labels": lab}
 
 
+def gptj(rng, n):
+    """GPT-J: its rotary embedding's repeat_interleave exports as a Loop
+    over a SequenceEmpty, which otc unrolls."""
+    cfg = tf.GPTJConfig(vocab_size=VOCAB, n_positions=SEQ, n_embd=16, n_layer=2, n_head=2,
+                        rotary_dim=4, resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+    ids, _, lab = token_data(rng, n, pad=False)
+    return tf.GPTJForCausalLM(cfg), {"input_ids": ids, "labels": lab}
+
+
+def bloom(rng, n):
+    """BLOOM: ALiBi position biases from the attention mask's cumsum."""
+    cfg = tf.BloomConfig(vocab_size=VOCAB, hidden_size=16, n_layer=2, n_head=2,
+                         hidden_dropout=0, attention_dropout=0)
+    ids, mask, lab = token_data(rng, n)
+    return tf.BloomForCausalLM(cfg), {"input_ids": ids, "attention_mask": mask, "labels": lab}
+
+
 CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
          "falcon": falcon, "bert": bert, "roberta": roberta, "albert": albert,
          "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
          "convnext": convnext, "swin": swin, "whisper": whisper, "poolformer": poolformer,
-         "codegen": codegen, "clip": clip, "deberta": deberta}
+         "codegen": codegen, "clip": clip, "deberta": deberta, "gptj": gptj, "bloom": bloom}
 
 
 def batchnorms(model):

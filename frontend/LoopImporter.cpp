@@ -1,0 +1,203 @@
+// Loop, unrolled at import: its trip count and condition must be known at
+// compile time (PyTorch exports repeat_interleave, as in GPT-J's rotary
+// embedding, as a Loop over a tensor's size). Each iteration imports a
+// copy of the body whose every name carries the iteration's suffix, its
+// inputs bound to the iteration number, true and the carried values;
+// nothing of the loop exists at run time.
+#include "Importers.h"
+
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+
+namespace otc {
+
+namespace {
+
+/// Every name a graph defines, its nested graphs' included.
+void definedNames(const onnx::GraphProto &g, llvm::StringSet<> &out) {
+  for (const auto &in : g.input())
+    out.insert(in.name());
+  for (const auto &n : g.node()) {
+    for (const auto &o : n.output())
+      if (!o.empty())
+        out.insert(o);
+    for (const auto &a : n.attribute()) {
+      if (a.has_g())
+        definedNames(a.g(), out);
+      for (const auto &sub : a.graphs())
+        definedNames(sub, out);
+    }
+  }
+}
+
+/// Appends `suffix` to every occurrence of a name of `defined`: the body's
+/// own values get fresh names, and the outer values it reads keep theirs.
+void rename(onnx::GraphProto &g, const llvm::StringSet<> &defined, const std::string &suffix) {
+  auto fix = [&](std::string *name) {
+    if (!name->empty() && defined.contains(*name))
+      name->append(suffix);
+  };
+  for (auto &in : *g.mutable_input())
+    fix(in.mutable_name());
+  for (auto &out : *g.mutable_output())
+    fix(out.mutable_name());
+  for (auto &n : *g.mutable_node()) {
+    for (auto &in : *n.mutable_input())
+      fix(&in);
+    for (auto &out : *n.mutable_output())
+      fix(&out);
+    for (auto &a : *n.mutable_attribute()) {
+      if (a.has_g())
+        rename(*a.mutable_g(), defined, suffix);
+      for (auto &sub : *a.mutable_graphs())
+        rename(sub, defined, suffix);
+    }
+  }
+}
+
+onnx::NodeProto madeNode(const onnx::NodeProto &n, const std::string &output) {
+  onnx::NodeProto m;
+  m.set_name(n.name());
+  m.set_op_type("Identity");
+  m.add_output(output);
+  return m;
+}
+
+/// Defines `name` as the value (or sequence) `source`.
+LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source) {
+  onnx::NodeProto m = madeNode(imp.node(), name);
+  m.add_input(source);
+  return imp.withNode(m, [&] {
+    imp.defineAs(0, source);
+    return success();
+  });
+}
+
+/// Defines `name` as a scalar known at compile time.
+LogicalResult bindScalar(GraphImporter &imp, const std::string &name, int elemType, double v) {
+  onnx::NodeProto m = madeNode(imp.node(), name);
+  HostTensor t;
+  t.elemType = elemType;
+  t.values = {v};
+  return imp.withNode(m, [&] { return imp.define(0, std::move(t)); });
+}
+
+/// The boolean scalar value `name` holds, when known at compile time.
+FailureOr<bool> knownCondition(GraphImporter &imp, const std::string &name) {
+  onnx::NodeProto m = madeNode(imp.node(), name + "/otc_probe");
+  m.add_input(name);
+  bool out = false;
+  if (failed(imp.withNode(m, [&] {
+        const HostTensor *c = imp.constantInput(0);
+        if (!c || c->numElements() != 1)
+          return failure();
+        out = c->values[0] != 0;
+        return success();
+      })))
+    return imp.fail("the loop's condition '" + name +
+                    "' must be a scalar known at compile time to unroll it");
+  return out;
+}
+
+} // namespace
+
+LogicalResult importLoop(GraphImporter &imp) {
+  const onnx::NodeProto &n = imp.node();
+  const onnx::AttributeProto *bodyAttr = imp.attr("body");
+  if (!bodyAttr || !bodyAttr->has_g())
+    return imp.fail("the body graph is missing");
+  const onnx::GraphProto &body = bodyAttr->g();
+  int carried = n.input_size() - 2;
+  if (carried < 0)
+    return imp.fail("a Loop takes a trip count and a condition (either may be empty)");
+  if (body.input_size() != carried + 2 || body.output_size() < carried + 1)
+    return imp.fail("the body takes " + std::to_string(body.input_size()) + " inputs and gives " +
+                    std::to_string(body.output_size()) + " outputs; for " +
+                    std::to_string(carried) + " carried values it must take " +
+                    std::to_string(carried + 2) + " and give at least " +
+                    std::to_string(carried + 1));
+  int scans = body.output_size() - 1 - carried;
+  if (n.output_size() > carried + scans)
+    return imp.fail("the node has " + std::to_string(n.output_size()) + " outputs, more than its " +
+                    std::to_string(carried) + " carried values and " + std::to_string(scans) +
+                    " scan outputs");
+  if (body.initializer_size() > 0)
+    return imp.fail("the body has initializers; otc takes its constants as Constant nodes");
+
+  std::optional<int64_t> trips;
+  if (!n.input(0).empty()) {
+    const HostTensor *m = imp.constantInput(0);
+    if (!m || m->numElements() != 1)
+      return imp.fail("the trip count must be a scalar known at compile time to unroll the loop");
+    trips = std::max<int64_t>(0, m->asInts()[0]);
+  }
+  bool go = true;
+  if (!n.input(1).empty()) {
+    auto c = knownCondition(imp, n.input(1));
+    if (failed(c))
+      return failure();
+    go = *c;
+  }
+
+  // Each iteration adds the body's nodes: a known trip count is charged at
+  // once (10^12 iterations fail here, not after hours), a while loop's per
+  // iteration.
+  int64_t perIteration = std::max(body.node_size(), 1);
+  if (trips && go &&
+      failed(imp.chargeUnrolled(*trips > GraphImporter::kMaxUnrolledNodes
+                                    ? GraphImporter::kMaxUnrolledNodes + 1
+                                    : *trips * perIteration)))
+    return failure();
+  llvm::StringSet<> defined;
+  definedNames(body, defined);
+  std::vector<std::string> state(n.input().begin() + 2, n.input().end());
+  std::vector<std::vector<std::string>> scanned(scans);
+  for (int64_t i = 0; go && (!trips || i < *trips); ++i) {
+    if (!trips && failed(imp.chargeUnrolled(perIteration)))
+      return failure();
+    // A suffix that makes no name of the model's (SplitToSequence's care).
+    std::string suffix = "/otc_iter" + std::to_string(i);
+    while (llvm::any_of(defined, [&](const auto &d) { return imp.isDefined(d.getKey().str() + suffix); }))
+      suffix += "_";
+    onnx::GraphProto copy = body;
+    rename(copy, defined, suffix);
+    using P = onnx::TensorProto;
+    if (failed(bindScalar(imp, copy.input(0).name(), P::INT64, double(i))) ||
+        failed(bindScalar(imp, copy.input(1).name(), P::BOOL, 1)))
+      return failure();
+    for (int k = 0; k < carried; ++k)
+      if (failed(bindAs(imp, copy.input(2 + k).name(), state[k])))
+        return failure();
+    for (const auto &node : copy.node())
+      if (failed(imp.importNested(node)))
+        return failure();
+    for (const auto &out : copy.output())
+      if (!imp.hasValue(out.name()))
+        return imp.fail("the body's output '" + out.name() + "' is not computed by the body");
+    auto c = knownCondition(imp, copy.output(0).name());
+    if (failed(c))
+      return failure();
+    go = *c;
+    for (int k = 0; k < carried; ++k)
+      state[k] = copy.output(1 + k).name();
+    for (int k = 0; k < scans; ++k)
+      scanned[k].push_back(copy.output(1 + carried + k).name());
+  }
+
+  for (int k = 0; k < carried && k < n.output_size(); ++k)
+    if (!n.output(k).empty())
+      imp.defineAs(k, state[k]);
+  for (int k = 0; carried + k < n.output_size(); ++k) {
+    const std::string &out = n.output(carried + k);
+    if (out.empty())
+      continue;
+    if (scanned[k].empty())
+      return imp.fail("scan output '" + out + "' has no iterations to take its shape from");
+    if (failed(stackParts(imp, scanned[k], 0, out)))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace otc
