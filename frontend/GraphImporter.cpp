@@ -509,7 +509,9 @@ bool isParameterTensor(const onnx::TensorProto &init, const llvm::StringSet<> &u
     return false;
   int64_t count = 1;
   for (int64_t d : init.dims())
-    count = d < 0 || count > OTC_MAX_HOST_ELEMENTS ? OTC_MAX_HOST_ELEMENTS + 1 : count * d;
+    count = d < 0 || d > OTC_MAX_HOST_ELEMENTS || count > OTC_MAX_HOST_ELEMENTS
+                ? OTC_MAX_HOST_ELEMENTS + 1
+                : count * d; // (both at most 2^24: no overflow)
   // (Beyond what folds on the host it stays a parameter, as without one.)
   if (sig && count <= OTC_MAX_HOST_ELEMENTS && !sig->parameters.contains(init.name()) &&
       !unlisted.contains(init.name()))

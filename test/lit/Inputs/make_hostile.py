@@ -66,6 +66,9 @@ save("negative_dim", [helper.make_node("ReduceSum", ["x"], ["loss"], name="sum",
 # An initializer whose element count overflows int64.
 huge = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 40, 1 << 40])
 save("count_overflow", gemm_loss(), [huge])
+# Its last dim alone overflows the count (found by fuzz-import).
+huge_last = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[16, (1 << 63) - 1])
+save("count_overflow_last", gemm_loss(), [huge_last])
 
 # A reshape target whose element count overflows; computed, so that only
 # otc's importer sees its values.
