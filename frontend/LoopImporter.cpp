@@ -96,7 +96,7 @@ FailureOr<bool> knownCondition(GraphImporter &imp, const std::string &name) {
         return success();
       })))
     return imp.fail("the loop's condition '" + name +
-                    "' must be a scalar known at compile time to unroll it");
+                    "' must be a compile-time constant scalar to unroll the loop");
   return out;
 }
 
@@ -129,7 +129,7 @@ LogicalResult importLoop(GraphImporter &imp) {
   if (!n.input(0).empty()) {
     const HostTensor *m = imp.constantInput(0);
     if (!m || m->numElements() != 1)
-      return imp.fail("the trip count must be a scalar known at compile time to unroll the loop");
+      return imp.fail("the trip count must be a compile-time constant scalar to unroll the loop");
     trips = std::max<int64_t>(0, m->asInts()[0]);
   }
   bool go = true;
