@@ -285,11 +285,23 @@ LogicalResult GraphImporter::importNested(const onnx::NodeProto &n) {
   return r;
 }
 
-LogicalResult GraphImporter::chargeUnrolled(int64_t nodes) {
-  unrolledNodes += nodes;
-  if (unrolledNodes > kMaxUnrolledNodes)
-    return fail("unrolling would add more than " + std::to_string(kMaxUnrolledNodes) +
-                " nodes to the graph");
+LogicalResult GraphImporter::chargeUnrolled(int64_t work) {
+  unrolledWork += work;
+  if (unrolledWork > kMaxUnrolledWork)
+    return fail("unrolling would exceed otc's bound of " + std::to_string(kMaxUnrolledWork) +
+                " (nodes, and KiB of bodies and carried constants, over all iterations)");
+  return success();
+}
+
+LogicalResult GraphImporter::decodePending(const std::string &name) {
+  auto it = values.find(name);
+  if (it == values.end() || !it->second.pending)
+    return success();
+  HostTensor t;
+  if (!decodeTensor(*it->second.pending, t, error))
+    return failure();
+  it->second.host = std::move(t);
+  it->second.pending = nullptr;
   return success();
 }
 
@@ -305,13 +317,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
     if (!n.input(i).empty() && !lookup(n.input(i)))
       return fail("input " + quoted(n.input(i)) + " is not defined");
     // An initializer's values are decoded when a node first reads them.
-    if (auto it = values.find(n.input(i)); it != values.end() && it->second.pending) {
-      HostTensor t;
-      if (!decodeTensor(*it->second.pending, t, error))
-        return failure();
-      it->second.host = std::move(t);
-      it->second.pending = nullptr;
-    }
+    if (failed(decodePending(n.input(i))))
+      return failure();
   }
   formVersion = importer->sinceVersion;
   Block *block = b.getInsertionBlock();
@@ -347,6 +354,34 @@ void forEachNestedNode(const onnx::NodeProto &n,
   }
 }
 
+void forEachNestedRead(const onnx::NodeProto &n,
+                       llvm::function_ref<void(const std::string &, const onnx::NodeProto *, int)> f) {
+  for (const auto &a : n.attribute()) {
+    auto walk = [&](const onnx::GraphProto &g) {
+      for (const auto &inner : g.node()) {
+        for (int i = 0; i < inner.input_size(); ++i)
+          f(inner.input(i), &inner, i);
+        forEachNestedRead(inner, f);
+      }
+      for (const auto &out : g.output())
+        f(out.name(), nullptr, -1);
+    };
+    if (a.has_g())
+      walk(a.g());
+    for (const auto &g : a.graphs())
+      walk(g);
+  }
+}
+
+/// Every name node `n` reads: its inputs and its subgraphs' reads.
+static std::vector<std::string> readsOf(const onnx::NodeProto &n) {
+  std::vector<std::string> names(n.input().begin(), n.input().end());
+  forEachNestedRead(n, [&](const std::string &name, const onnx::NodeProto *, int) {
+    names.push_back(name);
+  });
+  return names;
+}
+
 /// Names of every value the loss depends on. A node's subgraphs read outer
 /// values by name (a Loop body's captures): those count as its inputs.
 static llvm::StringSet<> valuesReaching(const onnx::GraphProto &g,
@@ -355,14 +390,9 @@ static llvm::StringSet<> valuesReaching(const onnx::GraphProto &g,
   needed.insert(loss);
   for (int i = g.node_size() - 1; i >= 0; --i) {
     const auto &n = g.node(i);
-    if (llvm::any_of(n.output(), [&](const std::string &o) { return needed.contains(o); })) {
-      for (const auto &in : n.input())
+    if (llvm::any_of(n.output(), [&](const std::string &o) { return needed.contains(o); }))
+      for (const std::string &in : readsOf(n))
         needed.insert(in);
-      forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
-        for (const auto &in : inner.input())
-          needed.insert(in);
-      });
-    }
   }
   return needed;
 }
@@ -388,22 +418,21 @@ namespace {
 /// compile-time value (Resize's scales) is a constant.
 void readersOf(const onnx::GraphProto &g, int opset, llvm::StringSet<> &used,
                llvm::StringSet<> &usedAtRunTime) {
+  // Node `reader`'s input `i` (none: a subgraph's output, which runs).
+  auto read = [&](const std::string &name, const onnx::NodeProto *reader, int i) {
+    used.insert(name);
+    const OpImporter *row =
+        reader && (reader->domain().empty() || reader->domain() == "ai.onnx")
+            ? findOpImporter(reader->op_type(), opset)
+            : nullptr;
+    if (!row || i >= 32 || !(row->hostInputs >> i & 1))
+      usedAtRunTime.insert(name);
+  };
   for (const auto &n : g.node()) {
-    const OpImporter *row = n.domain().empty() || n.domain() == "ai.onnx"
-                                ? findOpImporter(n.op_type(), opset)
-                                : nullptr;
-    for (int i = 0; i < n.input_size(); ++i) {
-      used.insert(n.input(i));
-      if (!row || i >= 32 || !(row->hostInputs >> i & 1))
-        usedAtRunTime.insert(n.input(i));
-    }
-    // A subgraph's reads of outer values (a Loop body's captures) run.
-    forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
-      for (const auto &in : inner.input()) {
-        used.insert(in);
-        usedAtRunTime.insert(in);
-      }
-    });
+    for (int i = 0; i < n.input_size(); ++i)
+      read(n.input(i), &n, i);
+    // (and its subgraphs' reads of outer values: a Loop body's captures)
+    forEachNestedRead(n, read);
   }
 }
 
@@ -707,23 +736,16 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   // last: a 1024-token GPT-2's twelve [1024, 1024] masks, sliced and cast
   // on the host, held 560 MB at once where one layer's now suffice.
   // A node's subgraphs (a Loop's body) read outer values while it imports.
-  auto reads = [](const onnx::NodeProto &n) {
-    std::vector<std::string> names(n.input().begin(), n.input().end());
-    forEachNestedNode(n, [&](const onnx::NodeProto &inner) {
-      names.insert(names.end(), inner.input().begin(), inner.input().end());
-    });
-    return names;
-  };
   llvm::StringMap<int> readersLeft;
   for (const auto &n : g.node())
-    for (const std::string &in : reads(n))
+    for (const std::string &in : readsOf(n))
       ++readersLeft[in];
   for (const auto &out : g.output())
     readersLeft[out.name()] += 1 << 30; // never released
   for (const auto &n : g.node()) {
     if (failed(importNode(n)))
       return nullptr;
-    for (const std::string &in : reads(n))
+    for (const std::string &in : readsOf(n))
       if (--readersLeft[in] == 0)
         if (auto it = values.find(in); it != values.end())
           it->second.host.reset();

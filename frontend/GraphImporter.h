@@ -108,11 +108,34 @@ public:
   /// Imports a node of a subgraph (a Loop's unrolled body) as if it stood
   /// here in the graph, then restores the current node.
   mlir::LogicalResult importNested(const onnx::NodeProto &n);
-  /// Counts `nodes` more unrolled nodes against the import's bound (nested
-  /// loops multiply); fails naming the node past it.
-  mlir::LogicalResult chargeUnrolled(int64_t nodes);
-  /// The most nodes that unrolling may add to one import.
-  static constexpr int64_t kMaxUnrolledNodes = int64_t(1) << 20;
+  /// Counts `work` more units of unrolling (nodes, and KiB of the bodies
+  /// copied and of the constants carried) against the import's bound;
+  /// nested loops multiply. Fails naming the node past it.
+  mlir::LogicalResult chargeUnrolled(int64_t work);
+  /// Gives back what a loop charged for iterations its condition skipped.
+  void refundUnrolled(int64_t work) { unrolledWork -= work; }
+  /// The most unrolling work one import may do.
+  static constexpr int64_t kMaxUnrolledWork = int64_t(1) << 20;
+  /// Keeps `name` from any name made later (isDefined holds for it).
+  void reserveName(const std::string &name) { graphNames.insert(name); }
+  /// Decodes the initializer `name` if no node has read it yet.
+  mlir::LogicalResult decodePending(const std::string &name);
+  /// The number of compile-time elements `name` holds (0: none).
+  int64_t hostElements(const std::string &name) const {
+    const Entry *e = lookup(name);
+    return e && e->host ? (int64_t)e->host->values.size() : 0;
+  }
+  /// Lets go of the compile-time values of `name`, which nothing reads
+  /// again (a finished loop iteration's values).
+  void releaseHost(const std::string &name) {
+    if (auto it = values.find(name); it != values.end())
+      it->second.host.reset();
+  }
+  /// Adds `context` to the import's error, if it has one.
+  void addErrorContext(const std::string &context) {
+    if (!error.empty())
+      error += context;
+  }
   /// Makes a parameter argument a buffer: state the model keeps but never
   /// trains (BatchNorm's running statistics). Other values are left alone.
   void markBuffer(mlir::Value v);
@@ -181,7 +204,7 @@ private:
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
   int opsetVersion = 0;
   int formVersion = 0;
-  int64_t unrolledNodes = 0;
+  int64_t unrolledWork = 0;
 };
 
 /// One entry of the versioned import table: `import` handles `opType` from
@@ -210,6 +233,12 @@ std::string unsupportedReason(const onnx::NodeProto &n, int opset);
 /// body), nested ones included.
 void forEachNestedNode(const onnx::NodeProto &n,
                        llvm::function_ref<void(const onnx::NodeProto &)> f);
+
+/// Calls `f(name, reader, input)` for every name that node `n`'s graphs
+/// read: nested nodes' inputs, and each graph's outputs (reader null).
+void forEachNestedRead(
+    const onnx::NodeProto &n,
+    llvm::function_ref<void(const std::string &, const onnx::NodeProto *, int)> f);
 
 /// A node's name, or its first output's when it has none.
 std::string nodeName(const onnx::NodeProto &n);

@@ -124,6 +124,9 @@ LogicalResult importLoop(GraphImporter &imp) {
                     " scan outputs");
   if (body.initializer_size() > 0)
     return imp.fail("the body has initializers; otc takes its constants as Constant nodes");
+  for (int k = 0; k < carried; ++k)
+    if (n.input(2 + k).empty())
+      return imp.fail("carried value " + std::to_string(k) + " has no initial value");
 
   std::optional<int64_t> trips;
   if (!n.input(0).empty()) {
@@ -140,50 +143,73 @@ LogicalResult importLoop(GraphImporter &imp) {
     go = *c;
   }
 
-  // Each iteration adds the body's nodes: a known trip count is charged at
-  // once (10^12 iterations fail here, not after hours), a while loop's per
-  // iteration.
-  int64_t perIteration = std::max(body.node_size(), 1);
-  if (trips && go &&
-      failed(imp.chargeUnrolled(*trips > GraphImporter::kMaxUnrolledNodes
-                                    ? GraphImporter::kMaxUnrolledNodes + 1
-                                    : *trips * perIteration)))
-    return failure();
+  // The work of an iteration: its nodes (nested ones too), and the KiB of
+  // the body it copies. A known trip count is charged before the first
+  // (10^12 iterations fail here, not after hours), and what a condition
+  // ends early is given back; the carried constants are charged as copied.
   llvm::StringSet<> defined;
   definedNames(body, defined);
+  int64_t perIteration = 1 + int64_t(defined.size()) + int64_t(body.ByteSizeLong() >> 10);
+  int64_t charged = 0;
+  if (trips && go) {
+    charged = *trips > GraphImporter::kMaxUnrolledWork ? GraphImporter::kMaxUnrolledWork + 1
+                                                       : *trips * perIteration;
+    if (failed(imp.chargeUnrolled(charged)))
+      return failure();
+  }
   std::vector<std::string> state(n.input().begin() + 2, n.input().end());
   std::vector<std::vector<std::string>> scanned(scans);
-  for (int64_t i = 0; go && (!trips || i < *trips); ++i) {
-    if (!trips && failed(imp.chargeUnrolled(perIteration)))
+  int64_t done = 0;
+  for (; go && (!trips || done < *trips); ++done) {
+    int64_t carriedKiB = 0;
+    for (const std::string &v : state)
+      carriedKiB += imp.hostElements(v) >> 7; // 8-byte values
+    if (failed(imp.chargeUnrolled((trips ? 0 : perIteration) + carriedKiB)))
       return failure();
-    // A suffix that makes no name of the model's (SplitToSequence's care).
-    std::string suffix = "/otc_iter" + std::to_string(i);
+    // A suffix that makes no name of the model's, reserved at once so that
+    // names made while this iteration imports avoid its names too.
+    std::string suffix = "/otc_iter" + std::to_string(done);
     while (llvm::any_of(defined, [&](const auto &d) { return imp.isDefined(d.getKey().str() + suffix); }))
       suffix += "_";
+    for (const auto &d : defined)
+      imp.reserveName(d.getKey().str() + suffix);
     onnx::GraphProto copy = body;
     rename(copy, defined, suffix);
     using P = onnx::TensorProto;
-    if (failed(bindScalar(imp, copy.input(0).name(), P::INT64, double(i))) ||
+    if (failed(bindScalar(imp, copy.input(0).name(), P::INT64, double(done))) ||
         failed(bindScalar(imp, copy.input(1).name(), P::BOOL, 1)))
       return failure();
     for (int k = 0; k < carried; ++k)
       if (failed(bindAs(imp, copy.input(2 + k).name(), state[k])))
         return failure();
     for (const auto &node : copy.node())
-      if (failed(imp.importNested(node)))
+      if (failed(imp.importNested(node))) {
+        imp.addErrorContext(" (iteration " + std::to_string(done) + " of the body of " +
+                            describeNode(n) + ")");
         return failure();
+      }
     for (const auto &out : copy.output())
-      if (!imp.hasValue(out.name()))
+      if (!imp.hasValue(out.name()) || failed(imp.decodePending(out.name())))
         return imp.fail("the body's output '" + out.name() + "' is not computed by the body");
     auto c = knownCondition(imp, copy.output(0).name());
     if (failed(c))
       return failure();
     go = *c;
+    llvm::StringSet<> kept;
     for (int k = 0; k < carried; ++k)
-      state[k] = copy.output(1 + k).name();
-    for (int k = 0; k < scans; ++k)
+      kept.insert(state[k] = copy.output(1 + k).name());
+    for (int k = 0; k < scans; ++k) {
       scanned[k].push_back(copy.output(1 + carried + k).name());
+      kept.insert(scanned[k].back());
+    }
+    // The iteration's other values are read no more (carried values are
+    // bound by copy): their compile-time values go.
+    for (const auto &d : defined)
+      if (!kept.contains(d.getKey().str() + suffix))
+        imp.releaseHost(d.getKey().str() + suffix);
   }
+  if (trips && charged > done * perIteration)
+    imp.refundUnrolled(charged - done * perIteration);
 
   for (int k = 0; k < carried && k < n.output_size(); ++k)
     if (!n.output(k).empty())

@@ -90,6 +90,7 @@ LogicalResult stackParts(GraphImporter &imp, const std::vector<std::string> &par
   for (const std::string &p : parts) {
     onnx::NodeProto probe = madeNode(n, "Identity");
     probe.add_input(p);
+    probe.add_output(out); // (a node without a name goes by its output's)
     std::vector<int64_t> shape;
     if (failed(imp.withNode(probe, [&] { return shapeOfInput(imp, 0, shape); })))
       return failure();
@@ -231,7 +232,7 @@ LogicalResult importSequenceInsert(GraphImporter &imp) {
   const std::vector<std::string> *parts = imp.sequenceInput(0);
   if (!parts)
     return imp.fail(kNotASequence);
-  if (imp.numInputs() < 2 || imp.sequenceInput(1))
+  if (imp.numInputs() < 2 || imp.node().input(1).empty() || imp.sequenceInput(1))
     return imp.fail("input 1 must be the tensor to insert");
   constexpr size_t kMaxParts = 4096; // as SplitToSequence's
   if (parts->size() >= kMaxParts)

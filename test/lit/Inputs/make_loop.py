@@ -14,8 +14,10 @@ unrolls them. h = x W^T (W [4, 3]), then:
   D. nested: 2 outer iterations of e = inner(e) + j, inner being 2
      iterations of f = 0.9 f + k v (0.9 a Constant node in the body; each
      iteration's copy of it gets its own name).
-y = [A, B's acc, B's scan, C, D, B's stack of the last two accs' sums].
-Its data, and W and v after SGD from float64 finite differences of the
+  E. 2 iterations whose scan output is u itself, a parameter [4] that no
+     node reads (the body passes it through): summed, times c.
+y = [A, B's acc, B's scan, C, D, the stack of B's acc and C, E].
+Its data, and W, v and u after SGD from float64 finite differences of the
 numpy forward.
 
 MODE runtime_trips makes the trip count a run-time value, MODE huge one of
@@ -70,6 +72,7 @@ if mode in ("runtime_trips", "huge", "unsupported"):
 
 w0 = rng.normal(0, 0.5, (4, 3)).astype(np.float32)
 v0 = rng.normal(0, 0.5, (4,)).astype(np.float32)
+u0 = rng.normal(0, 0.5, (4,)).astype(np.float32)
 
 # A: repeat_interleave(h, 2, dim=1).
 body_a = body_graph(
@@ -107,6 +110,12 @@ body_d = body_graph(
     "body_d", [scalar("j", I), scalar("cond_j", B), vi("e_in", F, ["N", 4])],
     [scalar("cond_j_out", B), vi("e_out", F, ["N", 4])])
 
+# E: the scan output is the outer u.
+body_e = body_graph(
+    [n("Identity", ["cond_e"], ["cond_e_out"])],
+    "body_e", [scalar("ie", I), scalar("cond_e", B)],
+    [scalar("cond_e_out", B), vi("u", F, [4])])
+
 nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          # A
          n("Shape", ["h"], ["hs"]), n("Gather", ["hs", "one"], ["width"]),
@@ -126,21 +135,26 @@ nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          n("SequenceConstruct", ["acc", "c"], ["pair_seq"]),
          n("ConcatFromSequence", ["pair_seq"], ["stacked"], axis=-1, new_axis=1),
          n("Reshape", ["stacked", "shape_n8"], ["stacked_flat"]),
-         n("Concat", ["rep", "acc", "scans_flat", "c", "e", "stacked_flat"], ["y"], axis=1)]
+         # E
+         n("Loop", ["two", "yes"], ["vs"], body=body_e),
+         n("ReduceSum", ["vs", "axis0"], ["vsum"], keepdims=0),
+         n("Mul", ["vsum", "c"], ["ev"]),
+         n("Concat", ["rep", "acc", "scans_flat", "c", "e", "stacked_flat", "ev"], ["y"], axis=1)]
 graph = helper.make_graph(
-    nodes, "loops", [vi("x", F, ["N", 3])], [vi("y", F, ["N", 40])],
+    nodes, "loops", [vi("x", F, ["N", 3])], [vi("y", F, ["N", 44])],
     [numpy_helper.from_array(w0, "w"), numpy_helper.from_array(v0, "v"),
-     i64("one", 1), i64("one_size", 1), i64("two", 2), i64("three", 3), i64("ten", 10),
+     numpy_helper.from_array(u0, "u"),
+     i64("one", 1), i64("one_size", 1), i64("axis0", [0]), i64("two", 2), i64("three", 3), i64("ten", 10),
      i64("shape_n2", [1, 2]), i64("shape_n_minus1", [0, -1]), i64("shape_n12", [0, 12]),
      i64("shape_n8", [0, 8]), numpy_helper.from_array(np.array(True), "yes")])
 save_model(graph, out, opset=13, ir_version=7)
 
 x = rng.normal(size=(8, 3)).astype(np.float32)
-t = rng.normal(size=(8, 40)).astype(np.float32)
+t = rng.normal(size=(8, 44)).astype(np.float32)
 save_data(data, x=x, targets=t)
 
 
-def forward(w, v, xb):
+def forward(w, v, u, xb):
     h = xb @ w.T
     rep = np.repeat(h, 2, axis=1)
     acc, scans = h, []
@@ -158,13 +172,14 @@ def forward(w, v, xb):
             f = np.float32(0.9) * f + k * v
         e = f + j
     stacked = np.stack([acc, c], axis=-1).reshape(len(xb), 8)
-    return np.concatenate([rep, acc, scans_flat, c, e, stacked], axis=1)
+    ev = 2 * u * c
+    return np.concatenate([rep, acc, scans_flat, c, e, stacked, ev], axis=1)
 
 
 def loss(p, s):
-    y = forward(p["w"], p["v"], batch(x, s).astype(np.float64))
+    y = forward(p["w"], p["v"], p["u"], batch(x, s).astype(np.float64))
     return ((y - batch(t, s).astype(np.float64)) ** 2).mean()
 
 
-p = sgd({"w": w0, "v": v0}, loss, steps, lr)
-np.savez(expected, w=p["w"], v=p["v"])
+p = sgd({"w": w0, "v": v0, "u": u0}, loss, steps, lr)
+np.savez(expected, w=p["w"], v=p["v"], u=p["u"])
