@@ -126,6 +126,7 @@ const OpImporter kImporters[] = {
     {"LayerNormalization", 17, importLayerNormalization},
     {"Log", 6, importLog},
     {"LSTM", 7, importLstm},
+    {"If", 1, importIf, 0b1}, // the branch its condition picks
     {"Loop", 1, importLoop, 0b11}, // unrolled: its trip count and condition
     {"Max", 8, importMax},
     {"MatMul", 1, importMatMul},

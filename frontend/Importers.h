@@ -89,6 +89,7 @@ mlir::LogicalResult importSequenceConstruct(GraphImporter &imp);
 mlir::LogicalResult importSequenceInsert(GraphImporter &imp);
 mlir::LogicalResult importSequenceErase(GraphImporter &imp);
 mlir::LogicalResult importLoop(GraphImporter &imp);
+mlir::LogicalResult importIf(GraphImporter &imp);
 /// Defines the value `out` as `parts` (tensors of one shape) stacked on a
 /// new axis `axis` (ConcatFromSequence's new_axis, a Loop's scan outputs).
 mlir::LogicalResult stackParts(GraphImporter &imp, const std::vector<std::string> &parts,

@@ -16,13 +16,16 @@ unrolls them. h = x W^T (W [4, 3]), then:
      iteration's copy of it gets its own name).
   E. 2 iterations whose scan output is u itself, a parameter [4] that no
      node reads (the body passes it through): summed, times c.
-y = [A, B's acc, B's scan, C, D, the stack of B's acc and C, E].
+  F. If on Shape(h)[1] > 2 (true at compile time): 3 h (3 a Constant node
+     in the branch), else -h; G. If on Not(true): else sin(h).
+y = [A, B's acc, B's scan, C, D, the stack of B's acc and C, E, F, G].
 Its data, and W, v and u after SGD from float64 finite differences of the
 numpy forward.
 
 MODE runtime_trips makes the trip count a run-time value, MODE huge one of
-10^12 iterations and MODE unsupported puts an unsupported op in the body:
-models otc refuses (no data).
+10^12 iterations, MODE unsupported puts an unsupported op in the body and
+MODE runtime_if gives an If a run-time condition: models otc refuses (no
+data).
 
 usage: make_loop.py MODE OUT.onnx DATA_DIR STEPS LR EXPECTED.npz
 """
@@ -51,6 +54,15 @@ def body_graph(nodes, name, ins, outs):
     return helper.make_graph(nodes, name, ins, outs)
 
 
+if mode == "runtime_if":
+    branch = lambda op: helper.make_graph([n(op, ["x"], ["b_" + op])], op, [], [vi("b_" + op, F, ["N", 4])])
+    graph = helper.make_graph(
+        [n("ReduceSum", ["x"], ["total"], keepdims=0), n("Greater", ["total", "zero_f"], ["positive"]),
+         n("If", ["positive"], ["y"], then_branch=branch("Neg"), else_branch=branch("Sin"),
+           name="the_if")], mode, [vi("x", F, ["N", 4])], [vi("y", F, ["N", 4])],
+        [numpy_helper.from_array(np.array(0, np.float32), "zero_f")])
+    save_model(graph, out, opset=13, ir_version=7)
+    sys.exit(0)
 if mode in ("runtime_trips", "huge", "unsupported"):
     body = body_graph(
         [n("Identity", ["cond_in"], ["cond_out"]),
@@ -116,6 +128,14 @@ body_e = body_graph(
     "body_e", [scalar("ie", I), scalar("cond_e", B)],
     [scalar("cond_e_out", B), vi("u", F, [4])])
 
+# F and G: If.
+then_f = body_graph(
+    [n("Constant", [], ["three_f"], value=numpy_helper.from_array(np.array(3, np.float32))),
+     n("Mul", ["h", "three_f"], ["f_then"])], "then_f", [], [vi("f_then", F, ["N", 4])])
+else_f = body_graph([n("Neg", ["h"], ["f_else"])], "else_f", [], [vi("f_else", F, ["N", 4])])
+then_g = body_graph([n("Neg", ["h"], ["g_then"])], "then_g", [], [vi("g_then", F, ["N", 4])])
+else_g = body_graph([n("Sin", ["h"], ["g_else"])], "else_g", [], [vi("g_else", F, ["N", 4])])
+
 nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          # A
          n("Shape", ["h"], ["hs"]), n("Gather", ["hs", "one"], ["width"]),
@@ -139,9 +159,15 @@ nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          n("Loop", ["two", "yes"], ["vs"], body=body_e),
          n("ReduceSum", ["vs", "axis0"], ["vsum"], keepdims=0),
          n("Mul", ["vsum", "c"], ["ev"]),
-         n("Concat", ["rep", "acc", "scans_flat", "c", "e", "stacked_flat", "ev"], ["y"], axis=1)]
+         # F, G
+         n("Greater", ["width", "two"], ["wide"]),
+         n("If", ["wide"], ["f"], then_branch=then_f, else_branch=else_f),
+         n("Not", ["yes"], ["no"]),
+         n("If", ["no"], ["g"], then_branch=then_g, else_branch=else_g),
+         n("Concat", ["rep", "acc", "scans_flat", "c", "e", "stacked_flat", "ev", "f", "g"], ["y"],
+           axis=1)]
 graph = helper.make_graph(
-    nodes, "loops", [vi("x", F, ["N", 3])], [vi("y", F, ["N", 44])],
+    nodes, "loops", [vi("x", F, ["N", 3])], [vi("y", F, ["N", 52])],
     [numpy_helper.from_array(w0, "w"), numpy_helper.from_array(v0, "v"),
      numpy_helper.from_array(u0, "u"),
      i64("one", 1), i64("one_size", 1), i64("axis0", [0]), i64("two", 2), i64("three", 3), i64("ten", 10),
@@ -150,7 +176,7 @@ graph = helper.make_graph(
 save_model(graph, out, opset=13, ir_version=7)
 
 x = rng.normal(size=(8, 3)).astype(np.float32)
-t = rng.normal(size=(8, 44)).astype(np.float32)
+t = rng.normal(size=(8, 52)).astype(np.float32)
 save_data(data, x=x, targets=t)
 
 
@@ -173,7 +199,7 @@ def forward(w, v, u, xb):
         e = f + j
     stacked = np.stack([acc, c], axis=-1).reshape(len(xb), 8)
     ev = 2 * u * c
-    return np.concatenate([rep, acc, scans_flat, c, e, stacked, ev], axis=1)
+    return np.concatenate([rep, acc, scans_flat, c, e, stacked, ev, 3 * h, np.sin(h)], axis=1)
 
 
 def loss(p, s):

@@ -1,9 +1,10 @@
-// Loop, unrolled at import: its trip count and condition must be known at
-// compile time (PyTorch exports repeat_interleave, as in GPT-J's rotary
-// embedding, as a Loop over a tensor's size). Each iteration imports a
-// copy of the body whose every name carries the iteration's suffix, its
-// inputs bound to the iteration number, true and the carried values;
-// nothing of the loop exists at run time.
+// Control flow known at compile time. Loop is unrolled at import: its trip
+// count and condition must be known there (PyTorch exports repeat_interleave,
+// as in GPT-J's rotary embedding, as a Loop over a tensor's size). Each
+// iteration imports a copy of the body whose every name carries the
+// iteration's suffix, its inputs bound to the iteration number, true and the
+// carried values. If imports the branch its compile-time condition picks.
+// Nothing of either exists at run time.
 #include "Importers.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -83,8 +84,10 @@ LogicalResult bindScalar(GraphImporter &imp, const std::string &name, int elemTy
   return imp.withNode(m, [&] { return imp.define(0, std::move(t)); });
 }
 
-/// The boolean scalar value `name` holds, when known at compile time.
-FailureOr<bool> knownCondition(GraphImporter &imp, const std::string &name) {
+/// The boolean scalar value `name` holds, when known at compile time;
+/// else fails with `why`.
+FailureOr<bool> knownCondition(GraphImporter &imp, const std::string &name,
+                               const std::string &why) {
   onnx::NodeProto m = madeNode(imp.node(), name + "/otc_probe");
   m.add_input(name);
   bool out = false;
@@ -95,9 +98,13 @@ FailureOr<bool> knownCondition(GraphImporter &imp, const std::string &name) {
         out = c->values[0] != 0;
         return success();
       })))
-    return imp.fail("the loop's condition '" + name +
-                    "' must be a compile-time constant scalar to unroll the loop");
+    return imp.fail(why);
   return out;
+}
+
+std::string loopCondition(const std::string &name) {
+  return "the loop's condition '" + name +
+         "' must be a compile-time constant scalar to unroll the loop";
 }
 
 } // namespace
@@ -137,7 +144,7 @@ LogicalResult importLoop(GraphImporter &imp) {
   }
   bool go = true;
   if (!n.input(1).empty()) {
-    auto c = knownCondition(imp, n.input(1));
+    auto c = knownCondition(imp, n.input(1), loopCondition(n.input(1)));
     if (failed(c))
       return failure();
     go = *c;
@@ -191,7 +198,7 @@ LogicalResult importLoop(GraphImporter &imp) {
     for (const auto &out : copy.output())
       if (!imp.hasValue(out.name()) || failed(imp.decodePending(out.name())))
         return imp.fail("the body's output '" + out.name() + "' is not computed by the body");
-    auto c = knownCondition(imp, copy.output(0).name());
+    auto c = knownCondition(imp, copy.output(0).name(), loopCondition(copy.output(0).name()));
     if (failed(c))
       return failure();
     go = *c;
@@ -222,6 +229,45 @@ LogicalResult importLoop(GraphImporter &imp) {
       return imp.fail("scan output '" + out + "' has no iterations to take its shape from");
     if (failed(stackParts(imp, scanned[k], 0, out)))
       return failure();
+  }
+  return success();
+}
+
+LogicalResult importIf(GraphImporter &imp) {
+  const onnx::NodeProto &n = imp.node();
+  const onnx::AttributeProto *thenAttr = imp.attr("then_branch"),
+                             *elseAttr = imp.attr("else_branch");
+  if (!thenAttr || !thenAttr->has_g() || !elseAttr || !elseAttr->has_g())
+    return imp.fail("a branch graph is missing");
+  if (n.input_size() < 1 || n.input(0).empty())
+    return imp.fail("the condition input is missing");
+  auto c = knownCondition(imp, n.input(0), "the condition '" + n.input(0) +
+                                               "' must be a compile-time constant scalar to "
+                                               "pick the branch");
+  if (failed(c))
+    return failure();
+  const onnx::GraphProto &branch = *c ? thenAttr->g() : elseAttr->g();
+  if (branch.input_size() > 0 || branch.initializer_size() > 0)
+    return imp.fail("a branch with inputs or initializers is not supported");
+  if (branch.output_size() < n.output_size())
+    return imp.fail("the " + std::string(*c ? "then" : "else") + " branch gives " +
+                    std::to_string(branch.output_size()) + " outputs for the node's " +
+                    std::to_string(n.output_size()));
+  // (Its names are the model's own, unique; in a Loop's body, renamed.)
+  if (failed(imp.chargeUnrolled(1 + branch.node_size())))
+    return failure();
+  for (const auto &node : branch.node())
+    if (failed(imp.importNested(node))) {
+      imp.addErrorContext(std::string(" (the ") + (*c ? "then" : "else") + " branch of " +
+                          describeNode(n) + ")");
+      return failure();
+    }
+  for (int k = 0; k < n.output_size(); ++k) {
+    const std::string &out = branch.output(k).name();
+    if (!imp.hasValue(out) || failed(imp.decodePending(out)))
+      return imp.fail("the branch's output '" + out + "' is not computed by the branch");
+    if (!n.output(k).empty())
+      imp.defineAs(k, out);
   }
   return success();
 }
