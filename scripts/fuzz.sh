@@ -58,6 +58,8 @@ case $target in
     # regcomp's copies of nested repetitions grow exponentially.
     printf -- '--data\0d\0--no-decay\0%s{33333333333333,3333333333}{3333,33}' 3333 > "$seeds/f"
     printf -- '--no-decay\09%s]{-' '++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++' > "$seeds/g"
+    # and one that took seconds in regcomp's epsilon closure (a timeout).
+    printf -- '--no-decay\0%s' '6*++++++++++ay' > "$seeds/h"
     ;;
 esac
 

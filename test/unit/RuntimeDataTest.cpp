@@ -397,6 +397,9 @@ TEST(NamePattern, SearchesNamesAndRefusesExplosivePatterns) {
   EXPECT_FALSE(bad.compile("9" + std::string(64, '+'), why));
   EXPECT_EQ(why, "too many nested repetitions");
   EXPECT_FALSE(bad.compile("a{100}{1000}", why));
+  // (found by fuzz-train-options: seconds in regcomp, not memory)
+  EXPECT_FALSE(bad.compile("6*" + std::string(10, '+') + "ay", why));
+  EXPECT_EQ(why, "too many nested repetitions");
   EXPECT_FALSE(bad.compile(std::string(2000, 'a'), why));
   EXPECT_FALSE(bad.matches("a")); // a failed compile matches nothing
   otc::NamePattern ok;
