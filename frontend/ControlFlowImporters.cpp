@@ -23,12 +23,7 @@ void definedNames(const onnx::GraphProto &g, llvm::StringSet<> &out) {
     for (const auto &o : n.output())
       if (!o.empty())
         out.insert(o);
-    for (const auto &a : n.attribute()) {
-      if (a.has_g())
-        definedNames(a.g(), out);
-      for (const auto &sub : a.graphs())
-        definedNames(sub, out);
-    }
+    forEachSubgraph(n, [&](const onnx::GraphProto &sub) { definedNames(sub, out); });
   }
 }
 
@@ -63,16 +58,6 @@ onnx::NodeProto madeNode(const onnx::NodeProto &n, const std::string &output) {
   m.set_op_type("Identity");
   m.add_output(output);
   return m;
-}
-
-/// Defines `name` as the value (or sequence) `source`.
-LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source) {
-  onnx::NodeProto m = madeNode(imp.node(), name);
-  m.add_input(source);
-  return imp.withNode(m, [&] {
-    imp.defineAs(0, source);
-    return success();
-  });
 }
 
 /// Defines `name` as a scalar known at compile time.

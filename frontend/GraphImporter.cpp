@@ -338,39 +338,37 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   return success();
 }
 
-void forEachNestedNode(const onnx::NodeProto &n,
-                              llvm::function_ref<void(const onnx::NodeProto &)> f) {
+void forEachSubgraph(const onnx::NodeProto &n,
+                     llvm::function_ref<void(const onnx::GraphProto &)> f) {
   for (const auto &a : n.attribute()) {
-    auto walk = [&](const onnx::GraphProto &g) {
-      for (const auto &inner : g.node()) {
-        f(inner);
-        forEachNestedNode(inner, f);
-      }
-    };
     if (a.has_g())
-      walk(a.g());
+      f(a.g());
     for (const auto &g : a.graphs())
-      walk(g);
+      f(g);
   }
+}
+
+void forEachNestedNode(const onnx::NodeProto &n,
+                       llvm::function_ref<void(const onnx::NodeProto &)> f) {
+  forEachSubgraph(n, [&](const onnx::GraphProto &g) {
+    for (const auto &inner : g.node()) {
+      f(inner);
+      forEachNestedNode(inner, f);
+    }
+  });
 }
 
 void forEachNestedRead(const onnx::NodeProto &n,
                        llvm::function_ref<void(const std::string &, const onnx::NodeProto *, int)> f) {
-  for (const auto &a : n.attribute()) {
-    auto walk = [&](const onnx::GraphProto &g) {
-      for (const auto &inner : g.node()) {
-        for (int i = 0; i < inner.input_size(); ++i)
-          f(inner.input(i), &inner, i);
-        forEachNestedRead(inner, f);
-      }
-      for (const auto &out : g.output())
-        f(out.name(), nullptr, -1);
-    };
-    if (a.has_g())
-      walk(a.g());
-    for (const auto &g : a.graphs())
-      walk(g);
-  }
+  forEachSubgraph(n, [&](const onnx::GraphProto &g) {
+    for (const auto &inner : g.node()) {
+      for (int i = 0; i < inner.input_size(); ++i)
+        f(inner.input(i), &inner, i);
+      forEachNestedRead(inner, f);
+    }
+    for (const auto &out : g.output())
+      f(out.name(), nullptr, -1);
+  });
 }
 
 /// Every name node `n` reads: its inputs and its subgraphs' reads.
@@ -486,12 +484,7 @@ private:
     for (const auto &n : g.node()) {
       for (int i = 0; i < n.input_size(); ++i)
         readers[n.input(i)].push_back({&n, i});
-      for (const auto &a : n.attribute()) {
-        if (a.has_g())
-          add(a.g());
-        for (const auto &sub : a.graphs())
-          add(sub);
-      }
+      forEachSubgraph(n, [&](const onnx::GraphProto &sub) { add(sub); });
     }
     for (const auto &o : g.output())
       memo[o.name()] = false;
@@ -737,15 +730,16 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   // on the host, held 560 MB at once where one layer's now suffice.
   // A node's subgraphs (a Loop's body) read outer values while it imports.
   llvm::StringMap<int> readersLeft;
+  std::vector<std::vector<std::string>> reads;
   for (const auto &n : g.node())
-    for (const std::string &in : readsOf(n))
+    for (const std::string &in : reads.emplace_back(readsOf(n)))
       ++readersLeft[in];
   for (const auto &out : g.output())
     readersLeft[out.name()] += 1 << 30; // never released
-  for (const auto &n : g.node()) {
-    if (failed(importNode(n)))
+  for (int k = 0; k < g.node_size(); ++k) {
+    if (failed(importNode(g.node(k))))
       return nullptr;
-    for (const std::string &in : readsOf(n))
+    for (const std::string &in : reads[k])
       if (--readersLeft[in] == 0)
         if (auto it = values.find(in); it != values.end())
           it->second.host.reset();

@@ -229,6 +229,11 @@ int defaultOpset(const onnx::ModelProto &model);
 /// empty string. Checked for every node before libonnx sees the model.
 std::string unsupportedReason(const onnx::NodeProto &n, int opset);
 
+/// Calls `f` on each graph that node `n` carries (a Loop's body, If's
+/// branches), not on graphs nested in those.
+void forEachSubgraph(const onnx::NodeProto &n,
+                     llvm::function_ref<void(const onnx::GraphProto &)> f);
+
 /// Calls `f` on every node of the graphs that node `n` carries (a Loop's
 /// body), nested ones included.
 void forEachNestedNode(const onnx::NodeProto &n,

@@ -200,6 +200,18 @@ LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> 
   return success();
 }
 
+LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source) {
+  onnx::NodeProto m;
+  m.set_name(imp.node().name());
+  m.set_op_type("Identity");
+  m.add_input(source);
+  m.add_output(name);
+  return imp.withNode(m, [&] {
+    imp.defineAs(0, source);
+    return success();
+  });
+}
+
 LogicalResult shapeOfInput(GraphImporter &imp, size_t i, std::vector<int64_t> &shape) {
   if (const HostTensor *c = imp.constantInput(i)) {
     shape = c->shape;

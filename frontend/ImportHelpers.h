@@ -65,6 +65,10 @@ mlir::LogicalResult checkFoldSize(GraphImporter &imp, int64_t count);
 /// Input `i` reshaped (on the host when constant) to `shape`, as output 0.
 mlir::LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> shape);
 
+/// Defines the value (or sequence) `name` as `source`'s, on a node made
+/// for it (a Loop body's input, a sequence's own copy of a part).
+mlir::LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source);
+
 /// Sets `shape` to input `i`'s, constant or not.
 mlir::LogicalResult shapeOfInput(GraphImporter &imp, size_t i, std::vector<int64_t> &shape);
 

@@ -36,6 +36,10 @@ void setInts(onnx::NodeProto &n, const char *name, const std::vector<int64_t> &v
     a->add_ints(v);
 }
 
+// Each part is an op and a name: a bound keeps a tiny model from making
+// millions (an ordinary Split has as many as the file lists outputs).
+constexpr size_t kMaxParts = 4096;
+
 constexpr const char *kNotASequence =
     "the input is not a sequence otc built (SplitToSequence, SequenceConstruct, SequenceEmpty "
     "and SequenceInsert make them)";
@@ -51,15 +55,10 @@ std::string freshName(GraphImporter &imp, std::string base) {
 /// outlives the source's last reader, when a constant's values are let go.
 FailureOr<std::string> partOf(GraphImporter &imp, const std::string &source,
                               const std::string &sequence) {
-  onnx::NodeProto m = madeNode(imp.node(), "Identity");
-  m.add_input(source);
-  m.add_output(freshName(imp, sequence + "/otc_part_of_" + source));
-  if (failed(imp.withNode(m, [&] {
-        imp.defineAs(0, source);
-        return success();
-      })))
+  std::string part = freshName(imp, sequence + "/otc_part_of_" + source);
+  if (failed(bindAs(imp, part, source)))
     return failure();
-  return m.output(0);
+  return part;
 }
 
 /// The sequence position input `i` names, in [0, n] when `insert` (one
@@ -145,9 +144,6 @@ LogicalResult importSplitToSequence(GraphImporter &imp) {
   } else {
     sizes = split->asInts();
   }
-  // Each part is an op and a name: a bound keeps a tiny model from making
-  // millions (an ordinary Split has as many as the file lists outputs).
-  constexpr size_t kMaxParts = 4096;
   if (sizes.empty() || sizes.size() > kMaxParts)
     return imp.fail("the sequence would have " + std::to_string(sizes.size()) +
                     " parts; otc takes 1 to " + std::to_string(kMaxParts));
@@ -169,10 +165,7 @@ LogicalResult importSplitToSequence(GraphImporter &imp) {
     base += "_";
   for (size_t k = 0; k < sizes.size(); ++k)
     parts.add_output(base + std::to_string(k));
-  onnx::AttributeProto *axisAttr = parts.add_attribute();
-  axisAttr->set_name("axis");
-  axisAttr->set_type(onnx::AttributeProto::INT);
-  axisAttr->set_i(a);
+  setInt(parts, "axis", a);
   setInts(parts, "split", sizes); // the attribute form: this row's form is 11
   if (failed(imp.withNode(parts, [&] { return importSplit(imp); })))
     return failure();
@@ -234,7 +227,6 @@ LogicalResult importSequenceInsert(GraphImporter &imp) {
     return imp.fail(kNotASequence);
   if (imp.numInputs() < 2 || imp.node().input(1).empty() || imp.sequenceInput(1))
     return imp.fail("input 1 must be the tensor to insert");
-  constexpr size_t kMaxParts = 4096; // as SplitToSequence's
   if (parts->size() >= kMaxParts)
     return imp.fail("the sequence would have more than " + std::to_string(kMaxParts) + " parts");
   auto k = position(imp, 2, parts->size(), true);
@@ -286,10 +278,7 @@ LogicalResult importConcatFromSequence(GraphImporter &imp) {
   for (const std::string &p : *parts)
     concat.add_input(p);
   concat.add_output(imp.node().output(0));
-  onnx::AttributeProto *axis = concat.add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(imp.intAttr("axis", 0));
+  setInt(concat, "axis", imp.intAttr("axis", 0));
   return imp.withNode(concat, [&] { return importConcat(imp); });
 }
 
