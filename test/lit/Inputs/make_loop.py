@@ -18,7 +18,9 @@ unrolls them. h = x W^T (W [4, 3]), then:
      node reads (the body passes it through): summed, times c.
   F. If on Shape(h)[1] > 2 (true at compile time): 3 h (3 a Constant node
      in the branch), else -h; G. If on Not(true): else sin(h).
-y = [A, B's acc, B's scan, C, D, the stack of B's acc and C, E, F, G].
+  H. SequenceConstruct(h, tanh h, sin h), SequenceErase at 1, then
+     SequenceInsert of 2h at position 0: [2h, h, sin h] joined.
+y = [A, B's acc, B's scan, C, D, the stack of B's acc and C, E, F, G, H].
 Its data, and W, v and u after SGD from float64 finite differences of the
 numpy forward.
 
@@ -164,19 +166,25 @@ nodes = [n("Gemm", ["x", "w"], ["h"], transB=1),
          n("If", ["wide"], ["f"], then_branch=then_f, else_branch=else_f),
          n("Not", ["yes"], ["no"]),
          n("If", ["no"], ["g"], then_branch=then_g, else_branch=else_g),
-         n("Concat", ["rep", "acc", "scans_flat", "c", "e", "stacked_flat", "ev", "f", "g"], ["y"],
-           axis=1)]
+         # H
+         n("Tanh", ["h"], ["th"]), n("Sin", ["h"], ["sh"]), n("Add", ["h", "h"], ["h2"]),
+         n("SequenceConstruct", ["h", "th", "sh"], ["three_seq"]),
+         n("SequenceErase", ["three_seq", "one"], ["two_seq"]),
+         n("SequenceInsert", ["two_seq", "h2", "zero_i"], ["edited"]),
+         n("ConcatFromSequence", ["edited"], ["joined"], axis=1),
+         n("Concat", ["rep", "acc", "scans_flat", "c", "e", "stacked_flat", "ev", "f", "g", "joined"],
+           ["y"], axis=1)]
 graph = helper.make_graph(
-    nodes, "loops", [vi("x", F, ["N", 3])], [vi("y", F, ["N", 52])],
+    nodes, "loops", [vi("x", F, ["N", 3])], [vi("y", F, ["N", 64])],
     [numpy_helper.from_array(w0, "w"), numpy_helper.from_array(v0, "v"),
      numpy_helper.from_array(u0, "u"),
-     i64("one", 1), i64("one_size", 1), i64("axis0", [0]), i64("two", 2), i64("three", 3), i64("ten", 10),
+     i64("one", 1), i64("one_size", 1), i64("axis0", [0]), i64("zero_i", 0), i64("two", 2), i64("three", 3), i64("ten", 10),
      i64("shape_n2", [1, 2]), i64("shape_n_minus1", [0, -1]), i64("shape_n12", [0, 12]),
      i64("shape_n8", [0, 8]), numpy_helper.from_array(np.array(True), "yes")])
 save_model(graph, out, opset=13, ir_version=7)
 
 x = rng.normal(size=(8, 3)).astype(np.float32)
-t = rng.normal(size=(8, 52)).astype(np.float32)
+t = rng.normal(size=(8, 64)).astype(np.float32)
 save_data(data, x=x, targets=t)
 
 
@@ -199,7 +207,9 @@ def forward(w, v, u, xb):
         e = f + j
     stacked = np.stack([acc, c], axis=-1).reshape(len(xb), 8)
     ev = 2 * u * c
-    return np.concatenate([rep, acc, scans_flat, c, e, stacked, ev, 3 * h, np.sin(h)], axis=1)
+    joined = np.concatenate([2 * h, h, np.sin(h)], axis=1)
+    return np.concatenate([rep, acc, scans_flat, c, e, stacked, ev, 3 * h, np.sin(h), joined],
+                          axis=1)
 
 
 def loss(p, s):
