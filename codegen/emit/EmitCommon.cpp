@@ -238,7 +238,8 @@ std::string coords(const Step &s, const std::vector<int> &dims, const std::strin
       c = "(" + c + " / " + std::to_string(stride) + ")";
     if (k != 0)
       c = c + " % " + std::to_string(s.shape[dims[k]]);
-    out = pad + "const " + indexType + " c" + std::to_string(dims[k]) + " = " + c + ";\n" + out;
+    // Not every expression reads every coordinate.
+    out = pad + "[[maybe_unused]] const " + indexType + " c" + std::to_string(dims[k]) + " = " + c + ";\n" + out;
     stride *= s.shape[dims[k]];
   }
   return out;

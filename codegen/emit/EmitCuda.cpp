@@ -103,8 +103,8 @@ void vectorElementwise(std::ostream &os, const Program &p, const Step &s, const 
     return std::find(vecLoads.begin(), vecLoads.end(), i) != vecLoads.end()
                ? "l" + std::to_string(i) + "[lane]" : std::string();
   };
-  os << "#pragma unroll\n    for (int lane = 0; lane < " << W << "; ++lane) {\n      const " << it
-     << " c0 = q * " << W << " + lane;\n      (void)c0;\n";
+  os << "#pragma unroll\n    for (int lane = 0; lane < " << W << "; ++lane) {\n      [[maybe_unused]] const " << it
+     << " c0 = q * " << W << " + lane;\n";
   std::vector<char> defined(s.nodes.size(), 0);
   np.emit(os, roots, defined, "      ");
   for (size_t k = 0; k < s.stores.size(); ++k)
@@ -230,8 +230,7 @@ ColumnLoop columnLoop(const LoopInfo &info, NodePrinter &np, const char *it, int
            ") {\n" + declare + loadAll + "      }\n";
   c.perElement = "#pragma unroll\n      for (int e = 0; e < " + W + "; ++e) {\n      const " + I +
                  " col = colv * " + W + " + e;\n" +
-                 coords(s, info.reducedDims, "col", it, "      ") + "      (void)c" +
-                 num(info.reducedDims[0]) + ";\n";
+                 coords(s, info.reducedDims, "col", it, "      ");
   c.close = "      }\n    }\n";
   if (int64_t whole = info.cols / w * w; whole < info.cols)
     c.tail = "    for (" + I + " col = " + num(whole) + " + lane; col < " + num(info.cols) +

@@ -24,6 +24,7 @@ usage: make_models.py [CASE ...]   (default: all; deterministic)
        make_models.py --torch2 [CASE ...]    <case>_torch2/ of TORCH2's cases, run
                                              with PyTorch >= 2.9 (scripts/install-torch2.sh)
 """
+import collections
 import copy
 import sys
 from pathlib import Path
@@ -310,6 +311,15 @@ def batchnorms(model):
     return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
 
+def as_float64(state):
+    """The state in float64, with the state dict's version metadata, which
+    some modules' loaders require (torchvision's MNASNet)."""
+    out = collections.OrderedDict(
+        (k, v.double() if v.is_floating_point() else v) for k, v in state.items())
+    out._metadata = getattr(state, "_metadata", None)
+    return out
+
+
 def train(model, state, data, dtype, lr):
     # Tensors the models make on the fly (masks filled with finfo(dtype).min,
     # positions) take the default dtype: float64 for the float64 reference.
@@ -433,8 +443,7 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
         np.save(out / "data" / f"{k}.npy", v)
     lr = LR
     w32 = train(model, state, data, torch.float32, lr)
-    w64 = train(model, {k: v.double() if v.is_floating_point() else v for k, v in state.items()},
-                data, torch.float64, lr)
+    w64 = train(model, as_float64(state), data, torch.float64, lr)
     m = (exporter or export)(model, state, data, out / "model.onnx")
     (out / "compile_flags").write_text(
         f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}{extra_flags}\n")
