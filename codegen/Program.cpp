@@ -1,6 +1,7 @@
 // Element types, dim collapsing and the printed form of the kernel program.
 #include "Program.h"
 #include "Lowering.h"
+#include "otc/kernels/extents.h"
 
 #include <algorithm>
 #include <map>
@@ -45,7 +46,7 @@ std::string scalarText(const LibraryCall::Scalar &s) {
 
 const char *kernelTemplate(LibraryCall::Kernel k) {
   switch (k) {
-#define OTC_KERNEL_NAME(Kind, name, blas)                                      \
+#define OTC_KERNEL_NAME(Kind, name, blas, extents)                                 \
   case LibraryCall::Kernel::Kind:                                              \
     return name;
     OTC_LIBRARY_KERNELS(OTC_KERNEL_NAME)
@@ -56,13 +57,30 @@ const char *kernelTemplate(LibraryCall::Kernel k) {
 
 bool kernelUsesBlas(LibraryCall::Kernel k) {
   switch (k) {
-#define OTC_KERNEL_BLAS(Kind, name, blas)                                      \
+#define OTC_KERNEL_BLAS(Kind, name, blas, extents)                                 \
   case LibraryCall::Kernel::Kind:                                              \
     return blas;
     OTC_LIBRARY_KERNELS(OTC_KERNEL_BLAS)
 #undef OTC_KERNEL_BLAS
   }
   return false;
+}
+
+std::vector<int64_t> kernelExtents(const LibraryCall &call) {
+  std::vector<long long> k(call.constants.begin(), call.constants.end());
+  int constants = (int)k.size(), pointers = (int)call.buffers.size();
+  otc_kernels::Extents e;
+  switch (call.kernel) {
+#define OTC_KERNEL_EXTENTS(Kind, name, blas, extents)                          \
+  case LibraryCall::Kernel::Kind:                                              \
+    e = otc_kernels::extents(k.data(), constants, pointers);                   \
+    break;
+    OTC_LIBRARY_KERNELS(OTC_KERNEL_EXTENTS)
+#undef OTC_KERNEL_EXTENTS
+  }
+  if (e.count != pointers)
+    return {};
+  return std::vector<int64_t>(e.elements, e.elements + e.count);
 }
 
 int64_t leadingDim(const Gemm &g, char operand) {

@@ -123,27 +123,28 @@ int64_t leadingDim(const Gemm &g, char operand);
 /// instantiated with compile-time integers and the buffers' element types.
 struct LibraryCall {
   /// The kernels the library has, one row each: the enumerator, the
-  /// template's name in otc_kernels, and whether it calls BLAS itself (on
-  /// CUDA it then takes cuBLAS's handle before the stream).
+  /// template's name in otc_kernels, whether it calls BLAS itself (on CUDA
+  /// it then takes cuBLAS's handle before the stream), and the elements
+  /// each of its pointer arguments spans (kernels/extents.h).
 #define OTC_LIBRARY_KERNELS(X)                                                 \
-  X(GatherBackward, "gather_backward", false)                                  \
-  X(Im2Col, "im2col", false)                                                   \
-  X(Col2Im, "col2im", false)                                                   \
-  X(ConvForward, "conv_forward", false)                                        \
-  X(ConvDataGrad, "conv_data_grad", false)                                     \
-  X(ConvFilterGrad, "conv_filter_grad", false)                                 \
-  X(MaxPool, "max_pool", false)                                                \
-  X(MaxPoolGrad, "max_pool_grad", false)                                       \
-  X(AvgPool, "avg_pool", false)                                                \
-  X(AvgPoolGrad, "avg_pool_grad", false)                                       \
-  X(AttentionForward, "attention_forward", false)                              \
-  X(AttentionBackward, "attention_backward", false)                            \
-  X(LstmForward, "lstm_forward", true)                                         \
-  X(LstmBackward, "lstm_backward", true)                                       \
-  X(GruForward, "gru_forward", true)                                           \
-  X(GruBackward, "gru_backward", true)
+  X(GatherBackward, "gather_backward", false, gather_backward_extents)         \
+  X(Im2Col, "im2col", false, im2col_extents)                                   \
+  X(Col2Im, "col2im", false, col2im_extents)                                   \
+  X(ConvForward, "conv_forward", false, conv_forward_extents)                  \
+  X(ConvDataGrad, "conv_data_grad", false, conv_data_grad_extents)             \
+  X(ConvFilterGrad, "conv_filter_grad", false, conv_filter_grad_extents)       \
+  X(MaxPool, "max_pool", false, max_pool_extents)                              \
+  X(MaxPoolGrad, "max_pool_grad", false, max_pool_grad_extents)                \
+  X(AvgPool, "avg_pool", false, avg_pool_extents)                              \
+  X(AvgPoolGrad, "avg_pool_grad", false, avg_pool_grad_extents)                \
+  X(AttentionForward, "attention_forward", false, attention_forward_extents)   \
+  X(AttentionBackward, "attention_backward", false, attention_backward_extents) \
+  X(LstmForward, "lstm_forward", true, lstm_forward_extents)                   \
+  X(LstmBackward, "lstm_backward", true, lstm_backward_extents)                \
+  X(GruForward, "gru_forward", true, gru_forward_extents)                      \
+  X(GruBackward, "gru_backward", true, gru_backward_extents)
   enum class Kernel : uint8_t {
-#define OTC_KERNEL_ENUM(Kind, name, blas) Kind,
+#define OTC_KERNEL_ENUM(Kind, name, blas, extents) Kind,
     OTC_LIBRARY_KERNELS(OTC_KERNEL_ENUM)
 #undef OTC_KERNEL_ENUM
   };
@@ -317,6 +318,10 @@ MemoryTimeline memoryTimeline(const Program &program, otc_optimizer optimizer);
 const char *kernelTemplate(LibraryCall::Kernel k);
 /// Whether library kernel `k` calls BLAS itself.
 bool kernelUsesBlas(LibraryCall::Kernel k);
+/// The elements each buffer of `call` must hold from its offset, in order
+/// (kernels/extents.h); empty where the kernel has no form with the call's
+/// constants and buffers.
+std::vector<int64_t> kernelExtents(const LibraryCall &call);
 /// A library call's run-time scalar as C: `first`, or a literal.
 std::string scalarText(const LibraryCall::Scalar &s);
 

@@ -245,12 +245,23 @@ private:
       if (known(s, b) && p.buffers[b].pitch)
         return fail(s, b, std::string(kernelTemplate(c.kernel)) +
                               " reads its tensors dense, and this buffer's rows are padded");
-    for (size_t i = 0; i < c.offsets.size(); ++i)
-      if (known(s, c.buffers[i]) &&
-          (c.offsets[i] < 0 || (c.offsets[i] && c.offsets[i] >= p.buffers[c.buffers[i]].count())))
-        return fail(s, c.buffers[i], "is passed from element " + std::to_string(c.offsets[i]) +
-                                         ", outside its " +
-                                         std::to_string(p.buffers[c.buffers[i]].count()));
+    std::vector<int64_t> extents = kernelExtents(c);
+    if (extents.empty())
+      return fail(s, -1, std::string(kernelTemplate(c.kernel)) + " has no form with " +
+                             std::to_string(c.constants.size()) + " constants and " +
+                             std::to_string(n) + " buffers");
+    for (int i = 0; i < n; ++i) {
+      int64_t from = c.offsets.empty() ? 0 : c.offsets[i];
+      if (!known(s, c.buffers[i]))
+        return;
+      int64_t count = p.buffers[c.buffers[i]].count();
+      if (from < 0 || extents[i] < 0 || from > count || extents[i] > count - from)
+        return fail(s, c.buffers[i], "is passed to " + std::string(kernelTemplate(c.kernel)) +
+                                         " as argument " + std::to_string(i) + ", which spans " +
+                                         std::to_string(extents[i]) + " elements from element " +
+                                         std::to_string(from) + ", and the buffer holds " +
+                                         std::to_string(count));
+    }
     bool accumulates = false;
     for (const LibraryCall::Scalar &a : c.scalars)
       accumulates |= a.kind == LibraryCall::Scalar::First;
