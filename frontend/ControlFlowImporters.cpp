@@ -52,17 +52,16 @@ void rename(onnx::GraphProto &g, const llvm::StringSet<> &defined, const std::st
   }
 }
 
-onnx::NodeProto madeNode(const onnx::NodeProto &n, const std::string &output) {
-  onnx::NodeProto m;
-  m.set_name(n.name());
-  m.set_op_type("Identity");
+/// An Identity node under `n`'s name defining `output`.
+onnx::NodeProto identityDefining(const onnx::NodeProto &n, const std::string &output) {
+  onnx::NodeProto m = madeNode(n, "Identity");
   m.add_output(output);
   return m;
 }
 
 /// Defines `name` as a scalar known at compile time.
 LogicalResult bindScalar(GraphImporter &imp, const std::string &name, int elemType, double v) {
-  onnx::NodeProto m = madeNode(imp.node(), name);
+  onnx::NodeProto m = identityDefining(imp.node(), name);
   HostTensor t;
   t.elemType = elemType;
   t.values = {v};
@@ -73,7 +72,7 @@ LogicalResult bindScalar(GraphImporter &imp, const std::string &name, int elemTy
 /// else fails with `why`.
 FailureOr<bool> knownCondition(GraphImporter &imp, const std::string &name,
                                const std::string &why) {
-  onnx::NodeProto m = madeNode(imp.node(), name + "/otc_probe");
+  onnx::NodeProto m = identityDefining(imp.node(), name + "/otc_probe");
   m.add_input(name);
   bool out = false;
   if (failed(imp.withNode(m, [&] {

@@ -200,10 +200,15 @@ LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> 
   return success();
 }
 
-LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source) {
+onnx::NodeProto madeNode(const onnx::NodeProto &n, const char *opType) {
   onnx::NodeProto m;
-  m.set_name(imp.node().name());
-  m.set_op_type("Identity");
+  m.set_name(n.name());
+  m.set_op_type(opType);
+  return m;
+}
+
+LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source) {
+  onnx::NodeProto m = madeNode(imp.node(), "Identity");
   m.add_input(source);
   m.add_output(name);
   return imp.withNode(m, [&] {

@@ -65,6 +65,11 @@ mlir::LogicalResult checkFoldSize(GraphImporter &imp, int64_t count);
 /// Input `i` reshaped (on the host when constant) to `shape`, as output 0.
 mlir::LogicalResult defineReshaped(GraphImporter &imp, size_t i, std::vector<int64_t> shape);
 
+/// A node of type `opType` under `n`'s name (so that errors name `n`), with
+/// no inputs, outputs or attributes yet: what an importer builds to import
+/// another op in `n`'s place.
+onnx::NodeProto madeNode(const onnx::NodeProto &n, const char *opType);
+
 /// Defines the value (or sequence) `name` as `source`'s, on a node made
 /// for it (a Loop body's input, a sequence's own copy of a part).
 mlir::LogicalResult bindAs(GraphImporter &imp, const std::string &name, const std::string &source);

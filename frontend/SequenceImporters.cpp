@@ -14,13 +14,6 @@ namespace otc {
 
 namespace {
 
-onnx::NodeProto madeNode(const onnx::NodeProto &n, const char *op) {
-  onnx::NodeProto m;
-  m.set_name(n.name());
-  m.set_op_type(op);
-  return m;
-}
-
 void setInt(onnx::NodeProto &n, const char *name, int64_t value) {
   onnx::AttributeProto *a = n.add_attribute();
   a->set_name(name);
