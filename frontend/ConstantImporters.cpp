@@ -1,5 +1,5 @@
 // Compile-time constants and shape computations: Constant, Shape, Range,
-// ConstantOfShape, and Gather (folded on constants, else an embedding lookup).
+// ConstantOfShape, EyeLike, and Gather (folded on constants, else an embedding lookup).
 #include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
@@ -101,6 +101,44 @@ LogicalResult importConstantOfShape(Imp &imp) {
   if (failed(checkFoldSize(imp, n)))
     return failure();
   HostTensor t{value.isFloat, value.elemType, shape, std::vector<double>(n, value.values[0])};
+  return imp.define(0, std::move(t));
+}
+
+/// EyeLike: a compile-time constant of the input's 2-D shape (its values
+/// are not read), ones on diagonal k, of type `dtype` or the input's.
+LogicalResult importEyeLike(Imp &imp) {
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
+    return failure();
+  if (shape.size() != 2)
+    return imp.fail("the input must be 2-D, not of rank " + std::to_string(shape.size()));
+  using P = onnx::TensorProto;
+  int64_t type = imp.intAttr("dtype", -1);
+  if (type < 0) {
+    if (const HostTensor *c = imp.constantInput(0)) {
+      type = c->elemType;
+    } else {
+      auto x = imp.input(0);
+      if (failed(x))
+        return failure();
+      Type e = getElementTypeOrSelf(x->getType());
+      type = e.isF32() ? P::FLOAT : e.isF64() ? P::DOUBLE : e.isF16() ? P::FLOAT16
+           : e.isBF16() ? P::BFLOAT16 : e.isInteger(1) ? P::BOOL : P::INT64;
+    }
+  }
+  bool isFloat = type == P::FLOAT || type == P::DOUBLE || type == P::FLOAT16 ||
+                 type == P::BFLOAT16;
+  if (!isFloat && type != P::INT64 && type != P::INT32 && type != P::BOOL)
+    return imp.fail("dtype " + std::to_string(type) + " is not supported");
+  int64_t n = product(shape);
+  if (failed(checkFoldSize(imp, n)))
+    return failure();
+  int64_t k = imp.intAttr("k", 0);
+  HostTensor t{isFloat, type == P::INT32 ? int(P::INT64) : int(type), shape,
+               std::vector<double>(n, 0.0)};
+  for (int64_t r = 0; r < shape[0]; ++r)
+    if (int64_t c = r + k; c >= 0 && c < shape[1])
+      t.values[r * shape[1] + c] = 1;
   return imp.define(0, std::move(t));
 }
 

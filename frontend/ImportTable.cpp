@@ -111,6 +111,7 @@ const OpImporter kImporters[] = {
     {"Dropout", 12, importDropout},
     {"Einsum", 12, importEinsum},
     {"Expand", 8, importExpand},
+    {"EyeLike", 9, importEyeLike},
     {"Flatten", 1, importFlatten},
     {"Gather", 1, importGather},
     {"GatherElements", 11, importGatherElements},

@@ -12,11 +12,15 @@ it failed (export, compile, training). GPT-J and BLOOM graduated to the
 suite (gptj.test, bloom.test). Not here: EfficientNet (torch 1.13's
 exporter has no padding="same" convolution) and LeViT.
 """
+import copy
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
 import transformers as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -59,7 +63,58 @@ FAMILIES = {
  "mobilevit": img(tf.MobileViTForImageClassification, tf.MobileViTConfig(image_size=32, hidden_sizes=[16,16,16], neck_hidden_sizes=[8,8,8,8,8,8,16], num_attention_heads=2, hidden_dropout_prob=0, attention_probs_dropout_prob=0, classifier_dropout_prob=0, num_labels=3), size=32),
  "regnet": img(tf.RegNetForImageClassification, tf.RegNetConfig(embedding_size=8, hidden_sizes=[8,16], depths=[1,1], groups_width=4, num_labels=3), size=16),
  "dinov2": img(tf.Dinov2ForImageClassification, tf.Dinov2Config(image_size=8, patch_size=4, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2, hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=3), size=8),
+ # Added 2026-11-28 (second round).
+ "biogpt": lm(tf.BioGptForCausalLM, tf.BioGptConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, hidden_dropout_prob=0, attention_probs_dropout_prob=0, activation_dropout=0, layerdrop=0)),
+ "xglm": lm(tf.XGLMForCausalLM, tf.XGLMConfig(vocab_size=V, max_position_embeddings=S + 2, d_model=16, ffn_dim=32, num_layers=2, attention_heads=2, dropout=0, attention_dropout=0, activation_dropout=0, layerdrop=0), pad=True),
+ "mpt": lm(tf.MptForCausalLM, tf.MptConfig(vocab_size=V, d_model=16, n_heads=2, n_layers=2, expansion_ratio=2, max_seq_len=S, resid_pdrop=0, emb_pdrop=0, attn_config={"attn_pdrop": 0, "alibi": True})),
+ "persimmon": lm(tf.PersimmonForCausalLM, tf.PersimmonConfig(vocab_size=V, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, max_position_embeddings=S, hidden_dropout=0, attention_dropout=0)),
+ "ctrl": lm(tf.CTRLLMHeadModel, tf.CTRLConfig(vocab_size=V, n_positions=S, n_embd=16, dff=32, n_layer=2, n_head=2, resid_pdrop=0, embd_pdrop=0)),
+ "mobilebert": lm(tf.MobileBertForMaskedLM, tf.MobileBertConfig(vocab_size=V, hidden_size=16, embedding_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, intra_bottleneck_size=8, max_position_embeddings=S, hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_feedforward_networks=2), pad=True),
+ "squeezebert": lm(tf.SqueezeBertForMaskedLM, tf.SqueezeBertConfig(vocab_size=V, hidden_size=16, embedding_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S, hidden_dropout_prob=0, attention_probs_dropout_prob=0, q_groups=2, k_groups=2, v_groups=2, post_attention_groups=2, intermediate_groups=2, output_groups=2), pad=True),
+ "funnel": lm(tf.FunnelForMaskedLM, tf.FunnelConfig(vocab_size=V, block_sizes=[1, 1], block_repeats=[1, 1], d_model=16, n_head=2, d_head=8, d_inner=32, hidden_dropout=0, attention_dropout=0, activation_dropout=0), pad=True),
+ "convbert": lm(tf.ConvBertForMaskedLM, tf.ConvBertConfig(vocab_size=V, hidden_size=16, embedding_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S, hidden_dropout_prob=0, attention_probs_dropout_prob=0, head_ratio=2, conv_kernel_size=3), pad=True),
+ "rembert": lm(tf.RemBertForMaskedLM, tf.RemBertConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, input_embedding_size=8, output_embedding_size=8, intermediate_size=32, max_position_embeddings=S, hidden_dropout_prob=0, attention_probs_dropout_prob=0, classifier_dropout_prob=0), pad=True),
+ "esm": lm(tf.EsmForMaskedLM, tf.EsmConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, position_embedding_type="rotary", hidden_dropout_prob=0, attention_probs_dropout_prob=0, pad_token_id=1, mask_token_id=2), pad=True),
+ "nystromformer": lm(tf.NystromformerForMaskedLM, tf.NystromformerConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, num_landmarks=4, segment_means_seq_len=S, hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True),
+ "pegasus": lm(tf.PegasusForConditionalGeneration, tf.PegasusConfig(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, dropout=0, attention_dropout=0, activation_dropout=0), pad=True),
+ "marian": lm(tf.MarianMTModel, tf.MarianConfig(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, dropout=0, attention_dropout=0, activation_dropout=0, pad_token_id=V - 1, decoder_start_token_id=V - 1), pad=True),
+ "mbart": lm(tf.MBartForConditionalGeneration, tf.MBartConfig(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, dropout=0, attention_dropout=0, activation_dropout=0), pad=True),
+ "m2m100": lm(tf.M2M100ForConditionalGeneration, tf.M2M100Config(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, dropout=0, attention_dropout=0, activation_dropout=0, encoder_layerdrop=0, decoder_layerdrop=0), pad=True),
+ "umt5": lm(tf.UMT5ForConditionalGeneration, tf.UMT5Config(vocab_size=V, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2, relative_attention_num_buckets=8, dropout_rate=0, decoder_start_token_id=0, pad_token_id=0), pad=True),
+ "longt5": lm(tf.LongT5ForConditionalGeneration, tf.LongT5Config(vocab_size=V, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2, relative_attention_num_buckets=8, local_radius=2, dropout_rate=0, decoder_start_token_id=0, pad_token_id=0), pad=True),
+ "mobilenet_v1": img(tf.MobileNetV1ForImageClassification, tf.MobileNetV1Config(depth_multiplier=0.25, min_depth=4, image_size=32, classifier_dropout_prob=0, num_labels=3), size=32),
+ "convnextv2": img(tf.ConvNextV2ForImageClassification, tf.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_labels=3, drop_path_rate=0), size=16),
+ "focalnet": img(tf.FocalNetForImageClassification, tf.FocalNetConfig(image_size=16, patch_size=4, embed_dim=8, depths=[1, 1], focal_levels=[2, 2], focal_windows=[3, 3], hidden_dropout_prob=0, drop_path_rate=0, num_labels=3), size=16),
+ "cvt": img(tf.CvtForImageClassification, tf.CvtConfig(embed_dim=[8, 16], num_heads=[1, 2], depth=[1, 1], patch_sizes=[7, 3], patch_stride=[4, 2], patch_padding=[2, 1], drop_rate=[0, 0], attention_drop_rate=[0, 0], drop_path_rate=[0, 0], cls_token=[False, True], num_labels=3), size=16),
+ "pvt": img(tf.PvtForImageClassification, tf.PvtConfig(image_size=16, num_encoder_blocks=2, depths=[1, 1], sequence_reduction_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[4, 2], strides=[4, 2], num_attention_heads=[1, 2], mlp_ratios=[2, 2], hidden_dropout_prob=0, attention_probs_dropout_prob=0, drop_path_rate=0, num_labels=3), size=16),
+ "swinv2": img(tf.Swinv2ForImageClassification, tf.Swinv2Config(image_size=16, patch_size=2, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=4, hidden_dropout_prob=0, attention_probs_dropout_prob=0, drop_path_rate=0, num_labels=3), size=16),
+ "data2vec_vision": img(tf.Data2VecVisionForImageClassification, tf.Data2VecVisionConfig(image_size=8, patch_size=4, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, hidden_dropout_prob=0, attention_probs_dropout_prob=0, use_relative_position_bias=True, drop_path_rate=0, num_labels=3), size=8),
+ "efficientformer": img(tf.EfficientFormerForImageClassification, tf.EfficientFormerConfig(depths=[1, 1, 1, 2], hidden_sizes=[8, 8, 16, 16], downsamples=[True, True, True, True], dim=16, key_dim=8, attention_ratio=2, num_attention_heads=2, num_meta3d_blocks=1, resolution=1, hidden_dropout_prob=0, drop_path_rate=0, num_labels=3), size=32),
+ "bit": img(tf.BitForImageClassification, tf.BitConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_groups=2, num_labels=3), size=16),
+ "mixtral": lm(tf.MixtralForCausalLM, tf.MixtralConfig(vocab_size=V, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=S, num_local_experts=4, num_experts_per_tok=2)),
 }
+
+
+def noise(work, name):
+    """otc's distance to PyTorch's float64 weights over PyTorch float32's,
+    per trained tensor (2-norms): the median and the largest. A failed
+    comparison may be float32 noise beyond the per-tensor bound (a chaotic
+    run, or a tensor whose reference happened to land close): that gives a
+    median near 1, a wrong gradient a large one."""
+    torch.manual_seed(0)
+    model, data = mm.CASES[name](np.random.default_rng(0), mm.MICRO * mm.STEPS)
+    state = copy.deepcopy(model.state_dict())
+    w32 = mm.train(model, state, data, torch.float32, mm.LR)
+    w64 = mm.train(model, mm.as_float64(state), data, torch.float64, mm.LR)
+    got = {t.name: onnx.numpy_helper.to_array(t).astype(np.float64)
+           for t in onnx.load(str(work / f"{name}.onnx")).graph.initializer}
+    ratios = []
+    for init, key, transposed in mm.parameter_of(onnx.load(str(work / name / "model.onnx")), state):
+        w = got[init].T if transposed else got[init]
+        if not np.array_equal(w64[key], state[key].double().numpy()):  # trained or updated
+            ratios.append(np.linalg.norm(w - w64[key]) /
+                          max(np.linalg.norm(w32[key] - w64[key]), 1e-300))
+    return f"otc/float32 distance to float64: median {np.median(ratios):.2f}, max {max(ratios):.3g}"
 
 
 def probe(otc, work, name):
@@ -79,7 +134,8 @@ def probe(otc, work, name):
         r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
         if r.returncode != 0:
             lines = [l for l in (r.stdout + r.stderr).splitlines() if not l.startswith("ok ")]
-            return f"{name}: {what} failed: {' | '.join(lines[-3:])[:300]}"
+            line = f"{name}: {what} failed: {' | '.join(lines[-3:])[:300]}"
+            return f"{line}; {noise(work, name)}" if what == "weights" else line
     return f"{name}: weights match"
 
 

@@ -21,17 +21,13 @@ Deep networks whose BatchNorm sees two images of a few pixels are chaotic
 over 3 steps: PyTorch's float32 run strays from its float64 run by up to
 1% of the update, and one element in a thousand tensors may then exceed
 the per-tensor bound (4 times that stray). So a failed comparison also
-prints, over all tensors, how far otc's weights lie from the float64 run
-relative to PyTorch float32's: float32 noise gives a median near 1, a
-wrong gradient a large one.
+prints (probe_families.noise) how far otc's weights lie from the float64
+run relative to PyTorch float32's.
 """
-import copy
 import sys
 from pathlib import Path
 
 import numpy as np
-import onnx
-import onnx.numpy_helper
 import torch
 from torch import nn
 import torchvision.models as tvm
@@ -91,30 +87,6 @@ MODELS = {
 }
 
 
-def noise(work, name):
-    """otc's distance to PyTorch's float64 weights over PyTorch float32's,
-    per trained tensor (2-norms): the median and the largest."""
-    torch.manual_seed(0)
-    model, data = MODELS[name](np.random.default_rng(0), mm.MICRO * mm.STEPS)
-    state = copy.deepcopy(model.state_dict())
-    w32 = mm.train(model, state, data, torch.float32, mm.LR)
-    w64 = mm.train(model, mm.as_float64(state), data, torch.float64, mm.LR)
-    got = {t.name: onnx.numpy_helper.to_array(t).astype(np.float64)
-           for t in onnx.load(str(work / f"{name}.onnx")).graph.initializer}
-    ratios = []
-    for init, key, transposed in mm.parameter_of(onnx.load(str(work / name / "model.onnx")), state):
-        w = got[init].T if transposed else got[init]
-        if not np.array_equal(w64[key], state[key].double().numpy()):  # trained or updated
-            ratios.append(np.linalg.norm(w - w64[key]) /
-                          max(np.linalg.norm(w32[key] - w64[key]), 1e-300))
-    return f"otc/float32 distance to float64: median {np.median(ratios):.2f}, max {max(ratios):.3g}"
-
-
-def probe(otc, work, name):
-    line = pf.probe(otc, work, name)
-    return f"{line}; {noise(work, name)}" if "weights failed" in line else line
-
-
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -123,7 +95,7 @@ def main():
     mm.OUT = work
     mm.CASES.update(MODELS)
     for name in sys.argv[3:] or list(MODELS):
-        print(probe(otc, work, name), flush=True)
+        print(pf.probe(otc, work, name), flush=True)
 
 
 if __name__ == "__main__":
