@@ -136,7 +136,8 @@ LogicalResult importEyeLike(Imp &imp) {
   int64_t k = imp.intAttr("k", 0);
   HostTensor t{isFloat, type == P::INT32 ? int(P::INT64) : int(type), shape,
                std::vector<double>(n, 0.0)};
-  for (int64_t r = 0; r < shape[0]; ++r)
+  // (A diagonal outside the matrix leaves it zero; k may be any int64.)
+  for (int64_t r = 0; r < shape[0] && k < shape[1] && k > -shape[0]; ++r)
     if (int64_t c = r + k; c >= 0 && c < shape[1])
       t.values[r * shape[1] + c] = 1;
   return imp.define(0, std::move(t));
