@@ -130,6 +130,8 @@ mlir::FailureOr<mlir::Value> reduceMin(GraphImporter &imp, mlir::Value x,
                                        llvm::ArrayRef<int64_t> axes, bool keepDims);
 mlir::FailureOr<mlir::Value> reduceSumSquare(GraphImporter &imp, mlir::Value x,
                                              llvm::ArrayRef<int64_t> axes, bool keepDims);
+mlir::FailureOr<mlir::Value> reduceSum(GraphImporter &imp, mlir::Value x,
+                                       llvm::ArrayRef<int64_t> axes, bool keepDims);
 
 // Activations composed from primitives (ActivationImporters.cpp).
 mlir::FailureOr<mlir::Value> acos(GraphImporter &imp, mlir::Value x);

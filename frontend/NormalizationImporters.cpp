@@ -108,6 +108,34 @@ FailureOr<Value> reduceLogSumExp(Imp &imp, Value x, ArrayRef<int64_t> axes, bool
   return reshaped(imp, *y, shape);
 }
 
+/// ReduceSum. Steps accumulate in float, so an int64 sum at run time is
+/// taken where float32 holds it exactly: a count of a boolean (a Cast of a
+/// mask, as mBART's shift_tokens_right counts its tokens), at most 2^24
+/// terms a sum, summed as float32 and cast back.
+FailureOr<Value> reduceSum(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
+  auto in = cast<RankedTensorType>(x.getType());
+  if (!in.getElementType().isInteger(64))
+    return sumOf(imp, x, axes, keepDims);
+  auto toInt = x.getDefiningOp<CastOp>();
+  Value mask = toInt ? toInt.getInput() : Value();
+  if (!mask || !getElementTypeOrSelf(mask.getType()).isInteger(1))
+    return imp.fail("an int64 ReduceSum at run time is supported for counts of a boolean (a "
+                    "Cast of a mask to int64) alone: otc's steps sum in float");
+  int64_t terms = 1;
+  for (int64_t a : axes)
+    terms *= in.getDimSize(a);
+  if (terms > (int64_t(1) << 24))
+    return imp.fail("an int64 count of " + std::to_string(terms) +
+                    " booleans may not be exact in float32 (at most 2^24 a sum)");
+  OpBuilder &b = imp.builder();
+  Value ones = CastOp::create(b, imp.loc(), in.clone(b.getF32Type()), mask);
+  auto sum = sumOf(imp, ones, axes, keepDims);
+  if (failed(sum))
+    return failure();
+  auto out = cast<RankedTensorType>(sum->getType());
+  return CastOp::create(b, imp.loc(), out.clone(b.getI64Type()), *sum).getResult();
+}
+
 /// ArgMax and ArgMin along `axis`: the first extreme (or the last, with
 /// select_last_index), as int64. On the host when constant; at run time
 /// the index of the best among the positions equal to the extreme, found

@@ -1,0 +1,36 @@
+#!/usr/bin/python3
+"""mBART's shift_tokens_right counts each row's tokens that are not
+padding: count = ReduceSum(Cast(Not(Equal(ids, pad)), int64), axes [1]) - 1,
+at run time. With `plain`, the sum reads the int64 ids themselves (which
+otc refuses: its steps sum in float).
+
+usage: make_int_count.py OUT.onnx DATA_DIR [plain]
+"""
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from lit_inputs import save_data, save_model
+
+plain = len(sys.argv) > 3
+nodes = [helper.make_node("Constant", [], ["pad"], value=helper.make_tensor("pad", TensorProto.INT64, [], [1])),
+         helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
+         helper.make_node("Constant", [], ["one"], value=helper.make_tensor("one", TensorProto.INT64, [], [1]))]
+if plain:
+    nodes.append(helper.make_node("ReduceSum", ["ids", "axes"], ["sum"], keepdims=0))
+else:
+    nodes += [helper.make_node("Equal", ["ids", "pad"], ["is_pad"]),
+              helper.make_node("Not", ["is_pad"], ["kept"]),
+              helper.make_node("Cast", ["kept"], ["kept64"], to=TensorProto.INT64),
+              helper.make_node("ReduceSum", ["kept64", "axes"], ["sum"], keepdims=0)]
+nodes.append(helper.make_node("Sub", ["sum", "one"], ["count"]))
+graph = helper.make_graph(nodes, "int_count",
+                          [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 6])],
+                          [helper.make_tensor_value_info("count", TensorProto.INT64, ["N"])])
+save_model(graph, sys.argv[1], opset=13, ir_version=7)
+rng = np.random.default_rng(3)
+ids = rng.integers(2, 50, (2, 6)).astype(np.int64)
+ids[0, 4:] = 1  # padded at the end, as a tokenizer pads
+ids[1, :] = 1   # all padding: count 0, minus 1
+save_data(sys.argv[2], ids=ids)
