@@ -681,6 +681,7 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     return llvm::any_of(options.ties, [&](const auto &t) { return t.second == u.first || t.second == u.second; });
   });
   std::vector<std::string> tied = tieTransposedCopies(model, bytes);
+  std::vector<std::string> blocks = tieTransposedBlocks(model, bytes);
   static std::set<std::string> told; // auto-fit imports again: say it once
   std::vector<std::pair<std::string, std::string>> equal = equalInitializers(model, bytes);
   if (!untied.empty() && told.insert("untied").second)
@@ -692,6 +693,11 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     if (told.insert(t).second)
       llvm::errs() << "otc: note: " << t
                    << " (a copy that constant folding in the export made); trained as one tensor\n";
+  for (const std::string &t : blocks)
+    if (told.insert(t).second)
+      llvm::errs() << "otc: note: " << t
+                   << " (a concatenation that constant folding in the export made); that block "
+                      "trains as the tensor it copies, the rest as the copy's\n";
   std::optional<TorchSignature> sig = torchSignature(model.graph());
   if (std::string w = sig ? foldedParameters(model.graph(), *sig) : "";
       !w.empty() && told.insert(w).second)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -163,6 +164,171 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorByte
   for (const auto &[copy, source] : sourceOf)
     tied.push_back("'" + copy + "' is '" + source + "' transposed");
   return tied;
+}
+
+namespace {
+
+/// Whether A's transpose is B's block of A.cols rows from row `row` and
+/// A.rows columns from column `col`.
+bool holdsTransposeAt(const Matrix &b, const Matrix &a, int64_t row, int64_t col) {
+  for (int64_t i = 0; i < a.cols; ++i)
+    for (int64_t j = 0; j < a.rows; ++j)
+      if (!same(at(b.values, (row + i) * b.cols + col + j), at(a.values, j * a.cols + i)))
+        return false;
+  return true;
+}
+
+onnx::NodeProto *addInts(onnx::GraphProto &g, const std::string &name,
+                         std::vector<int64_t> values) {
+  onnx::NodeProto *n = g.add_node();
+  n->set_op_type("Constant");
+  n->set_name(name);
+  n->add_output(name);
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto *t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(int64_t(values.size()));
+  for (int64_t v : values)
+    t->add_int64_data(v);
+  return n;
+}
+
+/// Whether `name` is read inside any node's subgraph.
+bool readInSubgraphs(const onnx::GraphProto &g, const std::string &name) {
+  for (const auto &n : g.node())
+    for (const auto &a : n.attribute()) {
+      auto reads = [&](const onnx::GraphProto &sub) {
+        for (const auto &inner : sub.node())
+          for (const auto &in : inner.input())
+            if (in == name)
+              return true;
+        return readInSubgraphs(sub, name);
+      };
+      if ((a.has_g() && reads(a.g())) ||
+          std::any_of(a.graphs().begin(), a.graphs().end(), reads))
+        return true;
+    }
+  return false;
+}
+
+} // namespace
+
+std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorBytes &bytes) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  std::vector<Matrix> matrices;
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto &t = g.initializer(i);
+    if (t.dims_size() != 2 || t.dims(0) < 2 || t.dims(1) < 2)
+      continue;
+    Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i};
+    if (m.values && !uniform(m))
+      matrices.push_back(m);
+  }
+  int opset = 1;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = int(o.version());
+  struct Block {
+    std::string copy, source;
+    int axis;
+    bool leading;
+    int64_t size, rest; // the block's rows (or columns), and the others'
+  };
+  std::vector<Block> blocks;
+  for (const Matrix &b : matrices) {
+    if (b.tensor->name().rfind("onnx::", 0) != 0 || readInSubgraphs(g, b.tensor->name()) ||
+        std::any_of(g.output().begin(), g.output().end(),
+                    [&](const auto &o) { return o.name() == b.tensor->name(); }))
+      continue;
+    for (const Matrix &a : matrices) {
+      if (&a == &b)
+        continue;
+      std::optional<Block> found;
+      if (b.cols == a.rows && b.rows > a.cols) { // rows
+        if (holdsTransposeAt(b, a, 0, 0))
+          found = Block{b.tensor->name(), a.tensor->name(), 0, true, a.cols, b.rows - a.cols};
+        else if (holdsTransposeAt(b, a, b.rows - a.cols, 0))
+          found = Block{b.tensor->name(), a.tensor->name(), 0, false, a.cols, b.rows - a.cols};
+      } else if (b.rows == a.cols && b.cols > a.rows) { // columns
+        if (holdsTransposeAt(b, a, 0, 0))
+          found = Block{b.tensor->name(), a.tensor->name(), 1, true, a.rows, b.cols - a.rows};
+        else if (holdsTransposeAt(b, a, 0, b.cols - a.rows))
+          found = Block{b.tensor->name(), a.tensor->name(), 1, false, a.rows, b.cols - a.rows};
+      }
+      if (found) {
+        blocks.push_back(*found);
+        break;
+      }
+    }
+  }
+  std::vector<std::string> lines;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;
+  onnx::GraphProto made; // the new nodes, in order
+  for (const Block &k : blocks) {
+    std::string base = "otc_tied/" + k.copy, joined = base + "/joined";
+    onnx::NodeProto *t = made.add_node();
+    t->set_op_type("Transpose");
+    t->set_name(base + "/transposed");
+    t->add_input(k.source);
+    t->add_output(base + "/transposed");
+    onnx::AttributeProto *perm = t->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    perm->add_ints(1);
+    perm->add_ints(0);
+    // The rest of the copy: rows (or columns) past the block, or before it.
+    int64_t from = k.leading ? k.size : 0, to = k.leading ? k.size + k.rest : k.rest;
+    onnx::NodeProto *slice = nullptr;
+    if (opset >= 10) {
+      addInts(made, base + "/starts", {from});
+      addInts(made, base + "/ends", {to});
+      addInts(made, base + "/axes", {k.axis});
+      slice = made.add_node();
+      slice->set_op_type("Slice");
+      for (const char *in : {"", "/starts", "/ends", "/axes"})
+        slice->add_input(*in ? base + in : k.copy);
+    } else {
+      slice = made.add_node();
+      slice->set_op_type("Slice");
+      slice->add_input(k.copy);
+      for (auto [attr, v] : {std::pair<const char *, int64_t>{"starts", from}, {"ends", to},
+                             {"axes", k.axis}}) {
+        onnx::AttributeProto *a = slice->add_attribute();
+        a->set_name(attr);
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(v);
+      }
+    }
+    slice->set_name(base + "/rest");
+    slice->add_output(base + "/rest");
+    onnx::NodeProto *concat = made.add_node();
+    concat->set_op_type("Concat");
+    concat->set_name(joined);
+    concat->add_input(k.leading ? base + "/transposed" : base + "/rest");
+    concat->add_input(k.leading ? base + "/rest" : base + "/transposed");
+    concat->add_output(joined);
+    onnx::AttributeProto *axis = concat->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(k.axis);
+    for (auto &n : *g.mutable_node())
+      for (auto &in : *n.mutable_input())
+        if (in == k.copy)
+          in = joined;
+    lines.push_back("'" + k.copy + "' holds '" + k.source + "' transposed in its " +
+                    (k.leading ? "first " : "last ") + std::to_string(k.size) +
+                    (k.axis == 0 ? " rows" : " columns"));
+  }
+  if (blocks.empty())
+    return lines;
+  for (auto &n : *made.mutable_node())
+    *head.Add() = std::move(n);
+  for (auto &n : *g.mutable_node())
+    *head.Add() = std::move(n);
+  g.mutable_node()->Swap(&head);
+  return lines;
 }
 
 std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model,

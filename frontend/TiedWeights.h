@@ -20,6 +20,16 @@ namespace otc {
 /// nothing about the model. Returns one "B is A transposed" line per tie.
 std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorBytes &bytes);
 
+/// A folded float32 matrix B ("onnx::..."), one of whose leading or
+/// trailing blocks of whole rows or columns is exactly the transpose of
+/// another initializer A: MobileBERT's LM head, cat([decoder.weightᵀ,
+/// dense.weight]), the decoder tied to the word embeddings. B's readers
+/// read Concat(Transpose(A), Slice(B)) instead, so the block trains as A
+/// and the rest of B as the other parameter; B's block rows are left
+/// unread (no gradient). Run after tieTransposedCopies. Returns one line
+/// per block.
+std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorBytes &bytes);
+
 /// The converse: in eval mode torch.onnx.export keeps one of several
 /// parameters whose values are equal (fresh LayerNorm weights, zero biases)
 /// and reads the others' names through Identity nodes. Each Identity of a

@@ -10,7 +10,13 @@ embedding after 3 steps is compared with PyTorch's (tolerance from PyTorch's
 float32-versus-float64 difference, as the zoo's), and the saved model keeps
 the tie (no initializer holds the copy).
 
-usage: tied_weights.py OUT_DIR    (otc on PATH; exits 1 on a mismatch)
+With --concat the head is MobileBERT's: the embedding's transpose stacked
+over a parameter of its own, h [.., 8 + 3] · cat([embᵀ, extra], 0). The
+export folds the concatenation into one initializer; otc trains its first
+8 rows as the embedding and the rest as `extra`, which is compared with
+PyTorch's from the saved copy's last rows.
+
+usage: tied_weights.py OUT_DIR [--concat]    (otc on PATH; exits 1 on a mismatch)
 """
 import copy
 import subprocess
@@ -25,6 +31,7 @@ from onnx import numpy_helper
 
 HERE = Path(__file__).resolve().parent
 V, D, T = 13, 8, 6
+X = 3  # --concat: the head's rows of its own
 
 
 class TiedLm(torch.nn.Module):
@@ -36,6 +43,21 @@ class TiedLm(torch.nn.Module):
     def forward(self, tokens, targets):
         h = torch.tanh(self.proj(self.emb(tokens)))
         logits = F.linear(h, self.emb.weight)  # the tied head
+        return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+
+
+class ConcatLm(torch.nn.Module):
+    """MobileBERT's head: cat([emb.weightᵀ, extra]) over h of D + X features."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(V, D)
+        self.proj = torch.nn.Linear(D, D + X, bias=False)
+        self.extra = torch.nn.Parameter(torch.randn(X, V) * 0.3)
+
+    def forward(self, tokens, targets):
+        h = torch.tanh(self.proj(self.emb(tokens)))
+        logits = h.matmul(torch.cat([self.emb.weight.t(), self.extra], dim=0))
         return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 
 
@@ -60,9 +82,10 @@ def run(*args):
 
 def main():
     out = Path(sys.argv[1])
+    concat = "--concat" in sys.argv[2:]
     (out / "data").mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    net = TiedLm()
+    net = ConcatLm() if concat else TiedLm()
     rng = np.random.default_rng(0)
     seq = rng.integers(0, V, (12, T + 1))
     tokens, targets = torch.tensor(seq[:, :-1]), torch.tensor(seq[:, 1:])
@@ -71,13 +94,18 @@ def main():
     torch.onnx.export(net, (tokens[:4], targets[:4]), out / "model.onnx",
                       input_names=["tokens", "targets"], output_names=["loss"],
                       dynamic_axes={"tokens": {0: "N"}, "targets": {0: "N"}}, opset_version=17)
-    shapes = [tuple(t.dims) for t in onnx.load(out / "model.onnx").graph.initializer]
-    print("exported with the transposed copy:", (D, V) in shapes and (V, D) in shapes)
+    inits = onnx.load(out / "model.onnx").graph.initializer
+    shapes = [tuple(t.dims) for t in inits]
+    if concat:
+        print("exported with the folded concatenation:", (D + X, V) in shapes and "extra" not in
+              [t.name for t in inits])
+    else:
+        print("exported with the transposed copy:", (D, V) in shapes and (V, D) in shapes)
     w32 = train(copy.deepcopy(net), tokens, targets, torch.float32)
     w64 = train(copy.deepcopy(net), tokens, targets, torch.float64)
     # The export keeps proj.weight only transposed, under a generated name.
-    proj = next(t.name for t in onnx.load(out / "model.onnx").graph.initializer
-                if tuple(t.dims) == (D, D))
+    proj_shape = (D, D + X) if concat else (D, D)
+    proj = next(t.name for t in inits if tuple(t.dims) == proj_shape)
     for w in (w32, w64):
         w[proj] = w.pop("proj.weight").T
     expected = {k: v.astype(np.float32) for k, v in w32.items()}
@@ -92,11 +120,20 @@ def main():
         "--save", out / "trained.onnx")
     saved = onnx.load(out / "trained.onnx")
     onnx.checker.check_model(saved)
-    print("saved copies:", sum(tuple(t.dims) == (D, V) for t in saved.graph.initializer))
+    trained = out / "trained.onnx"
+    if concat:
+        # PyTorch's `extra` is the folded copy's last X rows; its first D
+        # rows are never read (the block reads the embedding).
+        got = {t.name: numpy_helper.to_array(t) for t in saved.graph.initializer}
+        head = next(t.name for t in inits if tuple(t.dims) == (D + X, V))
+        got["extra"] = got.pop(head)[D:]
+        np.savez(out / "trained.npz", **got)
+        trained = out / "trained.npz"
+    else:
+        print("saved copies:", sum(tuple(t.dims) == (D, V) for t in saved.graph.initializer))
     sys.stdout.flush()
-    sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
+    sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", trained,
                              out / "expected.npz"]).returncode)
-
 
 if __name__ == "__main__":
     main()
