@@ -217,13 +217,14 @@ bool readInSubgraphs(const onnx::GraphProto &g, const std::string &name) {
 
 std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorBytes &bytes) {
   onnx::GraphProto &g = *model.mutable_graph();
+  // Values are read only where shapes fit and first elements agree: the
+  // weights' bytes are not all read again.
   std::vector<Matrix> matrices;
   for (int i = 0; i < g.initializer_size(); ++i) {
     const onnx::TensorProto &t = g.initializer(i);
     if (t.dims_size() != 2 || t.dims(0) < 2 || t.dims(1) < 2)
       continue;
-    Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i};
-    if (m.values && !uniform(m))
+    if (Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i}; m.values)
       matrices.push_back(m);
   }
   int opset = 1;
@@ -257,7 +258,7 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
         else if (holdsTransposeAt(b, a, 0, b.cols - a.rows))
           found = Block{b.tensor->name(), a.tensor->name(), 1, false, a.rows, b.cols - a.rows};
       }
-      if (found) {
+      if (found && !uniform(a)) { // one repeated value matches by chance
         blocks.push_back(*found);
         break;
       }
