@@ -11,6 +11,7 @@ void otc::buildTrainingPipeline(OpPassManager &pm, const LossScalingOptions &sca
                                 const InsertLoraOptions &lora) {
   if (lora.rank > 0)
     pm.addPass(createInsertLora(lora));
+  pm.addPass(createDemoteFloat64());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseLayerNorm());
@@ -37,6 +38,7 @@ void otc::buildForwardPipeline(OpPassManager &pm, const MixedPrecisionOptions &p
                                const InsertLoraOptions &lora) {
   if (lora.rank > 0)
     pm.addPass(createInsertLora(lora));
+  pm.addPass(createDemoteFloat64());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFuseRmsNorm());
   pm.addPass(createFuseLayerNorm());

@@ -157,6 +157,33 @@ def AttentionLayout : Pass<"otc-attention-layout", "mlir::ModuleOp"> {
   let dependentDialects = ["otc::OtcDialect"];
 }
 
+def DemoteFloat64 : Pass<"otc-demote-float64", "mlir::ModuleOp"> {
+  let summary = "Computes a float32 model's float64 intermediates in float32";
+  let description = [{
+    PyTorch's exporter writes float64 where a Python float meets a tensor
+    in a traced expression: LongT5's local attention mask,
+    `torch.where(mask > 0, 0.0, -1e10)`, is a Where of two float64
+    constants, added to a value cast to float64 and cast back to float32.
+    Neither target has float64 kernels. In a function none of whose
+    arguments and results is float64, every float64 tensor becomes float32:
+    constants round to nearest, and a cast to float64 becomes a cast to
+    float32 (an identity, which folds away). A function with float64
+    arguments or results (a float64 model) is left alone, and code
+    generation refuses it, as before. Run first, before the fusions.
+
+    ```mlir
+    %c = otc.constant dense<-1.0e+10> : tensor<f64>
+    %w = otc.cast %x : tensor<2x4xf32> -> tensor<2x4xf64>
+    %s = otc.add %w, %c : tensor<2x4xf64>, tensor<f64> -> tensor<2x4xf64>
+    %y = otc.cast %s : tensor<2x4xf64> -> tensor<2x4xf32>
+    // becomes
+    %c = otc.constant dense<-1.0e+10> : tensor<f32>
+    %s = otc.add %x, %c : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+    ```
+  }];
+  let dependentDialects = ["otc::OtcDialect"];
+}
+
 def FuseRmsNorm : Pass<"otc-fuse-rms-norm", "mlir::ModuleOp"> {
   let summary = "Forms otc.normalize {center = false} from hand-written RMSNorm";
   let description = [{
