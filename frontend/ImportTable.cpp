@@ -172,6 +172,8 @@ const OpImporter kImporters[] = {
     {"Squeeze", 13, importSqueeze},
     {"Sum", 8, importSum},
     {"Tile", 6, importTile},
+    {"TopK", 1, importTopK},
+    {"TopK", 10, importTopK},
     {"Transpose", 1, importTranspose},
     {"Trilu", 14, importTrilu},
     {"Unsqueeze", 1, importUnsqueeze},

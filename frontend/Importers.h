@@ -38,6 +38,7 @@ mlir::LogicalResult importConcat(GraphImporter &imp);
 mlir::LogicalResult importConstant(GraphImporter &imp);
 mlir::LogicalResult importConstantOfShape(GraphImporter &imp);
 mlir::LogicalResult importEyeLike(GraphImporter &imp);
+mlir::LogicalResult importTopK(GraphImporter &imp);
 mlir::LogicalResult importConv(GraphImporter &imp);
 mlir::LogicalResult importConvTranspose(GraphImporter &imp);
 mlir::LogicalResult importCumSum(GraphImporter &imp);

@@ -235,6 +235,119 @@ LogicalResult importArgExtreme(Imp &imp, bool isMax) {
       CastOp::create(b, loc, out.clone(b.getI64Type()), index).getResult());
 }
 
+/// TopK with a compile-time K along `axis`, the largest (or smallest)
+/// first, a tie to the lower index (ONNX's order). At run time, of floats:
+/// K rounds, each taking the best of the positions not yet taken (its
+/// value a reduce_max over that one position, so the gradient reaches it
+/// alone, as PyTorch's topk scatters it) and its index as ArgMax does. A
+/// router's top 2 of 8 experts is 2 cheap rounds; K is bounded.
+LogicalResult importTopK(Imp &imp) {
+  constexpr int64_t kMaxK = 64;
+  std::vector<int64_t> shape;
+  if (failed(shapeOfInput(imp, 0, shape)))
+    return failure();
+  int64_t rank = shape.size();
+  if (rank == 0)
+    return imp.fail("the input must have at least one dimension");
+  auto axis = axisAttr(imp, -1, rank);
+  if (failed(axis))
+    return failure();
+  int64_t a = *axis, n = shape[a];
+  int64_t k = imp.intAttr("k", -1);
+  if (imp.form() >= 10) {
+    const HostTensor *kt = imp.constantInput(1);
+    if (!kt || kt->numElements() != 1)
+      return imp.fail("K must be a compile-time constant of one element");
+    k = int64_t(kt->values[0]);
+  }
+  if (k < 1 || k > n)
+    return imp.fail("K = " + std::to_string(k) + " is outside [1, " + std::to_string(n) + "]");
+  if (k > kMaxK)
+    return imp.fail("K = " + std::to_string(k) + ": otc takes the top " +
+                    std::to_string(kMaxK) + " at most, one round each");
+  if (n > (int64_t(1) << 24))
+    return imp.fail("the axis has more than 2^24 elements");
+  bool largest = imp.intAttr("largest", 1) != 0;
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  Type elem = type.getElementType();
+  if (!isa<FloatType>(elem))
+    return imp.fail("TopK of run-time integers is not supported");
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value v = largest ? *x : NegOp::create(b, loc, *x).getResult();
+  // Positions along the axis, as float32, and n - 1 - position (the first
+  // of tied positions scores highest).
+  HostTensor pos{true, onnx::TensorProto::FLOAT, std::vector<int64_t>(rank, 1), {}},
+      first = pos;
+  pos.shape[a] = first.shape[a] = n;
+  for (int64_t i = 0; i < n; ++i) {
+    pos.values.push_back(double(i));
+    first.values.push_back(double(n - 1 - i));
+  }
+  Value position = ConstantOp::create(b, loc, toAttr(b, pos));
+  Value firstScore = ConstantOp::create(b, loc, toAttr(b, first));
+  Value lowest = scalarConstant(b, loc, elem, -INFINITY);
+  Value none = scalarConstant(b, loc, b.getF32Type(), -1.0);
+  auto boolType = RankedTensorType::get(shape, b.getI1Type());
+  Value taken = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(boolType, false));
+  SmallVector<Value> values, indices;
+  for (int64_t round = 0; round < k; ++round) {
+    auto open = imp.create<WhereOp>(taken, lowest, v);
+    if (failed(open))
+      return failure();
+    auto best = maxOf(imp, *open, {a}, true);
+    if (failed(best))
+      return failure();
+    auto equal = imp.create<CompareOp>(*open, *best, ComparePredicate::eq);
+    Value free = NotOp::create(b, loc, taken.getType(), taken);
+    if (failed(equal))
+      return failure();
+    auto hit = imp.create<AndOp>(*equal, free);
+    if (failed(hit))
+      return failure();
+    auto scored = imp.create<WhereOp>(*hit, firstScore, none);
+    if (failed(scored))
+      return failure();
+    auto top = maxOf(imp, *scored, {a}, true); // n - 1 - index
+    if (failed(top))
+      return failure();
+    auto index = imp.create<SubOp>(scalarConstant(b, loc, b.getF32Type(), double(n - 1)), *top);
+    if (failed(index))
+      return failure();
+    auto chosen = imp.create<CompareOp>(position, *index, ComparePredicate::eq);
+    if (failed(chosen))
+      return failure();
+    auto only = imp.create<WhereOp>(*chosen, v, lowest);
+    if (failed(only))
+      return failure();
+    auto value = maxOf(imp, *only, {a}, true);
+    if (failed(value))
+      return failure();
+    values.push_back(largest ? *value : NegOp::create(b, loc, *value).getResult());
+    auto index64 = cast<RankedTensorType>(index->getType()).clone(b.getI64Type());
+    indices.push_back(CastOp::create(b, loc, index64, *index));
+    auto nowTaken = imp.create<OrOp>(taken, *chosen);
+    if (failed(nowTaken))
+      return failure();
+    taken = *nowTaken;
+  }
+  auto join = [&](SmallVector<Value> &parts) -> FailureOr<Value> {
+    if (parts.size() == 1)
+      return parts[0];
+    return imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(a));
+  };
+  auto vs = join(values), is = join(indices);
+  if (failed(vs) || failed(is))
+    return failure();
+  imp.define(0, *vs);
+  imp.define(1, *is);
+  return success();
+}
+
 LogicalResult importArgMax(Imp &imp) { return importArgExtreme(imp, true); }
 LogicalResult importArgMin(Imp &imp) { return importArgExtreme(imp, false); }
 
