@@ -68,8 +68,7 @@ if mode == "runtime_if":
 if mode in ("runtime_trips", "huge", "unsupported"):
     body = body_graph(
         [n("Identity", ["cond_in"], ["cond_out"]),
-         n("TopK" if mode == "unsupported" else "Neg", ["a_in"] + (["k"] if mode == "unsupported" else []),
-           ["a_out"] + (["idx"] if mode == "unsupported" else []), name="inner_node")],
+         n("Hardmax" if mode == "unsupported" else "Neg", ["a_in"], ["a_out"], name="inner_node")],
         "body", [scalar("i", I), scalar("cond_in", B), vi("a_in", F, ["N", 4])],
         [scalar("cond_out", B), vi("a_out", F, ["N", 4])])
     trips = "m" if mode == "runtime_trips" else "big"
@@ -80,7 +79,7 @@ if mode in ("runtime_trips", "huge", "unsupported"):
         [n("Loop", [trips, "yes", "x"], ["y"], body=body, name="the_loop")], mode,
         [vi("x", F, ["N", 4])],
         [vi("y", F, ["N", 4])],
-        [i64("big", 10**12), numpy_helper.from_array(np.array(True), "yes"), i64("k", [2])])
+        [i64("big", 10**12), numpy_helper.from_array(np.array(True), "yes")])
     save_model(graph, out, opset=13, ir_version=7)
     sys.exit(0)
 
