@@ -238,8 +238,9 @@ LogicalResult importArgExtreme(Imp &imp, bool isMax) {
 /// TopK with a compile-time K along `axis`, the largest (or smallest)
 /// first, a tie to the lower index (ONNX's order). At run time, of floats:
 /// K rounds, each taking the best of the positions not yet taken (its
-/// value a reduce_max over that one position, so the gradient reaches it
-/// alone, as PyTorch's topk scatters it) and its index as ArgMax does. A
+/// value a sum over that one position, so the gradient reaches it alone,
+/// as PyTorch's topk scatters it; NaN ranks first, as PyTorch's) and its
+/// index as ArgMax does. A
 /// router's top 2 of 8 experts is 2 cheap rounds; K is bounded.
 LogicalResult importTopK(Imp &imp) {
   constexpr int64_t kMaxK = 64;
@@ -278,6 +279,14 @@ LogicalResult importTopK(Imp &imp) {
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
   Value v = largest ? *x : NegOp::create(b, loc, *x).getResult();
+  // The order the rounds rank by: NaN above everything for the largest (as
+  // PyTorch sorts it), below for the smallest; max reductions skip NaN.
+  auto isNan = imp.create<CompareOp>(v, v, ComparePredicate::ne);
+  if (failed(isNan))
+    return failure();
+  auto key = imp.create<WhereOp>(*isNan, scalarConstant(b, loc, elem, largest ? INFINITY : -INFINITY), v);
+  if (failed(key))
+    return failure();
   // Positions along the axis, as float32, and n - 1 - position (the first
   // of tied positions scores highest).
   HostTensor pos{true, onnx::TensorProto::FLOAT, std::vector<int64_t>(rank, 1), {}},
@@ -296,7 +305,7 @@ LogicalResult importTopK(Imp &imp) {
       b, loc, DenseElementsAttr::get(boolType, false));
   SmallVector<Value> values, indices;
   for (int64_t round = 0; round < k; ++round) {
-    auto open = imp.create<WhereOp>(taken, lowest, v);
+    auto open = imp.create<WhereOp>(taken, lowest, *key);
     if (failed(open))
       return failure();
     auto best = maxOf(imp, *open, {a}, true);
@@ -321,10 +330,12 @@ LogicalResult importTopK(Imp &imp) {
     auto chosen = imp.create<CompareOp>(position, *index, ComparePredicate::eq);
     if (failed(chosen))
       return failure();
-    auto only = imp.create<WhereOp>(*chosen, v, lowest);
+    // The chosen value itself (NaN and -inf included): a sum of it and
+    // zeros, whose gradient reaches it alone.
+    auto only = imp.create<WhereOp>(*chosen, v, scalarConstant(b, loc, elem, 0.0));
     if (failed(only))
       return failure();
-    auto value = maxOf(imp, *only, {a}, true);
+    auto value = sumOf(imp, *only, {a}, true);
     if (failed(value))
       return failure();
     values.push_back(largest ? *value : NegOp::create(b, loc, *value).getResult());

@@ -239,7 +239,11 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
   };
   std::vector<Block> blocks;
   for (const Matrix &b : matrices) {
-    if (b.tensor->name().rfind("onnx::", 0) != 0 || readInSubgraphs(g, b.tensor->name()) ||
+    // (A saved model keeps the tie's nodes: B is not tied again.)
+    bool tied = std::any_of(g.node().begin(), g.node().end(), [&](const auto &n) {
+      return n.name().rfind("otc_tied/" + b.tensor->name() + "/", 0) == 0;
+    });
+    if (tied || b.tensor->name().rfind("onnx::", 0) != 0 || readInSubgraphs(g, b.tensor->name()) ||
         std::any_of(g.output().begin(), g.output().end(),
                     [&](const auto &o) { return o.name() == b.tensor->name(); }))
       continue;

@@ -41,14 +41,25 @@ struct DemoteFloat64 : otc::impl::DemoteFloat64Base<DemoteFloat64> {
             c.emitOpError("holds float64 values otc cannot convert to float32");
             return WalkResult::interrupt();
           }
-          SmallVector<APFloat> values;
-          for (APFloat v : value.getValues<APFloat>()) {
-            bool lost = false;
+          // Round to nearest; a finite value past float32's range (a
+          // -1e40 fill) becomes the largest float32, not an infinity that
+          // a mask's product with 0 would turn into NaN.
+          auto toSingle = [](APFloat v) {
+            bool lost = false, finite = v.isFinite();
             v.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
-            values.push_back(v);
-          }
+            if (finite && v.isInfinity())
+              v = APFloat::getLargest(APFloat::IEEEsingle(), v.isNegative());
+            return v;
+          };
           auto to = cast<ShapedType>(demoted(c.getType()));
-          c.setValueAttr(DenseElementsAttr::get(to, values));
+          if (value.isSplat()) {
+            c.setValueAttr(DenseElementsAttr::get(to, toSingle(value.getSplatValue<APFloat>())));
+          } else {
+            SmallVector<APFloat> values;
+            for (APFloat v : value.getValues<APFloat>())
+              values.push_back(toSingle(v));
+            c.setValueAttr(DenseElementsAttr::get(to, values));
+          }
         }
         for (Value v : op->getResults())
           if (isFloat64Tensor(v.getType()))

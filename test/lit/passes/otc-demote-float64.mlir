@@ -32,3 +32,18 @@ func.func @float64_model(%x: tensor<3xf64>) -> tensor<3xf64> {
   %y = otc.add %x, %c : tensor<3xf64>, tensor<f64> -> tensor<3xf64>
   return %y : tensor<3xf64>
 }
+
+// -----
+
+// A float64 value past float32's range becomes the largest float32 of its
+// sign, not an infinity (a mask's product with 0 would then be NaN); a
+// splat stays a splat.
+// CHECK-LABEL: func.func @beyond_float32
+// CHECK: otc.constant dense<-3.40282347E+38> : tensor<2x2xf32>
+func.func @beyond_float32(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %fill = otc.constant dense<-1.0e+40> : tensor<2x2xf64>
+  %xd = otc.cast %x : tensor<2x2xf32> -> tensor<2x2xf64>
+  %s = otc.add %xd, %fill : tensor<2x2xf64>, tensor<2x2xf64> -> tensor<2x2xf64>
+  %y = otc.cast %s : tensor<2x2xf64> -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
