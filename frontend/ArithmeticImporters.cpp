@@ -308,11 +308,7 @@ LogicalResult importCastLike(Imp &imp) {
   auto like = imp.input(1);
   if (failed(like))
     return failure();
-  Type elem = getElementTypeOrSelf(like->getType());
-  using P = onnx::TensorProto;
-  int64_t to = elem.isF32() ? P::FLOAT : elem.isF64() ? P::DOUBLE : elem.isF16() ? P::FLOAT16
-             : elem.isBF16() ? P::BFLOAT16 : elem.isInteger(1) ? P::BOOL : P::INT64;
-  return castTo(imp, to);
+  return castTo(imp, onnxTypeFor(getElementTypeOrSelf(like->getType())));
 }
 
 /// Mod: with fmod = 1 the sign of the dividend (C's fmod), else of the

@@ -121,9 +121,7 @@ LogicalResult importEyeLike(Imp &imp) {
       auto x = imp.input(0);
       if (failed(x))
         return failure();
-      Type e = getElementTypeOrSelf(x->getType());
-      type = e.isF32() ? P::FLOAT : e.isF64() ? P::DOUBLE : e.isF16() ? P::FLOAT16
-           : e.isBF16() ? P::BFLOAT16 : e.isInteger(1) ? P::BOOL : P::INT64;
+      type = onnxTypeFor(getElementTypeOrSelf(x->getType()));
     }
   }
   bool isFloat = type == P::FLOAT || type == P::DOUBLE || type == P::FLOAT16 ||

@@ -149,6 +149,12 @@ mlir::Type elementTypeFor(mlir::Builder &b, int onnxType) {
   }
 }
 
+int onnxTypeFor(mlir::Type e) {
+  using P = onnx::TensorProto;
+  return e.isF32() ? P::FLOAT : e.isF64() ? P::DOUBLE : e.isF16() ? P::FLOAT16
+       : e.isBF16() ? P::BFLOAT16 : e.isInteger(1) ? P::BOOL : P::INT64;
+}
+
 mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t) {
   auto type = mlir::RankedTensorType::get(t.shape, elementTypeFor(b, t.elemType));
   if (t.elemType == onnx::TensorProto::FLOAT) {

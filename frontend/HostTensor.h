@@ -41,6 +41,8 @@ void roundToType(HostTensor &t);
 
 /// The MLIR element type for an ONNX data type, or null.
 mlir::Type elementTypeFor(mlir::Builder &b, int onnxType);
+/// Its inverse over the types otc imports (other integers read as INT64).
+int onnxTypeFor(mlir::Type elementType);
 
 /// A dense attribute holding `t`.
 mlir::DenseElementsAttr toAttr(mlir::Builder &b, const HostTensor &t);

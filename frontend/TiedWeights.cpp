@@ -1,6 +1,7 @@
 // Transposed copies of initializers tied back to their source, and merged
 // equal ones split again (TiedWeights.h).
 #include "TiedWeights.h"
+#include "GraphImporter.h"
 #include "ParameterNames.h"
 
 #include <algorithm>
@@ -86,6 +87,30 @@ bool uniform(const Matrix &m) {
   return true;
 }
 
+/// The float32 initializers of two dims of at least 2, whose values are
+/// at hand (they are not read here).
+std::vector<Matrix> matricesOf(const onnx::GraphProto &g, TensorBytes &bytes) {
+  std::vector<Matrix> out;
+  for (int i = 0; i < g.initializer_size(); ++i) {
+    const onnx::TensorProto &t = g.initializer(i);
+    if (t.dims_size() != 2 || t.dims(0) < 2 || t.dims(1) < 2)
+      continue;
+    if (Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i}; m.values)
+      out.push_back(m);
+  }
+  return out;
+}
+
+/// Makes `n` a 2-D Transpose.
+void makeTranspose(onnx::NodeProto &n) {
+  n.set_op_type("Transpose");
+  onnx::AttributeProto *perm = n.add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  perm->add_ints(1);
+  perm->add_ints(0);
+}
+
 /// Each copy leaves the initializers (and the graph inputs, where an old
 /// exporter listed initializers) and becomes a node at the head of the
 /// graph reading its source: Transpose, or Identity.
@@ -104,17 +129,12 @@ void replaceByNodes(onnx::GraphProto &g, const std::map<std::string, std::string
   google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
   for (const auto &[copy, source] : sourceOf) {
     onnx::NodeProto *n = nodes.Add();
-    n->set_op_type(transposed ? "Transpose" : "Identity");
+    n->set_op_type("Identity");
     n->set_name("otc_tied/" + copy);
     n->add_input(source);
     n->add_output(copy);
-    if (!transposed)
-      continue;
-    onnx::AttributeProto *perm = n->add_attribute();
-    perm->set_name("perm");
-    perm->set_type(onnx::AttributeProto::INTS);
-    perm->add_ints(1);
-    perm->add_ints(0);
+    if (transposed)
+      makeTranspose(*n);
   }
   for (auto &n : *g.mutable_node())
     *nodes.Add() = std::move(n);
@@ -127,15 +147,8 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorByte
   onnx::GraphProto &g = *model.mutable_graph();
   // Candidates by shape: a copy's source has the reversed shape.
   std::multimap<std::pair<int64_t, int64_t>, Matrix> byShape;
-  std::vector<Matrix> matrices;
-  for (int i = 0; i < g.initializer_size(); ++i) {
-    const onnx::TensorProto &t = g.initializer(i);
-    if (t.dims_size() != 2 || t.dims(0) < 2 || t.dims(1) < 2)
-      continue;
-    Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i};
-    if (m.values && !uniform(m))
-      matrices.push_back(m);
-  }
+  std::vector<Matrix> matrices = matricesOf(g, bytes);
+  llvm::erase_if(matrices, uniform);
   for (const Matrix &m : matrices)
     byShape.emplace(std::make_pair(m.rows, m.cols), m);
   std::vector<std::string> tied;
@@ -195,42 +208,26 @@ onnx::NodeProto *addInts(onnx::GraphProto &g, const std::string &name,
   return n;
 }
 
-/// Whether `name` is read inside any node's subgraph.
-bool readInSubgraphs(const onnx::GraphProto &g, const std::string &name) {
-  for (const auto &n : g.node())
-    for (const auto &a : n.attribute()) {
-      auto reads = [&](const onnx::GraphProto &sub) {
-        for (const auto &inner : sub.node())
-          for (const auto &in : inner.input())
-            if (in == name)
-              return true;
-        return readInSubgraphs(sub, name);
-      };
-      if ((a.has_g() && reads(a.g())) ||
-          std::any_of(a.graphs().begin(), a.graphs().end(), reads))
-        return true;
-    }
-  return false;
-}
-
 } // namespace
 
 std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorBytes &bytes) {
   onnx::GraphProto &g = *model.mutable_graph();
   // Values are read only where shapes fit and first elements agree: the
   // weights' bytes are not all read again.
-  std::vector<Matrix> matrices;
-  for (int i = 0; i < g.initializer_size(); ++i) {
-    const onnx::TensorProto &t = g.initializer(i);
-    if (t.dims_size() != 2 || t.dims(0) < 2 || t.dims(1) < 2)
-      continue;
-    if (Matrix m{&t, t.dims(0), t.dims(1), floatsOf(t, bytes), i}; m.values)
-      matrices.push_back(m);
+  std::vector<Matrix> matrices = matricesOf(g, bytes);
+  // Copies left alone: read in a subgraph, a graph output, or tied already
+  // (a saved model keeps the tie's nodes).
+  std::set<std::string> keep;
+  for (const auto &n : g.node()) {
+    forEachNestedRead(n, [&](const std::string &name, const onnx::NodeProto *, int) {
+      keep.insert(name);
+    });
+    if (n.input_size() && n.name() == "otc_tied/" + n.input(0) + "/rest") // the tie's Slice
+      keep.insert(n.input(0));
   }
-  int opset = 1;
-  for (const auto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      opset = int(o.version());
+  for (const auto &o : g.output())
+    keep.insert(o.name());
+  int opset = defaultOpset(model);
   struct Block {
     std::string copy, source;
     int axis;
@@ -239,13 +236,7 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
   };
   std::vector<Block> blocks;
   for (const Matrix &b : matrices) {
-    // (A saved model keeps the tie's nodes: B is not tied again.)
-    bool tied = std::any_of(g.node().begin(), g.node().end(), [&](const auto &n) {
-      return n.name().rfind("otc_tied/" + b.tensor->name() + "/", 0) == 0;
-    });
-    if (tied || b.tensor->name().rfind("onnx::", 0) != 0 || readInSubgraphs(g, b.tensor->name()) ||
-        std::any_of(g.output().begin(), g.output().end(),
-                    [&](const auto &o) { return o.name() == b.tensor->name(); }))
+    if (b.tensor->name().rfind("onnx::", 0) != 0 || keep.count(b.tensor->name()))
       continue;
     for (const Matrix &a : matrices) {
       if (&a == &b)
@@ -274,15 +265,10 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
   for (const Block &k : blocks) {
     std::string base = "otc_tied/" + k.copy, joined = base + "/joined";
     onnx::NodeProto *t = made.add_node();
-    t->set_op_type("Transpose");
+    makeTranspose(*t);
     t->set_name(base + "/transposed");
     t->add_input(k.source);
     t->add_output(base + "/transposed");
-    onnx::AttributeProto *perm = t->add_attribute();
-    perm->set_name("perm");
-    perm->set_type(onnx::AttributeProto::INTS);
-    perm->add_ints(1);
-    perm->add_ints(0);
     // The rest of the copy: rows (or columns) past the block, or before it.
     int64_t from = k.leading ? k.size : 0, to = k.leading ? k.size + k.rest : k.rest;
     onnx::NodeProto *slice = nullptr;

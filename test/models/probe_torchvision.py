@@ -33,7 +33,6 @@ from torch import nn
 import torchvision.models as tvm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import make_models as mm  # noqa: E402
 import probe_families as pf  # noqa: E402
 
 CLASSES = 3
@@ -87,16 +86,5 @@ MODELS = {
 }
 
 
-def main():
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    otc, work = sys.argv[1], Path(sys.argv[2]).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    mm.OUT = work
-    mm.CASES.update(MODELS)
-    for name in sys.argv[3:] or list(MODELS):
-        print(pf.probe(otc, work, name), flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    pf.main(MODELS, __doc__)
