@@ -1,5 +1,6 @@
 // Compile-time constants and shape computations: Constant, Shape, Range,
-// ConstantOfShape, EyeLike, and Gather (folded on constants, else an embedding lookup).
+// ConstantOfShape, EyeLike, NonZero, and Gather (folded on constants, else
+// an embedding lookup).
 #include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
@@ -138,6 +139,35 @@ LogicalResult importEyeLike(Imp &imp) {
   for (int64_t r = 0; r < shape[0] && k < shape[1] && k > -shape[0]; ++r)
     if (int64_t c = r + k; c >= 0 && c < shape[1])
       t.values[r * shape[1] + c] = 1;
+  return imp.define(0, std::move(t));
+}
+
+/// NonZero on a compile-time input (the exporter's arange idiom
+/// NonZero(ConstantOfShape(n)), a constant mask's positions): the [rank, n]
+/// coordinates of its non-zero elements in row-major order. On a run-time
+/// input the result's shape depends on the values, which otc's static
+/// shapes cannot hold.
+LogicalResult importNonZero(Imp &imp) {
+  const HostTensor *in = imp.numInputs() == 1 ? imp.constantInput(0) : nullptr;
+  if (!in)
+    return imp.fail("the input must be a compile-time constant: on run-time values the "
+                    "result's shape depends on the data");
+  // A scalar counts as one element of rank 1, as numpy's nonzero does.
+  std::vector<int64_t> shape = in->shape.empty() ? std::vector<int64_t>{1} : in->shape;
+  std::vector<int64_t> strides = stridesOf(shape);
+  int64_t rank = shape.size(), n = 0;
+  for (double v : in->values)
+    n += v != 0;
+  if (failed(checkFoldSize(imp, rank * n)))
+    return failure();
+  HostTensor t{false, onnx::TensorProto::INT64, {rank, n}, std::vector<double>(rank * n)};
+  for (int64_t i = 0, k = 0; i < int64_t(in->values.size()); ++i) {
+    if (in->values[i] == 0)
+      continue;
+    for (int64_t d = 0; d < rank; ++d)
+      t.values[d * n + k] = double(i / strides[d] % shape[d]);
+    ++k;
+  }
   return imp.define(0, std::move(t));
 }
 

@@ -136,6 +136,7 @@ const OpImporter kImporters[] = {
     {"Min", 8, importMin},
     {"Mod", 10, importMod},
     {"NegativeLogLikelihoodLoss", 12, importNegativeLogLikelihoodLoss},
+    {"NonZero", 9, importNonZero},
     {"Not", 1, importNot},
     {"OneHot", 9, importOneHot, 0b10}, // depth
     {"Pad", 2, importPad},

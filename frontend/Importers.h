@@ -72,6 +72,7 @@ mlir::LogicalResult importOneHot(GraphImporter &imp);
 mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
 mlir::LogicalResult importPRelu(GraphImporter &imp);
+mlir::LogicalResult importNonZero(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
 mlir::LogicalResult importResize(GraphImporter &imp);
