@@ -682,6 +682,7 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   });
   std::vector<std::string> tied = tieTransposedCopies(model, bytes);
   std::vector<std::string> blocks = tieTransposedBlocks(model, bytes);
+  std::vector<std::string> expressions = tieFoldedExpressions(model, bytes);
   static std::set<std::string> told; // auto-fit imports again: say it once
   std::vector<std::pair<std::string, std::string>> equal = equalInitializers(model, bytes);
   if (!untied.empty() && told.insert("untied").second)
@@ -698,6 +699,12 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
       llvm::errs() << "otc: note: " << t
                    << " (a concatenation that constant folding in the export made); that block "
                       "trains as the tensor it copies, the rest as the copy's\n";
+  for (const std::string &t : expressions)
+    if (told.insert(t).second)
+      llvm::errs() << "otc: " << (t[0] == '!' ? "warning: " + t.substr(1) : "note: " + t +
+                                  " (arithmetic that constant folding in the export did on a "
+                                  "parameter the graph also reads); trained through it")
+                   << "\n";
   std::optional<TorchSignature> sig = torchSignature(model.graph());
   if (std::string w = sig ? foldedParameters(model.graph(), *sig) : "";
       !w.empty() && told.insert(w).second)

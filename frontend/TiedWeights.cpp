@@ -5,7 +5,9 @@
 #include "ParameterNames.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -314,6 +316,272 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
   }
   if (blocks.empty())
     return lines;
+  for (auto &n : *made.mutable_node())
+    *head.Add() = std::move(n);
+  for (auto &n : *g.mutable_node())
+    *head.Add() = std::move(n);
+  g.mutable_node()->Swap(&head);
+  return lines;
+}
+
+namespace {
+
+/// The exporter's folded arithmetic on one parameter and a scalar c:
+/// F = c - P, P + c (and P - c), P * c, P / c, each one float32 rounding,
+/// as PyTorch computes them when folding.
+enum class Fold { Sub, Add, Mul, Div };
+
+float applied(Fold op, float p, float c) {
+  switch (op) {
+  case Fold::Sub:
+    return c - p;
+  case Fold::Add:
+    return p + c;
+  case Fold::Mul:
+    return p * c;
+  case Fold::Div:
+    return p / c;
+  }
+  return 0;
+}
+
+struct Values {
+  const onnx::TensorProto *tensor;
+  const char *values; // float32, read with at()
+  int64_t count;
+};
+
+/// The c for which F = op(P, c) holds bitwise at every element, if any. c is
+/// solved at P's largest element and tried with its neighbours, as
+/// rounding may have moved it by an ulp or two.
+std::optional<float> foldConstant(Fold op, const Values &f, const Values &p, int64_t big) {
+  double fb = at(f.values, big), pb = at(p.values, big);
+  double guess = op == Fold::Sub ? fb + pb : op == Fold::Add ? fb - pb
+                 : op == Fold::Mul ? (pb != 0 ? fb / pb : NAN)
+                                   : (fb != 0 ? pb / fb : NAN);
+  if (!std::isfinite(guess) || std::fabs(guess) > 3.4e38)
+    return std::nullopt;
+  float c = float(guess);
+  for (int step = 0; step < 5; ++step) {
+    // c, then one and two ulps either side
+    float tryC = c;
+    for (int k = 0; k < (step + 1) / 2; ++k)
+      tryC = std::nextafter(tryC, step % 2 ? INFINITY : -INFINITY);
+    bool all = true;
+    for (int64_t i = 0; i < f.count && all; ++i)
+      all = same(applied(op, at(p.values, i), tryC), at(f.values, i));
+    if (all)
+      return tryC;
+  }
+  return std::nullopt;
+}
+
+/// Nodes downstream of value `from`, by depth (its readers are 1), up to
+/// `limit`; by node index, INT32_MAX where not reached.
+std::vector<int> downstream(const onnx::GraphProto &g,
+                            const std::unordered_map<std::string, std::vector<int>> &readers,
+                            const std::string &from, int limit) {
+  std::vector<int> depth(g.node_size(), INT32_MAX);
+  std::deque<int> queue;
+  auto reach = [&](const std::string &v, int d) {
+    if (auto it = readers.find(v); it != readers.end())
+      for (int j : it->second)
+        if (depth[j] == INT32_MAX)
+          depth[j] = d, queue.push_back(j);
+  };
+  reach(from, 1);
+  while (!queue.empty()) {
+    int i = queue.front();
+    queue.pop_front();
+    if (depth[i] < limit)
+      for (const auto &out : g.node(i).output())
+        reach(out, depth[i] + 1);
+  }
+  return depth;
+}
+
+} // namespace
+
+std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorBytes &bytes) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  std::set<std::string> keep; // read in a subgraph, or a graph output
+  for (const auto &n : g.node())
+    forEachNestedRead(n, [&](const std::string &name, const onnx::NodeProto *, int) {
+      keep.insert(name);
+    });
+  for (const auto &o : g.output())
+    keep.insert(o.name());
+  auto isFolded = [](const std::string &name) { return name.rfind("onnx::", 0) == 0; };
+  std::multimap<int64_t, Values> sources; // by element count
+  std::map<std::string, Values> folded;   // by name
+  for (const auto &t : g.initializer()) {
+    int64_t count = 1;
+    for (int64_t d : t.dims())
+      count *= d;
+    const char *v = count >= 2 ? floatsOf(t, bytes) : nullptr;
+    if (!v || repeated({v, size_t(count) * 4}, 4)) // equal to anything uniform
+      continue;
+    if (isFolded(t.name()))
+      folded.emplace(t.name(), Values{&t, v, count});
+    else
+      sources.emplace(count, Values{&t, v, count});
+  }
+  // Folded values that the export merged because they were equal stay
+  // merged (untieMergedCopies keeps anonymous copies read in one module
+  // merged: ALBERT's shared layer), but each may be folded from its own
+  // parameter (RWKV's 1 - time_mix_key and 1 - time_mix_value, equal at
+  // initialisation): each is matched on its own.
+  std::map<std::string, std::string> mergedInto; // Identity output -> input
+  for (const auto &n : g.node())
+    if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1 &&
+        folded.count(n.input(0)) && isFolded(n.output(0)) && !folded.count(n.output(0)))
+      mergedInto[n.output(0)] = n.input(0);
+  std::unordered_map<std::string, std::vector<int>> readers;
+  for (int i = 0; i < g.node_size(); ++i)
+    for (const auto &in : g.node(i).input())
+      readers[in].push_back(i);
+  struct Tie {
+    std::string copy, source;
+    Fold op;
+    float c;
+    std::vector<int64_t> dims; // the copy's, where they differ from the source's
+  };
+  std::vector<Tie> ties;
+  std::vector<std::string> lines;
+  int opset = defaultOpset(model);
+  auto match = [&](const std::string &name, const Values &f) {
+    if (keep.count(name))
+      return;
+    std::vector<Tie> found;
+    auto [lo, hi] = sources.equal_range(f.count);
+    for (auto it = lo; it != hi; ++it) {
+      const Values &p = it->second;
+      int64_t big = 0;
+      for (int64_t i = 1; i < p.count; ++i)
+        if (std::fabs(at(p.values, i)) > std::fabs(at(p.values, big)))
+          big = i;
+      bool sameDims = std::equal(f.tensor->dims().begin(), f.tensor->dims().end(),
+                                 p.tensor->dims().begin(), p.tensor->dims().end());
+      if (!sameDims && opset < 5) // Reshape's shape is an input from opset 5
+        continue;
+      for (Fold op : {Fold::Mul, Fold::Sub, Fold::Add, Fold::Div})
+        if (std::optional<float> c = foldConstant(op, f, p, big)) {
+          found.push_back({name, p.tensor->name(), op, *c,
+                           sameDims ? std::vector<int64_t>()
+                                    : std::vector<int64_t>(f.tensor->dims().begin(),
+                                                           f.tensor->dims().end())});
+          break;
+        }
+    }
+    if (found.size() > 1) {
+      // Equal sources (a fresh initialisation): the copy's is the one whose
+      // readers' results meet the copy's readers' soonest (a lerp
+      // x * p + y * (1 - p) adds the two products).
+      std::vector<int> fromCopy = downstream(g, readers, name, 6);
+      std::vector<int> meet;
+      for (const Tie &t : found) {
+        std::vector<int> fromSource = downstream(g, readers, t.source, 6);
+        int best = INT32_MAX;
+        for (size_t i = 0; i < fromCopy.size(); ++i)
+          if (fromCopy[i] != INT32_MAX && fromSource[i] != INT32_MAX)
+            best = std::min(best, fromCopy[i] + fromSource[i]);
+        meet.push_back(best);
+      }
+      int soonest = *std::min_element(meet.begin(), meet.end());
+      if (soonest == INT32_MAX || std::count(meet.begin(), meet.end(), soonest) > 1) {
+        lines.push_back("!'" + name + "' is folded from one of " + std::to_string(found.size()) +
+                        " equal tensors ('" + found[0].source + "', '" + found[1].source +
+                        "', ...) and trains as a tensor of its own");
+        return;
+      }
+      found = {found[std::min_element(meet.begin(), meet.end()) - meet.begin()]};
+    }
+    if (found.size() == 1)
+      ties.push_back(found[0]);
+  };
+  for (const auto &[name, f] : folded)
+    match(name, f);
+  std::map<std::string, std::string> sourceOf;
+  for (const Tie &t : ties)
+    sourceOf[t.copy] = t.source;
+  for (const auto &[copy, from] : mergedInto) {
+    // Tied only where its source differs from the value it was merged into.
+    size_t before = ties.size();
+    match(copy, folded.at(from));
+    if (ties.size() > before && sourceOf.count(from) && sourceOf[from] == ties.back().source)
+      ties.pop_back();
+  }
+  // Each copy leaves the initializers (and the inputs), or its Identity the
+  // nodes, for nodes at the head of the graph that compute it from its
+  // source.
+  std::set<std::string> copies;
+  for (const Tie &t : ties)
+    copies.insert(t.copy);
+  auto drop = [&](auto *field, auto nameOf) {
+    int out = 0;
+    for (int i = 0; i < field->size(); ++i)
+      if (!copies.count(nameOf(field->Get(i))))
+        field->SwapElements(out++, i);
+    while (field->size() > out)
+      field->RemoveLast();
+  };
+  onnx::GraphProto made;
+  for (const Tie &t : ties) {
+    std::string base = "otc_tied/" + t.copy, value = t.source;
+    bool copy = (t.op == Fold::Mul && t.c == 1.0f) || (t.op == Fold::Div && t.c == 1.0f);
+    const char *opName[] = {"Sub", "Add", "Mul", "Div"};
+    if (!copy) {
+      onnx::NodeProto *c = made.add_node();
+      c->set_op_type("Constant");
+      c->set_name(base + "/c");
+      c->add_output(base + "/c");
+      onnx::AttributeProto *a = c->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+      a->mutable_t()->add_float_data(t.c);
+      onnx::NodeProto *n = made.add_node();
+      n->set_op_type(opName[int(t.op)]);
+      n->set_name(base);
+      n->add_input(t.op == Fold::Sub ? base + "/c" : t.source);
+      n->add_input(t.op == Fold::Sub ? t.source : base + "/c");
+      value = t.dims.empty() ? t.copy : base + "/value";
+      n->add_output(value);
+    }
+    if (!t.dims.empty()) {
+      addInts(made, base + "/shape", t.dims);
+      onnx::NodeProto *r = made.add_node();
+      r->set_op_type("Reshape");
+      r->set_name(base + "/reshaped");
+      r->add_input(value);
+      r->add_input(base + "/shape");
+      r->add_output(t.copy);
+    } else if (copy) {
+      onnx::NodeProto *n = made.add_node();
+      n->set_op_type("Identity");
+      n->set_name(base);
+      n->add_input(t.source);
+      n->add_output(t.copy);
+    }
+    char c[32];
+    std::snprintf(c, sizeof c, "%.9g", double(t.c));
+    std::string form = copy ? "'" + t.source + "'"
+                       : t.op == Fold::Sub ? std::string(c) + " - '" + t.source + "'"
+                                           : "'" + t.source + "' " + "+*/"[int(t.op) - 1] +
+                                                 " " + c;
+    lines.push_back("'" + t.copy + "' is " + form + (t.dims.empty() ? "" : ", reshaped"));
+  }
+  if (ties.empty())
+    return lines;
+  auto named = [](const auto &t) { return t.name(); };
+  drop(g.mutable_initializer(), named);
+  drop(g.mutable_input(), named);
+  drop(g.mutable_node(), [&](const onnx::NodeProto &n) {
+    return n.op_type() == "Identity" && n.output_size() == 1 && mergedInto.count(n.output(0))
+               ? n.output(0)
+               : std::string();
+  });
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;
   for (auto &n : *made.mutable_node())
     *head.Add() = std::move(n);
   for (auto &n : *g.mutable_node())

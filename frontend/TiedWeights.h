@@ -30,6 +30,17 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorByte
 /// per block.
 std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorBytes &bytes);
 
+/// A folded float32 initializer F ("onnx::...") that is, bitwise, one
+/// float32 operation of another initializer P and a scalar c (c - P, P + c,
+/// P * c, P / c), perhaps reshaped: the export folded arithmetic on a
+/// parameter that the graph also reads (RWKV's lerp x * p + y * (1 - p)).
+/// Trained apart, P and F would take different steps; F's readers read the
+/// operation on P instead. Uniform tensors are not matched (equal by
+/// chance). Among equal sources, the one read nearest F's readers is taken;
+/// where that is not one, F is left alone. Run after the transposed ties.
+/// Returns one line per tie, and one starting "!" per F left alone.
+std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorBytes &bytes);
+
 /// The converse: in eval mode torch.onnx.export keeps one of several
 /// parameters whose values are equal (fresh LayerNorm weights, zero biases)
 /// and reads the others' names through Identity nodes. Each Identity of a

@@ -16,7 +16,14 @@ export folds the concatenation into one initializer; otc trains its first
 8 rows as the embedding and the rest as `extra`, which is compared with
 PyTorch's from the saved copy's last rows.
 
-usage: tied_weights.py OUT_DIR [--concat]    (otc on PATH; exits 1 on a mismatch)
+With --folded the model mixes each token with the one before, as RWKV's
+time shift: k = x * a + x_prev * (1 - a), and likewise v with b (equal to
+a at initialisation, as RWKV's are), then h = tanh(proj(k) * s + v * (s /
+4)) * g + (g * 3) viewed [1, 1, D]. The export folds 1 - a, 1 - b, s / 4
+and the viewed g * 3 into initializers of their own; otc computes each
+from its parameter again, so a, b, s and g train as in PyTorch.
+
+usage: tied_weights.py OUT_DIR [--concat | --folded]    (otc on PATH; exits 1 on a mismatch)
 """
 import copy
 import subprocess
@@ -61,6 +68,30 @@ class ConcatLm(torch.nn.Module):
         return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
 
 
+class FoldedLm(torch.nn.Module):
+    """Arithmetic on parameters that the export folds (see --folded)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(V, D)
+        self.proj = torch.nn.Linear(D, D, bias=False)
+        self.head = torch.nn.Linear(D, V, bias=False)
+        mix = torch.linspace(0.1, 0.9, D)
+        self.a = torch.nn.Parameter(mix.clone())
+        self.b = torch.nn.Parameter(mix.clone())
+        self.s = torch.nn.Parameter(torch.rand(D) + 0.5)
+        self.g = torch.nn.Parameter(torch.rand(D) + 0.5)
+
+    def forward(self, tokens, targets):
+        x = self.emb(tokens)
+        prev = F.pad(x, (0, 0, 1, -1))
+        k = x * self.a + prev * (1 - self.a)
+        v = x * self.b + prev * (1 - self.b)
+        h = torch.tanh(self.proj(k) * self.s + v * (self.s / 4))
+        h = h * self.g + (self.g * 3).view(1, 1, D)
+        return F.cross_entropy(self.head(h).reshape(-1, V), targets.reshape(-1))
+
+
 def train(net, inputs, targets, dtype):
     """3 SGD steps of micro-batch 4 in `dtype` (float data cast to it)."""
     net = net.to(dtype)
@@ -83,9 +114,10 @@ def run(*args):
 def main():
     out = Path(sys.argv[1])
     concat = "--concat" in sys.argv[2:]
+    folded = "--folded" in sys.argv[2:]
     (out / "data").mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    net = ConcatLm() if concat else TiedLm()
+    net = ConcatLm() if concat else FoldedLm() if folded else TiedLm()
     rng = np.random.default_rng(0)
     seq = rng.integers(0, V, (12, T + 1))
     tokens, targets = torch.tensor(seq[:, :-1]), torch.tensor(seq[:, 1:])
@@ -96,7 +128,11 @@ def main():
                       dynamic_axes={"tokens": {0: "N"}, "targets": {0: "N"}}, opset_version=17)
     inits = onnx.load(out / "model.onnx").graph.initializer
     shapes = [tuple(t.dims) for t in inits]
-    if concat:
+    if folded:
+        print("exported with folded copies:", sum(t.name.startswith("onnx::") and
+                                                  t.dims[-1] == D and len(t.dims) in (1, 3)
+                                                  for t in inits))
+    elif concat:
         print("exported with the folded concatenation:", (D + X, V) in shapes and "extra" not in
               [t.name for t in inits])
     else:
@@ -106,8 +142,11 @@ def main():
     # The export keeps proj.weight only transposed, under a generated name.
     proj_shape = (D, D + X) if concat else (D, D)
     proj = next(t.name for t in inits if tuple(t.dims) == proj_shape)
+    head = folded and next(t.name for t in inits if tuple(t.dims) == (D, V))
     for w in (w32, w64):
         w[proj] = w.pop("proj.weight").T
+        if folded:
+            w[head] = w.pop("head.weight").T
     expected = {k: v.astype(np.float32) for k, v in w32.items()}
     for k in w32:
         expected[f"tol/{k}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
@@ -129,6 +168,9 @@ def main():
         got["extra"] = got.pop(head)[D:]
         np.savez(out / "trained.npz", **got)
         trained = out / "trained.npz"
+    elif folded:
+        print("saved folded copies:", sum(t.name.startswith("onnx::") and t.dims[-1] == D and
+                                          len(t.dims) in (1, 3) for t in saved.graph.initializer))
     else:
         print("saved copies:", sum(tuple(t.dims) == (D, V) for t in saved.graph.initializer))
     sys.stdout.flush()
