@@ -2,6 +2,7 @@
 // equal ones split again (TiedWeights.h).
 #include "TiedWeights.h"
 #include "GraphImporter.h"
+#include "ImportHelpers.h"
 #include "ParameterNames.h"
 
 #include <algorithm>
@@ -352,8 +353,8 @@ struct Values {
 };
 
 /// The c for which F = op(P, c) holds bitwise at every element, if any. c is
-/// solved at P's largest element and tried with its neighbours, as
-/// rounding may have moved it by an ulp or two.
+/// solved at element `big` and tried with its neighbours, as rounding may
+/// have moved it by an ulp or two.
 std::optional<float> foldConstant(Fold op, const Values &f, const Values &p, int64_t big) {
   double fb = at(f.values, big), pb = at(p.values, big);
   double guess = op == Fold::Sub ? fb + pb : op == Fold::Add ? fb - pb
@@ -412,18 +413,22 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
   for (const auto &o : g.output())
     keep.insert(o.name());
   auto isFolded = [](const std::string &name) { return name.rfind("onnx::", 0) == 0; };
+  // Values are read only where a folded tensor and a source share their
+  // element count, and then only until they differ.
+  std::map<int64_t, int> foldedCounts;
+  for (const auto &t : g.initializer())
+    if (isFolded(t.name()) && t.data_type() == onnx::TensorProto::FLOAT)
+      ++foldedCounts[product(std::vector<int64_t>(t.dims().begin(), t.dims().end()))];
   std::multimap<int64_t, Values> sources; // by element count
   std::map<std::string, Values> folded;   // by name
   for (const auto &t : g.initializer()) {
-    int64_t count = 1;
-    for (int64_t d : t.dims())
-      count *= d;
-    const char *v = count >= 2 ? floatsOf(t, bytes) : nullptr;
-    if (!v || repeated({v, size_t(count) * 4}, 4)) // equal to anything uniform
+    int64_t count = product(std::vector<int64_t>(t.dims().begin(), t.dims().end()));
+    if (count < 2 || !foldedCounts.count(count))
       continue;
-    if (isFolded(t.name()))
+    const char *v = floatsOf(t, bytes);
+    if (v && isFolded(t.name()))
       folded.emplace(t.name(), Values{&t, v, count});
-    else
+    else if (v)
       sources.emplace(count, Values{&t, v, count});
   }
   // Folded values that the export merged because they were equal stay
@@ -456,8 +461,10 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
     auto [lo, hi] = sources.equal_range(f.count);
     for (auto it = lo; it != hi; ++it) {
       const Values &p = it->second;
+      // c is solved at the largest of P's first elements: a pair that does
+      // not match fails within a few elements, unread past them.
       int64_t big = 0;
-      for (int64_t i = 1; i < p.count; ++i)
+      for (int64_t i = 1; i < std::min<int64_t>(p.count, 64); ++i)
         if (std::fabs(at(p.values, i)) > std::fabs(at(p.values, big)))
           big = i;
       bool sameDims = std::equal(f.tensor->dims().begin(), f.tensor->dims().end(),
@@ -473,6 +480,9 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
           break;
         }
     }
+    // One value repeated matches any uniform source: says nothing.
+    if (!found.empty() && repeated({f.values, size_t(f.count) * 4}, 4))
+      return;
     if (found.size() > 1) {
       // Equal sources (a fresh initialisation): the copy's is the one whose
       // readers' results meet the copy's readers' soonest (a lerp

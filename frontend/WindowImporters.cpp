@@ -1,5 +1,6 @@
 // Conv, MaxPool, AveragePool and GlobalMaxPool on the window ops. A 1-D
-// window is imported as a 2-D one with H = 1. Conv is im2col and one
+// window is imported as a 2-D one with H = 1, a 3-D one composed of 2-D
+// ones (conv3d, importPool). Conv is im2col and one
 // batched matmul over the groups:
 //   cols [C, KH, KW, N, OH, OW] -> [G, C/G * KH * KW, N * OH * OW]
 //   W [M, C/G, KH, KW] -> [G, M/G, C/G * KH * KW]
@@ -71,15 +72,25 @@ void asTwoD(Window &w) {
   w.pads = {0, w.pads[0], 0, w.pads[1]};
 }
 
+/// Checks a 2-D window (image, oh and ow set) as the window ops will.
+LogicalResult checkGeometry(Imp &imp, const Window &w) {
+  WindowGeometry g;
+  std::string why = windowGeometry(w.image, w.kernel, w.strides, w.pads, w.dilations, w.oh,
+                                   w.ow, g);
+  return why.empty() ? success() : imp.fail(why);
+}
+
 /// Reads the current node's window attributes for input shape `x` and a
-/// kernel of spatial size `kernel`.
+/// kernel of spatial size `kernel`. 1-D and 2-D windows come in their 2-D
+/// form; a 3-D one (D, H, W) as read, its `image` and oh, ow unset: the
+/// importers compose it of 2-D windows.
 FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t> kernel,
                              bool pooling) {
   if (x.size() < 3)
     return imp.fail("the input needs spatial dims after N and C");
   size_t n = x.size() - 2;
-  if (n > 2)
-    return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D and 2-D)");
+  if (n > 3)
+    return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D to 3-D)");
   Window w;
   std::vector<int64_t> declared = imp.intsAttr("kernel_shape");
   if (!declared.empty() && declared != kernel)
@@ -120,6 +131,8 @@ FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t>
       return imp.fail("the kernel does not fit in the padded input");
     w.out.push_back(o);
   }
+  if (n == 3)
+    return w;
   if (n == 1) { // as 2-D with H = 1
     asTwoD(w);
     w.image = {x[0], x[1], 1, x[2]};
@@ -128,12 +141,30 @@ FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t>
   }
   w.oh = n == 1 ? 1 : w.out[0];
   w.ow = w.out.back();
-  WindowGeometry g;
-  std::string why = windowGeometry(w.image, w.kernel, w.strides, w.pads, w.dilations, w.oh,
-                                   w.ow, g);
-  if (!why.empty())
-    return imp.fail(why);
+  if (failed(checkGeometry(imp, w)))
+    return failure();
   return w;
+}
+
+/// A 3-D window's (H, W) part as a 2-D window over `image`.
+Window planeOf(const Window &w, std::vector<int64_t> image) {
+  Window p{{w.kernel[1], w.kernel[2]},
+           {w.strides[1], w.strides[2]},
+           {w.pads[1], w.pads[2], w.pads[4], w.pads[5]},
+           {w.dilations[1], w.dilations[2]},
+           std::move(image),
+           {w.out[1], w.out[2]},
+           w.out[1],
+           w.out[2]};
+  return p;
+}
+
+/// A 3-D window's D part as a 2-D window of width 1 over `image`
+/// [N, C, D, L].
+Window depthOf(const Window &w, std::vector<int64_t> image) {
+  int64_t l = image[3];
+  return Window{{w.kernel[0], 1}, {w.strides[0], 1}, {w.pads[0], 0, w.pads[3], 0},
+                {w.dilations[0], 1}, std::move(image), {w.out[0], l}, w.out[0], l};
 }
 
 struct WindowAttrs {
@@ -160,6 +191,112 @@ LogicalResult checkFloat32(Imp &imp, Value v) {
 
 } // namespace
 
+namespace {
+
+/// A 2-D convolution of `image` [N, C, H, W] by `filter` [M, C/G, KH, KW]
+/// over window `w`: [N, M, OH, OW]. im2col and one batched GEMM over the
+/// groups, or one otc.conv (--conv-op).
+FailureOr<Value> conv2d(Imp &imp, Value image, Value filter, const Window &w, int64_t groups) {
+  auto xs = cast<RankedTensorType>(image.getType()).getShape();
+  int64_t n = xs[0], c = xs[1], m = cast<RankedTensorType>(filter.getType()).getDimSize(0);
+  int64_t kh = w.kernel[0], kw = w.kernel[1], cg = c / groups;
+  int64_t taps = product({cg, kh, kw}), cols = product({n, w.oh, w.ow});
+  int64_t columns = product({c, kh, kw, n, w.oh, w.ow});
+  int64_t outputs = product({n, m, w.oh, w.ow});
+  if (outputs < 0 || outputs > OTC_MAX_ELEMENTS)
+    return imp.fail("the output exceeds the tensor size limit");
+  if (!imp.convAsOneOp() &&
+      (taps < 0 || cols < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS))
+    return imp.fail("the im2col columns exceed the tensor size limit");
+  OpBuilder &b = imp.builder();
+  WindowAttrs a = attrsOf(imp, w);
+  if (imp.convAsOneOp())
+    return ConvOp::create(b, imp.loc(), withShape(image, {n, m, w.oh, w.ow}), image, filter,
+                          a.kernel, a.strides, a.pads, a.dilations, b.getI64IntegerAttr(groups))
+        .getResult();
+  Value col = Im2ColOp::create(b, imp.loc(), withShape(image, {c, kh, kw, n, w.oh, w.ow}),
+                               image, a.kernel, a.strides, a.pads, a.dilations);
+  col = reshaped(imp, col, {groups, taps, cols});
+  Value weight = reshaped(imp, filter, {groups, m / groups, taps});
+  auto y = imp.create<MatMulOp>(weight, col);
+  if (failed(y))
+    return failure();
+  Value flat = reshaped(imp, *y, {m, n, w.oh * w.ow});
+  auto t = imp.create<TransposeOp>(flat, b.getDenseI64ArrayAttr({1, 0, 2}));
+  if (failed(t))
+    return failure();
+  return reshaped(imp, *t, {n, m, w.oh, w.ow});
+}
+
+/// `x` [N, C, D, ...] with `before` and `after` zero planes along D.
+FailureOr<Value> padDepth(Imp &imp, Value x, int64_t before, int64_t after) {
+  if (before == 0 && after == 0)
+    return x;
+  OpBuilder &b = imp.builder();
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> parts;
+  auto zeros = [&](int64_t planes) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[2] = planes;
+    auto t = type.clone(shape);
+    return ConstantOp::create(b, imp.loc(),
+                              DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())))
+        .getResult();
+  };
+  if (before)
+    parts.push_back(zeros(before));
+  parts.push_back(x);
+  if (after)
+    parts.push_back(zeros(after));
+  return imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(2));
+}
+
+/// A 3-D convolution as a 2-D one over depth-unfolded channels: x padded
+/// along D and its KD taps gathered for each output plane, [N, C, KD, OD,
+/// H, W], then moved into the channels as [N * OD, G, KD, C/G] (a group's
+/// channels together); the filter's taps beside its channels, [M, KD *
+/// C/G, KH, KW]. The gather's gradient is the scatter-add of the taps.
+LogicalResult conv3d(Imp &imp, Value x, Value wt, const Window &w, int64_t groups) {
+  auto xs = cast<RankedTensorType>(x.getType()).getShape();
+  auto ws = cast<RankedTensorType>(wt.getType()).getShape();
+  int64_t n = xs[0], c = xs[1], h = xs[3], wd = xs[4], m = ws[0], cg = c / groups;
+  int64_t kd = w.kernel[0], od = w.out[0];
+  int64_t unfolded = product({n, c, kd, od, h, wd});
+  if (unfolded < 0 || unfolded > OTC_MAX_ELEMENTS ||
+      product({n, c, xs[2] + w.pads[0] + w.pads[3], h, wd}) > OTC_MAX_ELEMENTS)
+    return imp.fail("the input unfolded along its depth exceeds the tensor size limit");
+  Window plane = planeOf(w, {n * od, kd * c, h, wd});
+  if (failed(checkGeometry(imp, plane)))
+    return failure();
+  auto padded = padDepth(imp, x, w.pads[0], w.pads[3]);
+  if (failed(padded))
+    return failure();
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < kd; ++i)
+    for (int64_t o = 0; o < od; ++o)
+      positions.push_back(o * w.strides[0] + i * w.dilations[0]);
+  auto taps = gatherAt(imp, *padded, 2, positions);
+  if (failed(taps))
+    return failure();
+  OpBuilder &b = imp.builder();
+  auto moved = imp.create<TransposeOp>(reshaped(imp, *taps, {n, groups, cg, kd, od, h, wd}),
+                                       b.getDenseI64ArrayAttr({0, 4, 1, 3, 2, 5, 6}));
+  auto filter = imp.create<TransposeOp>(wt, b.getDenseI64ArrayAttr({0, 2, 1, 3, 4}));
+  if (failed(moved) || failed(filter))
+    return failure();
+  auto y = conv2d(imp, reshaped(imp, *moved, plane.image),
+                  reshaped(imp, *filter, {m, kd * cg, w.kernel[1], w.kernel[2]}), plane, groups);
+  if (failed(y))
+    return failure();
+  auto back = imp.create<TransposeOp>(reshaped(imp, *y, {n, od, m, plane.oh * plane.ow}),
+                                      b.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  if (failed(back))
+    return failure();
+  return defineWithBias(imp, *back, n, m, w.out);
+}
+
+} // namespace
+
 LogicalResult importConv(Imp &imp) {
   auto x = imp.input(0), wt = imp.input(1);
   if (failed(x) || failed(wt) || failed(checkFloat32(imp, *x)) || failed(checkFloat32(imp, *wt)))
@@ -176,38 +313,13 @@ LogicalResult importConv(Imp &imp) {
   auto w = readWindow(imp, xs, std::vector<int64_t>(ws.begin() + 2, ws.end()), false);
   if (failed(w))
     return failure();
-  int64_t kh = w->kernel[0], kw = w->kernel[1], n = xs[0], cg = c / groups;
-  int64_t taps = product({cg, kh, kw}), cols = product({n, w->oh, w->ow});
-  int64_t columns = product({c, kh, kw, n, w->oh, w->ow});
-  int64_t outputs = product({n, m, w->oh, w->ow});
-  if (outputs < 0 || outputs > OTC_MAX_ELEMENTS)
-    return imp.fail("the output exceeds the tensor size limit");
-  if (!imp.convAsOneOp() &&
-      (taps < 0 || cols < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS))
-    return imp.fail("the im2col columns exceed the tensor size limit");
-
-  OpBuilder &b = imp.builder();
-  WindowAttrs a = attrsOf(imp, *w);
-  Value image = reshaped(imp, *x, w->image);
-  if (imp.convAsOneOp()) {
-    Value filter = reshaped(imp, *wt, {m, cg, kh, kw});
-    Value y = ConvOp::create(b, imp.loc(), withShape(image, {n, m, w->oh, w->ow}), image, filter,
-                             a.kernel, a.strides, a.pads, a.dilations,
-                             b.getI64IntegerAttr(groups));
-    return defineWithBias(imp, y, n, m, w->out);
-  }
-  Value col = Im2ColOp::create(b, imp.loc(), withShape(image, {c, kh, kw, n, w->oh, w->ow}),
-                               image, a.kernel, a.strides, a.pads, a.dilations);
-  col = reshaped(imp, col, {groups, taps, cols});
-  Value weight = reshaped(imp, *wt, {groups, m / groups, taps});
-  auto y = imp.create<MatMulOp>(weight, col);
+  if (w->kernel.size() == 3)
+    return conv3d(imp, *x, *wt, *w, groups);
+  auto y = conv2d(imp, reshaped(imp, *x, w->image),
+                  reshaped(imp, *wt, {m, c / groups, w->kernel[0], w->kernel[1]}), *w, groups);
   if (failed(y))
     return failure();
-  Value flat = reshaped(imp, *y, {m, n, w->oh * w->ow});
-  auto t = imp.create<TransposeOp>(flat, b.getDenseI64ArrayAttr({1, 0, 2}));
-  if (failed(t))
-    return failure();
-  return defineWithBias(imp, *t, n, m, w->out);
+  return defineWithBias(imp, *y, xs[0], m, w->out);
 }
 
 /// ConvTranspose: conv's input gradient, so the same pieces run backward.
@@ -316,8 +428,37 @@ LogicalResult importConvTranspose(Imp &imp) {
   return defineWithBias(imp, image, batch, m, w.out);
 }
 
+namespace {
+
+/// MaxPool (`Max`) or AveragePool of `image` [N, C, H, W] over 2-D window
+/// `w`: [N, C, OH, OW].
+template <bool Max>
+FailureOr<Value> pool2d(Imp &imp, Value image, const Window &w) {
+  OpBuilder &b = imp.builder();
+  WindowAttrs a = attrsOf(imp, w);
+  auto xs = cast<RankedTensorType>(image.getType()).getShape();
+  auto type = withShape(image, {xs[0], xs[1], w.oh, w.ow});
+  if constexpr (Max) {
+    auto idx = RankedTensorType::get(type.getShape(), b.getI64Type());
+    return MaxPoolOp::create(b, imp.loc(), type, idx, image, a.kernel, a.strides, a.pads,
+                             a.dilations)
+        .getResult();
+  } else {
+    bool countPad = imp.intAttr("count_include_pad", 0) != 0;
+    return AvgPoolOp::create(b, imp.loc(), type, image, a.kernel, a.strides, a.pads, a.dilations,
+                             b.getBoolAttr(countPad))
+        .getResult();
+  }
+}
+
+} // namespace
+
 /// MaxPool (`Max`) or AveragePool on a window read from the node, or the
-/// global forms (`global`: the kernel is the whole flattened plane).
+/// global forms (`global`: the kernel is the whole flattened plane). A 3-D
+/// window is separable: the (H, W) window over each depth plane, then the
+/// D window (KD x 1) over the planes' results. A max of maxes keeps the
+/// first maximum in (d, h, w) order, and a mean of means counts the padding
+/// per axis, as one 3-D window does.
 template <bool Max, bool Global>
 LogicalResult importPool(Imp &imp) {
   if (Max && imp.node().output_size() > 1 && !imp.node().output(1).empty())
@@ -344,23 +485,25 @@ LogicalResult importPool(Imp &imp) {
       return failure();
     outShape = pooledShape(xs, *w);
   }
-  OpBuilder &b = imp.builder();
-  WindowAttrs a = attrsOf(imp, *w);
-  Value image = reshaped(imp, *x, w->image);
-  auto type = withShape(image, {xs[0], xs[1], w->oh, w->ow});
-  Value y;
-  if constexpr (Max) {
-    auto idx = RankedTensorType::get(type.getShape(), b.getI64Type());
-    y = MaxPoolOp::create(b, imp.loc(), type, idx, image, a.kernel, a.strides, a.pads,
-                          a.dilations).getResult();
-  } else {
-    if (llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
-      return imp.fail("dilations are not supported for average pooling");
-    bool countPad = imp.intAttr("count_include_pad", 0) != 0;
-    y = AvgPoolOp::create(b, imp.loc(), type, image, a.kernel, a.strides, a.pads, a.dilations,
-                          b.getBoolAttr(countPad));
+  if (!Max && llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
+    return imp.fail("dilations are not supported for average pooling");
+  if (w->kernel.size() == 3) {
+    Window plane = planeOf(*w, {xs[0], xs[1] * xs[2], xs[3], xs[4]});
+    Window depth = depthOf(*w, {xs[0], xs[1], xs[2], plane.oh * plane.ow});
+    if (failed(checkGeometry(imp, plane)) || failed(checkGeometry(imp, depth)))
+      return failure();
+    auto y = pool2d<Max>(imp, reshaped(imp, *x, plane.image), plane);
+    if (failed(y))
+      return failure();
+    y = pool2d<Max>(imp, reshaped(imp, *y, depth.image), depth);
+    if (failed(y))
+      return failure();
+    return imp.defineResult(reshaped(imp, *y, outShape));
   }
-  return imp.defineResult(reshaped(imp, y, outShape));
+  auto y = pool2d<Max>(imp, reshaped(imp, *x, w->image), *w);
+  if (failed(y))
+    return failure();
+  return imp.defineResult(reshaped(imp, *y, outShape));
 }
 
 LogicalResult importMaxPool(Imp &imp) { return importPool<true, false>(imp); }

@@ -63,6 +63,36 @@ def vision(builder, size=64, **kw):
     return f
 
 
+class Segment(nn.Module):
+    """A torchvision segmentation network: per-pixel cross-entropy."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, pixel_values, labels):
+        out = type("Out", (), {})()
+        out.loss = nn.functional.cross_entropy(self.net(pixel_values)["out"], labels)
+        return out
+
+
+def segmentation(builder, size=64, **kw):
+    def f(rng, n):
+        net = builder(num_classes=CLASSES, weights_backbone=None, **kw)
+        x = rng.standard_normal((n, 3, size, size)).astype(np.float32)
+        lab = rng.integers(0, CLASSES, (n, size, size)).astype(np.int64)
+        return Segment(net), {"pixel_values": x, "labels": lab}
+    return f
+
+
+def video(builder, frames=4, size=32):
+    def f(rng, n):
+        net = builder(num_classes=CLASSES)
+        x = rng.standard_normal((n, 3, frames, size, size)).astype(np.float32)
+        return Classify(net), {"pixel_values": x, "labels": rng.integers(0, CLASSES, n).astype(np.int64)}
+    return f
+
+
 MODELS = {
     "resnet18": vision(tvm.resnet18),
     "resnext50_32x4d": vision(tvm.resnext50_32x4d),
@@ -83,6 +113,14 @@ MODELS = {
     "swin_t": vision(tvm.swin_t),
     "vit": vision(tvm.VisionTransformer, size=32, image_size=32, patch_size=8, num_layers=2,
                   num_heads=2, hidden_dim=32, mlp_dim=64),
+    # Added 2026-11-28 (second round).
+    "vgg11_bn": vision(tvm.vgg11_bn, size=224),  # its pooling needs 7x7 features
+    "regnet_x_400mf": vision(tvm.regnet_x_400mf),
+    "maxvit_t": vision(tvm.maxvit_t, size=224),
+    "lraspp_mobilenet_v3_large": segmentation(tvm.segmentation.lraspp_mobilenet_v3_large),
+    "deeplabv3_mobilenet_v3_large": segmentation(tvm.segmentation.deeplabv3_mobilenet_v3_large,
+                                                 aux_loss=False),
+    "r3d_18": video(tvm.video.r3d_18),
 }
 
 
