@@ -58,6 +58,15 @@ FailureOr<Term> summedTo(Imp &imp, Term t, const std::string &keep) {
   return Term{*v, left};
 }
 
+/// The '...' dims are spelled as control characters 1, 2, ... (right-
+/// aligned, as numpy broadcasts), apart from the equation's letters.
+char ellipsisDim(int64_t k) { return char(1 + k); }
+bool isEllipsisDim(char c) { return c >= 1 && c < 32; }
+/// How an error names index `c`.
+std::string label(char c) {
+  return isEllipsisDim(c) ? "... dim " + std::to_string(int(c)) : std::string(1, c);
+}
+
 /// `t` with each letter that repeats within it taken along its diagonal:
 /// the two dims moved last and merged, then a gather at every (n + 1)-th
 /// position.
@@ -69,7 +78,7 @@ FailureOr<Term> diagonals(Imp &imp, Term t) {
       continue;
     int64_t n = dimsOf(t.value)[d];
     if (dimsOf(t.value)[again] != n)
-      return imp.fail("index '" + std::string(1, c) + "' has extents " + std::to_string(n) +
+      return imp.fail("index '" + label(c) + "' has extents " + std::to_string(n) +
                       " and " + std::to_string(dimsOf(t.value)[again]));
     // The other dims in order, then the pair: by position, since `rest`
     // may repeat letters of its own (diagonals still to take).
@@ -171,9 +180,9 @@ parse(Imp &imp, std::string eq, const std::vector<int64_t> &ranks, int64_t &elli
     const std::string &t = terms[i];
     size_t dots = t.find("...");
     for (size_t j = 0; j < t.size(); ++j)
-      if (!std::islower(static_cast<unsigned char>(t[j])) &&
+      if (!std::isalpha(static_cast<unsigned char>(t[j])) &&
           !(dots != std::string::npos && j >= dots && j < dots + 3))
-        return imp.fail("the equation may use only lower-case letters and one '...' per term");
+        return imp.fail("the equation may use only letters and one '...' per term");
     int64_t named = int64_t(t.size()) - (dots == std::string::npos ? 0 : 3);
     spans[i] = ranks[i] - named;
     if (dots == std::string::npos ? spans[i] != 0 : spans[i] < 0)
@@ -181,13 +190,15 @@ parse(Imp &imp, std::string eq, const std::vector<int64_t> &ranks, int64_t &elli
                       std::to_string(ranks[i]));
     ellipsis = std::max(ellipsis, spans[i]);
   }
+  if (ellipsis > 26)
+    return imp.fail("'...' stands for more than 26 dims");
   for (size_t i = 0; i < terms.size(); ++i) {
     size_t dots = terms[i].find("...");
     if (dots == std::string::npos)
       continue;
     std::string spelled;
     for (int64_t k = 0; k < spans[i]; ++k)
-      spelled += char('A' + (ellipsis - spans[i]) + k);
+      spelled += ellipsisDim(ellipsis - spans[i] + k);
     terms[i].replace(dots, 3, spelled);
   }
   if (arrow != std::string::npos) {
@@ -195,7 +206,7 @@ parse(Imp &imp, std::string eq, const std::vector<int64_t> &ranks, int64_t &elli
     size_t dots = rhs.find("...");
     std::string all;
     for (int64_t i = 0; i < ellipsis; ++i)
-      all += char('A' + i);
+      all += ellipsisDim(i);
     if (dots != std::string::npos)
       rhs.replace(dots, 3, all);
     else if (ellipsis > 0)
@@ -204,11 +215,14 @@ parse(Imp &imp, std::string eq, const std::vector<int64_t> &ranks, int64_t &elli
           if (t.find(c) != std::string::npos && rhs.find(c) == std::string::npos)
             return imp.fail("the output must keep the '...' dims");
   } else {
-    // Implicit output: the ellipsis, then the letters used once, sorted.
+    // Implicit output: the ellipsis, then the letters used once, in
+    // character order (numpy's: upper case first).
     for (int64_t i = 0; i < ellipsis; ++i)
-      rhs += char('A' + i);
+      rhs += ellipsisDim(i);
     std::string once;
-    for (char c = 'a'; c <= 'z'; ++c) {
+    for (char c = 'A'; c <= 'z'; ++c) {
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        continue;
       int uses = 0;
       for (const auto &t : terms)
         uses += int(std::count(t.begin(), t.end(), c));
@@ -259,8 +273,8 @@ LogicalResult importEinsum(Imp &imp) {
       int64_t n = dimsOf(terms[i].value)[d];
       auto [it, fresh] = extent.try_emplace(c, n);
       if (!fresh && it->second != n) {
-        if (!std::isupper(static_cast<unsigned char>(c)) || (n != 1 && it->second != 1))
-          return imp.fail("index '" + std::string(1, c) + "' has extents " +
+        if (!isEllipsisDim(c) || (n != 1 && it->second != 1))
+          return imp.fail("index '" + label(c) + "' has extents " +
                           std::to_string(it->second) + " and " + std::to_string(n));
         it->second = std::max(it->second, n);
       }
@@ -268,7 +282,7 @@ LogicalResult importEinsum(Imp &imp) {
   }
   for (char c : out)
     if (!extent.count(c))
-      return imp.fail("output index '" + std::string(1, c) + "' names no input dim");
+      return imp.fail("output index '" + label(c) + "' names no input dim");
   for (Term &t : terms) {
     SmallVector<int64_t> want;
     for (char c : t.letters)

@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """Einsum in the forms exporters emit: a = x W ("bij,jk->bik"); b = a v
-with an ellipsis ("...k,k->...k"); c = "bik,jk->bij" (b, q); d = "bij,bkj
-->bik" (c, c, a batched product of a tensor with itself); y = "bik,bij,k
+with an ellipsis ("...k,k->...k"); c = "bik,jk->bij" (b, q); d = "B I J, B K J
+-> B I K" (c, c, a batched product of a tensor with itself, in capitals and
+spaces as torchvision's MaxViT exports it); y = "bik,bij,k
 ->bj" (d, c, u: three operands); g = "bii->bi" (c's diagonal); h =
-"bj,bj->bj" (y, g); z, the implicit output of "bj,jk" (h, r), is "bk".
+"bj,bj->bj" (y, g); z, the implicit output of "Bj,jk" (h, r), is "Bk"
+(numpy's character order).
 Its data, and the parameters after SGD from float64 central finite
 differences of numpy's einsum. Also writes BAD.onnx, whose equation has a
-capital letter, which otc refuses.
+digit, which otc refuses.
 
 usage: make_einsum.py OUT.onnx BAD.onnx DATA_DIR STEPS LR EXPECTED.npz
 """
@@ -25,9 +27,9 @@ params = {"W": rng.normal(0, 0.3, (4, 5)), "v": rng.normal(1, 0.3, (5,)),
           "q": rng.normal(0, 0.3, (3, 5)), "u": rng.normal(0, 0.5, (3,)), "r": rng.normal(0, 0.5, (3, 2))}
 params = {k: v.astype(np.float32) for k, v in params.items()}
 equations = [("bij,jk->bik", ["x", "W"], "a"), ("...k,k->...k", ["a", "v"], "b"),
-             ("bik,jk->bij", ["b", "q"], "c"), ("bij,bkj->bik", ["c", "c"], "d"),
+             ("bik,jk->bij", ["b", "q"], "c"), ("B I J, B K J -> B I K", ["c", "c"], "d"),
              ("bik,bij,k->bj", ["d", "c", "u"], "y"), ("bii->bi", ["c"], "g"),
-             ("bj,bj->bj", ["y", "g"], "h"), ("bj,jk", ["h", "r"], "z")]
+             ("bj,bj->bj", ["y", "g"], "h"), ("Bj,jk", ["h", "r"], "z")]
 n = helper.make_node
 nodes = [n("Einsum", ins, [o], equation=eq) for eq, ins, o in equations]
 graph = helper.make_graph(
@@ -37,7 +39,7 @@ graph = helper.make_graph(
     [numpy_helper.from_array(v, k) for k, v in params.items()])
 save_model(graph, out, opset=12)
 bad = helper.make_graph(
-    [n("Einsum", ["x"], ["y"], equation="bIi->bi")], "capital",
+    [n("Einsum", ["x"], ["y"], equation="b1i->bi")], "capital",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
 save_model(bad, bad_path, opset=12, check=False)
