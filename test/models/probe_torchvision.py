@@ -23,8 +23,8 @@ over 3 steps: PyTorch's float32 run strays from its float64 run by up to
 the per-tensor bound (4 times that stray). So a failed comparison also
 prints (probe_families.noise) how far otc's weights lie from the float64
 run relative to PyTorch float32's. LRASPP and r3d-18 are chaotic even so:
-a PyTorch float32 run from weights moved by one rounding strays from the
-first by far more than either's distance to float64, so they are judged
+a PyTorch float32 run from weights moved by a few roundings lies far
+further from the float64 run than otc's does, so they are judged
 at fewer steps (make_models.STEPS = 1 or 2 matched, 2026-11-28).
 """
 import sys
