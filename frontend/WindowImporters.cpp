@@ -322,6 +322,86 @@ LogicalResult importConv(Imp &imp) {
   return defineWithBias(imp, *y, xs[0], m, w->out);
 }
 
+namespace {
+
+/// A 2-D transposed convolution of `x` [N, C, IH, IW] by `filter` [C,
+/// M/G, KH, KW] over window `w` (its image the output, [N, M, OH, OW], and
+/// oh, ow the input's plane): per group one batched GEMM of the filter's
+/// transpose with x gives columns [M, KH, KW, N, IH, IW], which col2im
+/// scatters into the output image.
+FailureOr<Value> convTranspose2d(Imp &imp, Value x, Value filter, const Window &w,
+                                 int64_t groups) {
+  if (failed(checkGeometry(imp, w)))
+    return failure();
+  int64_t batch = w.image[0], m = w.image[1], c = cast<RankedTensorType>(x.getType()).getDimSize(1), cg = c / groups;
+  int64_t ih = w.oh, iw = w.ow, kh = w.kernel[0], kw = w.kernel[1];
+  int64_t taps = product({m / groups, kh, kw}), columns = product({m, kh, kw, batch, ih, iw});
+  if (taps < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS || product(w.image) < 0 ||
+      product(w.image) > OTC_MAX_ELEMENTS)
+    return imp.fail("the columns exceed the tensor size limit");
+  OpBuilder &b = imp.builder();
+  auto xc = imp.create<TransposeOp>(reshaped(imp, x, {batch, c, ih * iw}),
+                                    b.getDenseI64ArrayAttr({1, 0, 2}));
+  auto weight = imp.create<TransposeOp>(reshaped(imp, filter, {groups, cg, taps}),
+                                        b.getDenseI64ArrayAttr({0, 2, 1}));
+  if (failed(xc) || failed(weight))
+    return failure();
+  auto cols = imp.create<MatMulOp>(*weight, reshaped(imp, *xc, {groups, cg, batch * ih * iw}));
+  if (failed(cols))
+    return failure();
+  WindowAttrs a = attrsOf(imp, w);
+  Value col = reshaped(imp, *cols, {m, kh, kw, batch, ih, iw});
+  return Col2ImOp::create(b, imp.loc(), withShape(col, w.image), col, a.kernel, a.strides,
+                          a.pads, a.dilations)
+      .getResult();
+}
+
+/// A 3-D transposed convolution: a 2-D one of each input plane into M * KD
+/// channels (the filter's depth taps beside its outputs), whose taps then
+/// add into the output planes they reach, od = id * SD + i * DD - PD
+/// (gather_grad, a scatter-add along D, into the unpadded length, then the
+/// output's planes sliced out). Conv3d's composition, run backward.
+LogicalResult convTranspose3d(Imp &imp, Value x, Value wt, const Window &w, int64_t groups) {
+  auto xs = cast<RankedTensorType>(x.getType()).getShape();
+  auto ws = cast<RankedTensorType>(wt.getType()).getShape();
+  int64_t n = xs[0], c = xs[1], d = xs[2], h = xs[3], wd = xs[4];
+  int64_t m = ws[1] * groups, kd = w.kernel[0], od = w.out[0];
+  int64_t reach = (d - 1) * w.strides[0] + (kd - 1) * w.dilations[0] + 1;
+  int64_t full = std::max(reach, w.pads[0] + od), plane = w.out[1] * w.out[2];
+  int64_t spread = product({n, m, kd, d, plane}), scattered = product({n, m, full, plane});
+  if (spread < 0 || spread > OTC_MAX_ELEMENTS || scattered < 0 || scattered > OTC_MAX_ELEMENTS)
+    return imp.fail("the output's depth taps exceed the tensor size limit");
+  Window p = planeOf(w, {n * d, m * kd, w.out[1], w.out[2]});
+  p.oh = h, p.ow = wd; // a transposed window's columns are the input's plane
+  OpBuilder &b = imp.builder();
+  auto planes = imp.create<TransposeOp>(x, b.getDenseI64ArrayAttr({0, 2, 1, 3, 4}));
+  if (failed(planes))
+    return failure();
+  auto z = convTranspose2d(imp, reshaped(imp, *planes, {n * d, c, h, wd}),
+                           reshaped(imp, wt, {c, m / groups * kd, w.kernel[1], w.kernel[2]}), p,
+                           groups);
+  if (failed(z))
+    return failure();
+  auto taps = imp.create<TransposeOp>(reshaped(imp, *z, {n, d, m, kd, plane}),
+                                      b.getDenseI64ArrayAttr({0, 2, 3, 1, 4}));
+  if (failed(taps))
+    return failure();
+  HostTensor at{false, onnx::TensorProto::INT64, {kd * d}, {}};
+  for (int64_t i = 0; i < kd; ++i)
+    for (int64_t k = 0; k < d; ++k)
+      at.values.push_back(double(k * w.strides[0] + i * w.dilations[0]));
+  Value indices = ConstantOp::create(b, imp.loc(), toAttr(b, at));
+  Value summed = GatherGradOp::create(b, imp.loc(), withShape(*taps, {n, m, full, plane}),
+                                      reshaped(imp, *taps, {n, m, kd * d, plane}), indices,
+                                      b.getI64IntegerAttr(2));
+  Value out = SliceOp::create(b, imp.loc(), withShape(summed, {n, m, od, plane}), summed,
+                              b.getDenseI64ArrayAttr({0, 0, w.pads[0], 0}),
+                              b.getDenseI64ArrayAttr({1, 1, 1, 1}));
+  return defineWithBias(imp, out, n, m, w.out);
+}
+
+} // namespace
+
 /// ConvTranspose: conv's input gradient, so the same pieces run backward.
 /// With x [N, C, H, W] and the weight [C, M/G, KH, KW],
 ///   cols = W_gᵀ x_g -> [M, KH, KW, N, H, W], and y = col2im(cols)
@@ -336,13 +416,13 @@ LogicalResult importConvTranspose(Imp &imp) {
   if (ws.size() != xs.size() || xs.size() < 3)
     return imp.fail("the weight must have the input's rank, with spatial dims");
   size_t n = xs.size() - 2;
-  if (n > 2)
-    return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D and 2-D)");
+  if (n > 3)
+    return imp.fail(std::to_string(n) + "-D windows are not supported (only 1-D to 3-D)");
   int64_t groups = imp.intAttr("group", 1), c = xs[1];
   if (groups < 1 || c < 1 || groups > c || c % groups != 0 || ws[0] != c)
     return imp.fail("the weight needs the input's " + std::to_string(c) +
                     " channels first, in groups of " + std::to_string(groups));
-  int64_t m = ws[1] * groups, cg = c / groups;
+  int64_t m = ws[1] * groups;
   Window w;
   w.kernel.assign(ws.begin() + 2, ws.end());
   std::vector<int64_t> declared = imp.intsAttr("kernel_shape");
@@ -395,37 +475,20 @@ LogicalResult importConvTranspose(Imp &imp) {
                       "columns by a stride or more, which is not supported");
     w.out.push_back(o);
   }
+  if (n == 3)
+    return convTranspose3d(imp, *x, *wt, w, groups);
   if (n == 1)
     asTwoD(w);
-  int64_t batch = xs[0], ih = n == 1 ? 1 : in[0], iw = in.back();
+  int64_t batch = xs[0];
   w.image = {batch, m, n == 1 ? 1 : w.out[0], w.out.back()};
-  w.oh = ih;
-  w.ow = iw;
-  WindowGeometry g;
-  std::string why = windowGeometry(w.image, w.kernel, w.strides, w.pads, w.dilations, w.oh,
-                                   w.ow, g);
-  if (!why.empty())
-    return imp.fail(why);
-  int64_t kh = w.kernel[0], kw = w.kernel[1];
-  int64_t taps = product({m / groups, kh, kw}), columns = product({m, kh, kw, batch, ih, iw});
-  if (taps < 0 || columns < 0 || columns > OTC_MAX_ELEMENTS || product(w.image) > OTC_MAX_ELEMENTS)
-    return imp.fail("the columns exceed the tensor size limit");
-
-  OpBuilder &b = imp.builder();
-  auto xc = imp.create<TransposeOp>(reshaped(imp, *x, {batch, c, ih * iw}),
-                                    b.getDenseI64ArrayAttr({1, 0, 2}));
-  auto weight = imp.create<TransposeOp>(reshaped(imp, *wt, {groups, cg, taps}),
-                                        b.getDenseI64ArrayAttr({0, 2, 1}));
-  if (failed(xc) || failed(weight))
+  w.oh = n == 1 ? 1 : in[0];
+  w.ow = in.back();
+  auto y = convTranspose2d(imp, reshaped(imp, *x, {batch, c, w.oh, w.ow}),
+                           reshaped(imp, *wt, {c, m / groups, w.kernel[0], w.kernel[1]}), w,
+                           groups);
+  if (failed(y))
     return failure();
-  auto cols = imp.create<MatMulOp>(*weight, reshaped(imp, *xc, {groups, cg, batch * ih * iw}));
-  if (failed(cols))
-    return failure();
-  WindowAttrs a = attrsOf(imp, w);
-  Value col = reshaped(imp, *cols, {m, kh, kw, batch, ih, iw});
-  Value image = Col2ImOp::create(b, imp.loc(), withShape(col, w.image), col, a.kernel, a.strides,
-                                 a.pads, a.dilations);
-  return defineWithBias(imp, image, batch, m, w.out);
+  return defineWithBias(imp, *y, batch, m, w.out);
 }
 
 namespace {

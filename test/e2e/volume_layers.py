@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Trains a small 3-D CNN (video and volume models: VideoMAE's tubelets,
-r3d, 3-D U-Nets) with one 3-D layer, as torch.onnx exports it, on otc's
+r3d, 3-D U-Nets) with one 3-D layer (convolution, transposed or pooling), as torch.onnx exports it, on otc's
 CPU target and compares its weights with PyTorch's after the same SGD steps
 (activations.py's comparison and tolerance). otc composes each 3-D window
 of 2-D ones; the strides, pads, dilations, groups and ceil modes below are
@@ -23,6 +23,13 @@ LAYERS = {
                                     dilation=(1, 2, 1), groups=2),
     "conv_grouped": lambda: torch.nn.Conv3d(4, 6, (2, 3, 3), padding=(1, 1, 0), groups=2),
     "conv_tubelet": lambda: torch.nn.Conv3d(2, 3, (2, 2, 2), stride=2),  # VideoMAE's
+    # Transposed (3-D U-Nets' up-sampling): stride with padding,
+    # output_padding and groups; a dilated one.
+    "convtranspose": lambda: torch.nn.ConvTranspose3d(2, 4, (3, 2, 3), stride=(2, 1, 2),
+                                                      padding=(1, 0, 1), output_padding=(1, 0, 1),
+                                                      groups=2),
+    "convtranspose_dilated": lambda: torch.nn.ConvTranspose3d(2, 3, (2, 2, 3), dilation=(2, 1, 1),
+                                                              bias=False),
     "maxpool": lambda: torch.nn.MaxPool3d((2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0),
                                           ceil_mode=True),
     "maxpool_dilated": lambda: torch.nn.MaxPool3d(2, stride=1, dilation=(2, 1, 2)),
@@ -30,7 +37,8 @@ LAYERS = {
                                           count_include_pad=False, ceil_mode=True),
     "avgpool_pad": lambda: torch.nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=True),
 }
-CHANNELS = {"conv": (2, 4), "conv_grouped": (4, 6), "conv_tubelet": (2, 3)}
+CHANNELS = {"conv": (2, 4), "conv_grouped": (4, 6), "conv_tubelet": (2, 3),
+            "convtranspose": (2, 4), "convtranspose_dilated": (2, 3)}
 
 
 class Net(torch.nn.Module):

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Window models otc refuses, one per file in OUT_DIR, each a valid ONNX
-model: a 3-D convolution, MaxPool's Indices output, column-major indices,
+model: a 4-D convolution, MaxPool's Indices output, column-major indices,
 a dilated AveragePool, and a kernel larger than its padded input.
 
 usage: make_window_errors.py OUT_DIR
@@ -28,8 +28,9 @@ def save(name, nodes, x_shape, y_shape, inits=(), outputs=("y",), opset=17):
     onnx.save(m, str(out / f"{name}.onnx"))
 
 
-w3 = numpy_helper.from_array(np.ones((2, 1, 2, 2, 2), np.float32), "w")
-save("conv3d", [n("Conv", ["x", "w"], ["y"], name="conv3d")], ["N", 1, 4, 4, 4], ["N", 2, 3, 3, 3], [w3])
+w4 = numpy_helper.from_array(np.ones((2, 1, 2, 2, 2, 2), np.float32), "w")
+save("conv4d", [n("Conv", ["x", "w"], ["y"], name="conv4d")], ["N", 1, 3, 3, 3, 3],
+     ["N", 2, 2, 2, 2, 2], [w4])
 save("pool_indices", [n("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="pool")],
      ["N", 1, 4, 4], ["N", 1, 3, 3], outputs=("y", "i"))
 save("pool_column_major", [n("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1,
