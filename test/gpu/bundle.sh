@@ -27,6 +27,18 @@ for dir in "$root"/test/zoo/fixtures/*/; do
   cp -r "$dir/data" "$dir/train_flags" "$out/zoo/$case/"
   if [ -e "$dir/expected.npz" ]; then cp "$dir/expected.npz" "$out/zoo/$case/"; fi
 done
+# 3-D windows (test/e2e/volume_layers.test on the CPU), composed of 2-D ones
+# (gathers and scatter-adds along D): checked as the zoo's cases are.
+for layer in conv_grouped convtranspose maxpool avgpool; do
+  made=$(mktemp -d)
+  PATH=$root/build/bin:$PATH "$py" "$root/test/e2e/volume_layers.py" $layer "$made" > /dev/null
+  mkdir -p "$out/zoo/volume_$layer"
+  otc_compile "$made/model.onnx" -o "$out/zoo/volume_$layer/train" --target cuda --micro-batch 4 \
+    --loss mse:y
+  cp -r "$made/data" "$made/expected.npz" "$out/zoo/volume_$layer/"
+  echo "--steps 3 --lr 0.1" > "$out/zoo/volume_$layer/train_flags"
+  rm -rf "$made"
+done
 # Padded rows (test/lit/codegen/pad-rows.test on the CPU): a 101-class
 # classifier, with and without its head's bias, in bf16 with its logits
 # padded and dense (OTC_PAD_ROWS=0): cuBLAS and cuBLASLt at ld 104.
