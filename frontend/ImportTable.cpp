@@ -119,6 +119,7 @@ const OpImporter kImporters[] = {
     {"Gemm", 7, importGemm},
     {"GlobalAveragePool", 1, importGlobalAveragePool},
     {"GlobalMaxPool", 1, importGlobalMaxPool},
+    {"GridSample", 16, importGridSample},
     {"GRU", 7, importGru},
     {"Identity", 1, importIdentity},
     {"InstanceNormalization", 6, importInstanceNormalization},

@@ -75,6 +75,7 @@ mlir::LogicalResult importPRelu(GraphImporter &imp);
 mlir::LogicalResult importNonZero(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
+mlir::LogicalResult importGridSample(GraphImporter &imp);
 mlir::LogicalResult importResize(GraphImporter &imp);
 mlir::LogicalResult importScatterElements(GraphImporter &imp);
 mlir::LogicalResult importScatterND(GraphImporter &imp);

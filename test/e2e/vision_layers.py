@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Trains a small CNN with one vision layer, as torch.onnx exports it
 (Resize for F.interpolate, ConvTranspose, InstanceNormalization for
-InstanceNorm2d and GroupNorm, DepthToSpace for PixelShuffle), on otc's CPU
+InstanceNorm2d and GroupNorm, DepthToSpace for PixelShuffle, GridSample
+for F.grid_sample), on otc's CPU
 target and compares its weights with PyTorch's after the same SGD steps
 (activations.py's comparison and tolerance).
 
@@ -40,6 +41,13 @@ MODES = {
     "pixelshuffle": lambda: torch.nn.PixelShuffle(2),
     # torch.flip exports as Slice with negative steps.
     "flip": lambda: Flip(),
+    # F.grid_sample at a grid the net computes from its input (some points
+    # outside [-1, 1]), so both the image's and the grid's gradients train.
+    "gridsample": lambda: Sample("bilinear", "zeros", False),
+    "gridsample_border_corners": lambda: Sample("bilinear", "border", True),
+    "gridsample_reflection": lambda: Sample("bilinear", "reflection", False),
+    "gridsample_reflection_corners": lambda: Sample("bilinear", "reflection", True),
+    "gridsample_nearest": lambda: Sample("nearest", "zeros", False),
 }
 # The channels each layer reads and writes, where not 2 and 2.
 CHANNELS = {"convtranspose": (2, 4), "convtranspose_dilated": (2, 3), "groupnorm": (4, 4),
@@ -49,6 +57,19 @@ CHANNELS = {"convtranspose": (2, 4), "convtranspose_dilated": (2, 3), "groupnorm
 class Flip(torch.nn.Module):
     def forward(self, v):
         return torch.flip(v, dims=(2, 3))
+
+
+class Sample(torch.nn.Module):
+    """grid_sample of its input at tanh(conv(input)) * 1.3: a learned grid."""
+
+    def __init__(self, mode, padding, corners):
+        super().__init__()
+        self.where = torch.nn.Conv2d(2, 2, 3, padding=1)
+        self.how = dict(mode=mode, padding_mode=padding, align_corners=corners)
+
+    def forward(self, v):
+        grid = torch.tanh(self.where(v)).permute(0, 2, 3, 1) * 1.3
+        return F.grid_sample(v, grid, **self.how)
 
 
 class Net(torch.nn.Module):
