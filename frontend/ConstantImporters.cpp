@@ -142,9 +142,9 @@ LogicalResult importEyeLike(Imp &imp) {
   return imp.define(0, std::move(t));
 }
 
-/// NonZero on a compile-time input (the exporter's arange idiom
-/// NonZero(ConstantOfShape(n)), a constant mask's positions): the [rank, n]
-/// coordinates of its non-zero elements in row-major order. On a run-time
+/// NonZero on a compile-time input (the exporter's arange idiom, NonZero of
+/// ConstantOfShape(n) filled with ones; a constant mask's positions): the
+/// [rank, n] coordinates of its non-zero elements in row-major order. On a run-time
 /// input the result's shape depends on the values, which otc's static
 /// shapes cannot hold.
 LogicalResult importNonZero(Imp &imp) {

@@ -441,10 +441,14 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
     if (n.op_type() == "Identity" && n.input_size() == 1 && n.output_size() == 1 &&
         folded.count(n.input(0)) && isFolded(n.output(0)) && !folded.count(n.output(0)))
       mergedInto[n.output(0)] = n.input(0);
+  // (A merged copy's Identity is not a reader: its own readers are the
+  // copy's, not the value's it was merged into.)
   std::unordered_map<std::string, std::vector<int>> readers;
   for (int i = 0; i < g.node_size(); ++i)
-    for (const auto &in : g.node(i).input())
-      readers[in].push_back(i);
+    if (!(g.node(i).op_type() == "Identity" && g.node(i).output_size() == 1 &&
+          mergedInto.count(g.node(i).output(0))))
+      for (const auto &in : g.node(i).input())
+        readers[in].push_back(i);
   struct Tie {
     std::string copy, source;
     Fold op;
@@ -454,25 +458,38 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
   std::vector<Tie> ties;
   std::vector<std::string> lines;
   int opset = defaultOpset(model);
+  if (opset < 7) // the arithmetic nodes' first importable forms
+    return {};
+  // Each comparison reads at most both tensors; a hostile model of many
+  // equal tensors stops being matched past this many elements read.
+  int64_t budget = int64_t(1) << 28;
   auto match = [&](const std::string &name, const Values &f) {
-    if (keep.count(name))
+    // One value repeated matches any uniform source: says nothing.
+    if (keep.count(name) || repeated({f.values, size_t(f.count) * 4}, 4))
       return;
     std::vector<Tie> found;
     auto [lo, hi] = sources.equal_range(f.count);
-    for (auto it = lo; it != hi; ++it) {
+    for (auto it = lo; it != hi && budget > 0; ++it) {
       const Values &p = it->second;
-      // c is solved at the largest of P's first elements: a pair that does
-      // not match fails within a few elements, unread past them.
-      int64_t big = 0;
-      for (int64_t i = 1; i < std::min<int64_t>(p.count, 64); ++i)
+      // c is solved where P is largest (a product's relative error is
+      // least) and where it is smallest (a sum's absolute error is), among
+      // its first elements: a pair that does not match fails within a few
+      // elements, unread past them.
+      int64_t big = 0, small = 0;
+      for (int64_t i = 1; i < std::min<int64_t>(p.count, 64); ++i) {
         if (std::fabs(at(p.values, i)) > std::fabs(at(p.values, big)))
           big = i;
+        if (std::fabs(at(p.values, i)) < std::fabs(at(p.values, small)))
+          small = i;
+      }
+      budget -= 2 * f.count; // at most, for a match
       bool sameDims = std::equal(f.tensor->dims().begin(), f.tensor->dims().end(),
                                  p.tensor->dims().begin(), p.tensor->dims().end());
       if (!sameDims && opset < 5) // Reshape's shape is an input from opset 5
         continue;
       for (Fold op : {Fold::Mul, Fold::Sub, Fold::Add, Fold::Div})
-        if (std::optional<float> c = foldConstant(op, f, p, big)) {
+        if (std::optional<float> c = foldConstant(
+                op, f, p, op == Fold::Add || op == Fold::Sub ? small : big)) {
           found.push_back({name, p.tensor->name(), op, *c,
                            sameDims ? std::vector<int64_t>()
                                     : std::vector<int64_t>(f.tensor->dims().begin(),
@@ -480,9 +497,6 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
           break;
         }
     }
-    // One value repeated matches any uniform source: says nothing.
-    if (!found.empty() && repeated({f.values, size_t(f.count) * 4}, 4))
-      return;
     if (found.size() > 1) {
       // Equal sources (a fresh initialisation): the copy's is the one whose
       // readers' results meet the copy's readers' soonest (a lerp
@@ -501,7 +515,9 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
       if (soonest == INT32_MAX || std::count(meet.begin(), meet.end(), soonest) > 1) {
         lines.push_back("!'" + name + "' is folded from one of " + std::to_string(found.size()) +
                         " equal tensors ('" + found[0].source + "', '" + found[1].source +
-                        "', ...) and trains as a tensor of its own");
+                        "', ...) and " +
+                        (mergedInto.count(name) ? "stays merged with '" + mergedInto[name] + "'"
+                                                : std::string("trains as a tensor of its own")));
         return;
       }
       found = {found[std::min_element(meet.begin(), meet.end()) - meet.begin()]};

@@ -262,8 +262,9 @@ LogicalResult conv3d(Imp &imp, Value x, Value wt, const Window &w, int64_t group
   int64_t n = xs[0], c = xs[1], h = xs[3], wd = xs[4], m = ws[0], cg = c / groups;
   int64_t kd = w.kernel[0], od = w.out[0];
   int64_t unfolded = product({n, c, kd, od, h, wd});
-  if (unfolded < 0 || unfolded > OTC_MAX_ELEMENTS ||
-      product({n, c, xs[2] + w.pads[0] + w.pads[3], h, wd}) > OTC_MAX_ELEMENTS)
+  int64_t paddedCount = product({n, c, xs[2] + w.pads[0] + w.pads[3], h, wd});
+  if (unfolded < 0 || unfolded > OTC_MAX_ELEMENTS || paddedCount < 0 ||
+      paddedCount > OTC_MAX_ELEMENTS)
     return imp.fail("the input unfolded along its depth exceeds the tensor size limit");
   Window plane = planeOf(w, {n * od, kd * c, h, wd});
   if (failed(checkGeometry(imp, plane)))
@@ -359,7 +360,7 @@ FailureOr<Value> convTranspose2d(Imp &imp, Value x, Value filter, const Window &
 /// A 3-D transposed convolution: a 2-D one of each input plane into M * KD
 /// channels (the filter's depth taps beside its outputs), whose taps then
 /// add into the output planes they reach, od = id * SD + i * DD - PD
-/// (gather_grad, a scatter-add along D, into the unpadded length, then the
+/// (gather_grad, a scatter-add along D, into the padded length, then the
 /// output's planes sliced out). Conv3d's composition, run backward.
 LogicalResult convTranspose3d(Imp &imp, Value x, Value wt, const Window &w, int64_t groups) {
   auto xs = cast<RankedTensorType>(x.getType()).getShape();
@@ -367,9 +368,10 @@ LogicalResult convTranspose3d(Imp &imp, Value x, Value wt, const Window &w, int6
   int64_t n = xs[0], c = xs[1], d = xs[2], h = xs[3], wd = xs[4];
   int64_t m = ws[1] * groups, kd = w.kernel[0], od = w.out[0];
   int64_t reach = (d - 1) * w.strides[0] + (kd - 1) * w.dilations[0] + 1;
-  int64_t full = std::max(reach, w.pads[0] + od), plane = w.out[1] * w.out[2];
+  int64_t full = std::max(reach, w.pads[0] + od), plane = product({w.out[1], w.out[2]});
   int64_t spread = product({n, m, kd, d, plane}), scattered = product({n, m, full, plane});
-  if (spread < 0 || spread > OTC_MAX_ELEMENTS || scattered < 0 || scattered > OTC_MAX_ELEMENTS)
+  if (plane < 0 || spread < 0 || spread > OTC_MAX_ELEMENTS || scattered < 0 ||
+      scattered > OTC_MAX_ELEMENTS)
     return imp.fail("the output's depth taps exceed the tensor size limit");
   Window p = planeOf(w, {n * d, m * kd, w.out[1], w.out[2]});
   p.oh = h, p.ow = wd; // a transposed window's columns are the input's plane
@@ -552,7 +554,10 @@ LogicalResult importPool(Imp &imp) {
     return imp.fail("dilations are not supported for average pooling");
   if (w->kernel.size() == 3) {
     Window plane = planeOf(*w, {xs[0], xs[1] * xs[2], xs[3], xs[4]});
-    Window depth = depthOf(*w, {xs[0], xs[1], xs[2], plane.oh * plane.ow});
+    int64_t pooled = product({plane.oh, plane.ow}), between = product({xs[0], xs[1] * xs[2], pooled});
+    if (pooled < 0 || between < 0 || between > OTC_MAX_ELEMENTS)
+      return imp.fail("the planes pooled before the depth exceed the tensor size limit");
+    Window depth = depthOf(*w, {xs[0], xs[1], xs[2], pooled});
     if (failed(checkGeometry(imp, plane)) || failed(checkGeometry(imp, depth)))
       return failure();
     auto y = pool2d<Max>(imp, reshaped(imp, *x, plane.image), plane);

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Window models otc refuses, one per file in OUT_DIR, each a valid ONNX
 model: a 4-D convolution, MaxPool's Indices output, column-major indices,
-a dilated AveragePool, and a kernel larger than its padded input.
+a dilated AveragePool, a kernel larger than its padded input, and 3-D
+windows whose compositions' intermediates would pass the size limit (the
+planes pooled before the depth; a depth padded to 2^36 planes of 2^28).
 
 usage: make_window_errors.py OUT_DIR
 """
@@ -37,3 +39,10 @@ save("pool_column_major", [n("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], stora
                              name="pool")], ["N", 1, 4, 4], ["N", 1, 3, 3])
 save("kernel_too_big", [n("MaxPool", ["x"], ["y"], kernel_shape=[5, 5], pads=[0, 0, 0, 0],
                           name="pool")], ["N", 1, 4, 4], ["N", 1, 1, 1])
+w1 = numpy_helper.from_array(np.ones((1, 1, 1, 1, 1), np.float32), "w")
+save("pool3d_planes", [n("MaxPool", ["x"], ["y"], kernel_shape=[1, 1, 1], strides=[65536, 1, 1],
+                         pads=[0, 2**29, 0, 0, 2**29, 0], name="pool3d")],
+     [1, 1, 65536, 1, 1], [1, 1, 1, 2**30 + 1, 1])
+save("conv3d_padded", [n("Conv", ["x", "w"], ["y"], strides=[2**36, 1, 1],
+                         pads=[2**36, 0, 0, 0, 0, 0], name="conv3d")],
+     [1, 1, 1, 16384, 16384], [1, 1, 2, 16384, 16384], [w1])
