@@ -277,6 +277,22 @@ FailureOr<Value> thresholdedRelu(Imp &imp, Value x) {
   return WhereOp::create(b, imp.loc(), above, x, scalarLike(imp, x, 0.0)).getResult();
 }
 
+/// Shrink: x + bias below -lambd, x - bias above lambd, else 0 (hardshrink
+/// with bias 0, softshrink with bias lambd).
+FailureOr<Value> shrink(Imp &imp, Value x) {
+  double lambd = imp.floatAttr("lambd", 0.5), bias = imp.floatAttr("bias", 0.0);
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto below = imp.create<CompareOp>(x, scalarLike(imp, x, -lambd), ComparePredicate::lt);
+  auto above = imp.create<CompareOp>(x, scalarLike(imp, x, lambd), ComparePredicate::gt);
+  auto up = imp.create<AddOp>(x, scalarLike(imp, x, bias));
+  auto down = imp.create<SubOp>(x, scalarLike(imp, x, bias));
+  if (failed(below) || failed(above) || failed(up) || failed(down))
+    return failure();
+  Value outer = WhereOp::create(b, loc, *above, *down, scalarLike(imp, x, 0.0)).getResult();
+  return WhereOp::create(b, loc, *below, *up, outer).getResult();
+}
+
 FailureOr<Value> hardSigmoidOf(Imp &imp, Value x) {
   return hardSigmoid(imp, x, imp.floatAttr("alpha", 0.2), imp.floatAttr("beta", 0.5));
 }

@@ -129,6 +129,17 @@ LogicalResult importCompareWith(Imp &imp, ComparePredicate predicate) {
       HostFold(fold), onnx::TensorProto::BOOL);
 }
 
+/// Xor: a != b on bools, folded on constants.
+LogicalResult importXor(Imp &imp) {
+  return importBinaryWith(
+      imp,
+      [](GraphImporter &i, Value a, Value b) {
+        return i.create<CompareOp>(a, b, ComparePredicate::ne);
+      },
+      HostFold([](double a, double b) { return double((a != 0) != (b != 0)); }),
+      onnx::TensorProto::BOOL);
+}
+
 LogicalResult importNot(Imp &imp) {
   if (const HostTensor *c = imp.constantInput(0)) {
     HostTensor t = *c;

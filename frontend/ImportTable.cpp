@@ -43,6 +43,7 @@ const OpImporter kImporters[] = {
     {"Sub", 7, importBinary<SubOp, std::minus<double>>},
     {"And", 7, importLogic<AndOp, std::logical_and<double>>},
     {"Or", 7, importLogic<OrOp, std::logical_or<double>>},
+    {"Xor", 7, importXor},
     // Comparisons, folded likewise.
     {"Equal", 7, importCompare<P::eq>},
     {"Greater", 7, importCompare<P::gt>},
@@ -66,6 +67,7 @@ const OpImporter kImporters[] = {
     {"Selu", 6, importActivation<selu>},
     {"Softsign", 1, importActivation<softsign>},
     {"ThresholdedRelu", 10, importActivation<thresholdedRelu>},
+    {"Shrink", 9, importActivation<shrink>},
     // Reductions (axes an input from the second form) and softmax (along
     // one axis from 13, over a flattened 2-D view before).
     {"ReduceMax", 1, importReduce<ReduceMaxOp>},
@@ -125,7 +127,11 @@ const OpImporter kImporters[] = {
     {"InstanceNormalization", 6, importInstanceNormalization},
     {"IsInf", 10, importIsInf},
     {"IsNaN", 9, importIsNaN},
+    {"Hardmax", 1, importHardmax},
+    {"Hardmax", 13, importHardmax}, // along one axis, not the flattened tail
     {"LayerNormalization", 17, importLayerNormalization},
+    {"LRN", 1, importLrn},
+    {"MeanVarianceNormalization", 9, importMeanVarianceNormalization},
     {"Log", 6, importLog},
     {"LSTM", 7, importLstm},
     {"If", 1, importIf, 0b1}, // the branch its condition picks

@@ -57,7 +57,11 @@ mlir::LogicalResult importIdentity(GraphImporter &imp);
 mlir::LogicalResult importInstanceNormalization(GraphImporter &imp);
 mlir::LogicalResult importIsInf(GraphImporter &imp);
 mlir::LogicalResult importIsNaN(GraphImporter &imp);
+mlir::LogicalResult importHardmax(GraphImporter &imp);
 mlir::LogicalResult importLayerNormalization(GraphImporter &imp);
+mlir::LogicalResult importLrn(GraphImporter &imp);
+mlir::LogicalResult importMeanVarianceNormalization(GraphImporter &imp);
+mlir::LogicalResult importXor(GraphImporter &imp);
 mlir::LogicalResult importLog(GraphImporter &imp);
 mlir::LogicalResult importLstm(GraphImporter &imp);
 mlir::LogicalResult importMax(GraphImporter &imp);
@@ -152,6 +156,7 @@ mlir::FailureOr<mlir::Value> leakyRelu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> selu(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> sinh(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> softsign(GraphImporter &imp, mlir::Value x);
+mlir::FailureOr<mlir::Value> shrink(GraphImporter &imp, mlir::Value x);
 mlir::FailureOr<mlir::Value> thresholdedRelu(GraphImporter &imp, mlir::Value x);
 
 /// A unary otc op's float64 meaning, from its Nodes.def row (which the

@@ -235,6 +235,166 @@ LogicalResult importArgExtreme(Imp &imp, bool isMax) {
       CastOp::create(b, loc, out.clone(b.getI64Type()), index).getResult());
 }
 
+/// Hardmax: 1 at the first maximum along the axis, else 0, in the input's
+/// type; before opset 13 along the dims from `axis` on, flattened (a 2-D
+/// view). The first maximum is the best of the score n - 1 - k over the
+/// positions equal to the maximum, as ArgMax finds it. No gradient.
+LogicalResult importHardmax(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return imp.fail("the input must be a float tensor");
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  int64_t rank = shape.size();
+  if (rank == 0)
+    return imp.fail("the input must have at least one dimension");
+  bool flat = imp.form() < 13;
+  auto axis = axisAttr(imp, flat ? 1 : -1, rank);
+  if (failed(axis))
+    return failure();
+  int64_t a = *axis;
+  std::vector<int64_t> view = shape;
+  if (flat) {
+    view = {product(ArrayRef<int64_t>(shape).take_front(a)),
+            product(ArrayRef<int64_t>(shape).drop_front(a))};
+    a = 1;
+  }
+  int64_t n = view[a];
+  if (n > (int64_t(1) << 24))
+    return imp.fail("the axis has more than 2^24 elements");
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value v = reshaped(imp, *x, view);
+  auto top = maxOf(imp, v, {a}, true);
+  if (failed(top))
+    return failure();
+  auto hit = imp.create<CompareOp>(v, *top, ComparePredicate::eq);
+  HostTensor score{true, onnx::TensorProto::FLOAT, std::vector<int64_t>(view.size(), 1), {}};
+  score.shape[a] = n;
+  for (int64_t k = 0; k < n; ++k)
+    score.values.push_back(double(n - 1 - k));
+  Value s = ConstantOp::create(b, loc, toAttr(b, score));
+  if (failed(hit))
+    return failure();
+  auto picked = imp.create<WhereOp>(*hit, s, scalarConstant(b, loc, b.getF32Type(), -1.0));
+  if (failed(picked))
+    return failure();
+  auto best = maxOf(imp, *picked, {a}, true);
+  if (failed(best))
+    return failure();
+  auto first = imp.create<CompareOp>(s, *best, ComparePredicate::eq);
+  if (failed(first))
+    return failure();
+  Value y = CastOp::create(b, loc, withShape(v, view), *first).getResult();
+  return imp.defineResult(reshaped(imp, y, shape));
+}
+
+/// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
+/// over `axes` (N, H and W by default), as ONNX's function body.
+LogicalResult importMeanVarianceNormalization(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return imp.fail("the input must be a float tensor");
+  std::vector<int64_t> axes = imp.intsAttr("axes");
+  if (!imp.attr("axes"))
+    axes = {0, 2, 3};
+  auto norm = normaliseAxes(imp, axes, type.getRank());
+  if (failed(norm))
+    return failure();
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto mean = [&](Value v) {
+    return imp.create<ReduceMeanOp>(v, b.getDenseI64ArrayAttr(*norm), b.getBoolAttr(true));
+  };
+  auto mu = mean(*x);
+  auto square = imp.create<MulOp>(*x, *x);
+  if (failed(mu) || failed(square))
+    return failure();
+  auto meanSquare = mean(*square);
+  auto squaredMean = imp.create<MulOp>(*mu, *mu);
+  if (failed(meanSquare) || failed(squaredMean))
+    return failure();
+  auto variance = imp.create<SubOp>(*meanSquare, *squaredMean);
+  auto centred = imp.create<SubOp>(*x, *mu);
+  if (failed(variance) || failed(centred))
+    return failure();
+  Value deviation = SqrtOp::create(b, loc, *variance);
+  auto denominator = imp.create<AddOp>(deviation, scalarConstant(b, loc, type.getElementType(), 1e-9));
+  if (failed(denominator))
+    return failure();
+  return imp.defineResult(imp.create<DivOp>(*centred, *denominator));
+}
+
+/// LRN (AlexNet and GoogLeNet as converted from Caffe): x / (bias + alpha /
+/// size * the sum of x^2 over the `size` channels around each) ^ beta, the
+/// window floor((size - 1) / 2) channels before and ceil after, zeros past
+/// the ends: a sum of shifted slices of the squares padded along C.
+LogicalResult importLrn(Imp &imp) {
+  auto x = imp.input(0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()) || type.getRank() < 3)
+    return imp.fail("the input must be a float tensor [N, C, ...]");
+  int64_t size = imp.intAttr("size", 0), c = type.getDimSize(1);
+  if (size < 1 || size > 1024)
+    return imp.fail("size must be from 1 to 1024");
+  double alpha = imp.floatAttr("alpha", 1e-4), beta = imp.floatAttr("beta", 0.75);
+  double bias = imp.floatAttr("bias", 1.0);
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  if (product({type.getNumElements() / std::max<int64_t>(c, 1), c + size - 1}) >
+      OTC_MAX_ELEMENTS)
+    return imp.fail("the padded squares exceed the tensor size limit");
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  auto square = imp.create<MulOp>(*x, *x);
+  if (failed(square))
+    return failure();
+  SmallVector<Value> parts;
+  auto zeros = [&](int64_t channels) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] = channels;
+    auto t = type.clone(shape);
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())))
+        .getResult();
+  };
+  if (before)
+    parts.push_back(zeros(before));
+  parts.push_back(*square);
+  if (after)
+    parts.push_back(zeros(after));
+  Value padded = *square;
+  if (parts.size() > 1) {
+    auto joined = imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(1));
+    if (failed(joined))
+      return failure();
+    padded = *joined;
+  }
+  FailureOr<Value> sum = failure();
+  for (int64_t k = 0; k < size; ++k) {
+    SmallVector<int64_t> starts(type.getRank(), 0);
+    starts[1] = k;
+    Value shifted = SliceOp::create(b, loc, type, padded, b.getDenseI64ArrayAttr(starts),
+                                    b.getDenseI64ArrayAttr(SmallVector<int64_t>(type.getRank(), 1)));
+    sum = k == 0 ? FailureOr<Value>(shifted) : imp.create<AddOp>(*sum, shifted);
+    if (failed(sum))
+      return failure();
+  }
+  auto scaled = imp.create<MulOp>(*sum, scalarConstant(b, loc, type.getElementType(), alpha / double(size)));
+  if (failed(scaled))
+    return failure();
+  auto base = imp.create<AddOp>(*scaled, scalarConstant(b, loc, type.getElementType(), bias));
+  if (failed(base))
+    return failure();
+  Value denominator = PowOp::create(b, loc, *base, b.getF64FloatAttr(beta));
+  return imp.defineResult(imp.create<DivOp>(*x, denominator));
+}
+
 /// TopK with a compile-time K along `axis`, the largest (or smallest)
 /// first, a tie to the lower index (ONNX's order). At run time, of floats:
 /// K rounds, each taking the best of the positions not yet taken (its
