@@ -165,9 +165,12 @@ std::vector<std::string> tieTransposedCopies(onnx::ModelProto &model, TensorByte
     auto [lo, hi] = byShape.equal_range({b.cols, b.rows});
     for (auto it = lo; it != hi && !done.count(b.tensor); ++it) {
       const Matrix &a = it->second;
-      // A square matrix may be its own transpose.
-      if (a.index >= b.index || done.count(a.tensor) ||
-          !isTransposeOf(b, a))
+      // A square matrix may be its own transpose. Equal symmetric matrices
+      // (ConViT's identity-initialised value weights, one per block, merged
+      // by the export and split again) are equal copies, not a transpose:
+      // left to the merge's rules.
+      if (a.index >= b.index || done.count(a.tensor) || !isTransposeOf(b, a) ||
+          (a.rows == a.cols && std::memcmp(a.values, b.values, size_t(a.rows * a.cols) * 4) == 0))
         continue;
       bool copyIsA = folded(a) && !folded(b);
       const Matrix &copy = copyIsA ? a : b, &source = copyIsA ? b : a;
@@ -490,6 +493,13 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
       for (Fold op : {Fold::Mul, Fold::Sub, Fold::Add, Fold::Div})
         if (std::optional<float> c = foldConstant(
                 op, f, p, op == Fold::Add || op == Fold::Sub ? small : big)) {
+          // An equal copy of the same shape says nothing of a fold: two
+          // parameters may start equal (an identity initialisation).
+          bool same = (op == Fold::Mul || op == Fold::Div) ? *c == 1.0f
+                      : op == Fold::Add                    ? *c == 0.0f
+                                                           : false;
+          if (same && sameDims)
+            break;
           found.push_back({name, p.tensor->name(), op, *c,
                            sameDims ? std::vector<int64_t>()
                                     : std::vector<int64_t>(f.tensor->dims().begin(),

@@ -23,7 +23,11 @@ a at initialisation, as RWKV's are), then h = tanh(proj(k) * s + v * (s /
 and the viewed g * 3 into initializers of their own; otc computes each
 from its parameter again, so a, b, s and g train as in PyTorch.
 
-usage: tied_weights.py OUT_DIR [--concat | --folded]    (otc on PATH; exits 1 on a mismatch)
+With --symmetric two layers start as the identity, as ConViT's value
+weights: the export merges the equal (and symmetric) copies, otc splits
+them again, and must not then take one for the other's transpose.
+
+usage: tied_weights.py OUT_DIR [--concat | --folded | --symmetric]    (otc on PATH; exits 1 on a mismatch)
 """
 import copy
 import subprocess
@@ -92,6 +96,24 @@ class FoldedLm(torch.nn.Module):
         return F.cross_entropy(self.head(h).reshape(-1, V), targets.reshape(-1))
 
 
+class SymmetricLm(torch.nn.Module):
+    """Two identity-initialised layers between the embedding and the head."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(V, D)
+        self.l1 = torch.nn.Linear(D, D, bias=False)
+        self.l2 = torch.nn.Linear(D, D, bias=False)
+        self.head = torch.nn.Linear(D, V, bias=False)
+        with torch.no_grad():
+            self.l1.weight.copy_(torch.eye(D))
+            self.l2.weight.copy_(torch.eye(D))
+
+    def forward(self, tokens, targets):
+        h = torch.tanh(self.l2(torch.tanh(self.l1(self.emb(tokens)))))
+        return F.cross_entropy(self.head(h).reshape(-1, V), targets.reshape(-1))
+
+
 def train(net, inputs, targets, dtype):
     """3 SGD steps of micro-batch 4 in `dtype` (float data cast to it)."""
     net = net.to(dtype)
@@ -115,9 +137,11 @@ def main():
     out = Path(sys.argv[1])
     concat = "--concat" in sys.argv[2:]
     folded = "--folded" in sys.argv[2:]
+    symmetric = "--symmetric" in sys.argv[2:]
     (out / "data").mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
-    net = ConcatLm() if concat else FoldedLm() if folded else TiedLm()
+    net = (ConcatLm() if concat else FoldedLm() if folded else SymmetricLm() if symmetric
+           else TiedLm())
     rng = np.random.default_rng(0)
     seq = rng.integers(0, V, (12, T + 1))
     tokens, targets = torch.tensor(seq[:, :-1]), torch.tensor(seq[:, 1:])
@@ -128,7 +152,9 @@ def main():
                       dynamic_axes={"tokens": {0: "N"}, "targets": {0: "N"}}, opset_version=17)
     inits = onnx.load(out / "model.onnx").graph.initializer
     shapes = [tuple(t.dims) for t in inits]
-    if folded:
+    if symmetric:
+        print("exported with the layers merged:", sum(tuple(t.dims) == (D, D) for t in inits) == 1)
+    elif folded:
         print("exported with folded copies:", sum(t.name.startswith("onnx::") and
                                                   t.dims[-1] == D and len(t.dims) in (1, 3)
                                                   for t in inits))
@@ -142,10 +168,16 @@ def main():
     # The export keeps proj.weight only transposed, under a generated name.
     proj_shape = (D, D + X) if concat else (D, D)
     proj = next(t.name for t in inits if tuple(t.dims) == proj_shape)
-    head = folded and next(t.name for t in inits if tuple(t.dims) == (D, V))
+    head = (folded or symmetric) and next(t.name for t in inits if tuple(t.dims) == (D, V))
     for w in (w32, w64):
-        w[proj] = w.pop("proj.weight").T
-        if folded:
+        if symmetric:  # l2 is read through an Identity of l1's: its output's name
+            ident = next(n for n in onnx.load(out / "model.onnx").graph.node
+                         if n.op_type == "Identity" and n.input[0] == proj)
+            w[ident.output[0]] = w.pop("l2.weight").T
+            w[proj] = w.pop("l1.weight").T
+        else:
+            w[proj] = w.pop("proj.weight").T
+        if folded or symmetric:
             w[head] = w.pop("head.weight").T
     expected = {k: v.astype(np.float32) for k, v in w32.items()}
     for k in w32:
@@ -171,7 +203,7 @@ def main():
     elif folded:
         print("saved folded copies:", sum(t.name.startswith("onnx::") and t.dims[-1] == D and
                                           len(t.dims) in (1, 3) for t in saved.graph.initializer))
-    else:
+    elif not symmetric:
         print("saved copies:", sum(tuple(t.dims) == (D, V) for t in saved.graph.initializer))
     sys.stdout.flush()
     sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", trained,
