@@ -246,6 +246,35 @@ std::string foldedParameters(const onnx::GraphProto &g, const TorchSignature &si
          "module's own parameters";
 }
 
+/// A convolution weight or bias that torch.onnx.export computed rather than
+/// read: an initializer named as its folded values are ("onnx::Conv_N"),
+/// read by a Conv or ConvTranspose as its weight or bias. A parameter keeps
+/// its own name there; a computed one is BatchNorm fused into its
+/// convolution (an eval-mode export) or weight norm or standardization
+/// folded, and trains in place of what PyTorch trains. One line, or "".
+std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
+  llvm::StringSet<> initializers;
+  for (const auto &t : g.initializer())
+    if (t.data_type() == onnx::TensorProto::FLOAT)
+      initializers.insert(t.name());
+  std::set<std::string> folded;
+  for (const auto &n : g.node())
+    if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
+      for (int i = 1; i < n.input_size() && i < 3; ++i)
+        if (llvm::StringRef(n.input(i)).starts_with("onnx::") &&
+            initializers.contains(n.input(i)))
+          folded.insert(n.input(i));
+  if (folded.empty())
+    return "";
+  return std::to_string(folded.size()) + " convolution weights or biases (as " +
+         quoted(*folded.begin()) +
+         ") are values the export computed from parameters (BatchNorm fused into its "
+         "convolution by an eval-mode export, or weight norm or standardization folded) and "
+         "train in their place, unlike the model in PyTorch; export with "
+         "training=torch.onnx.TrainingMode.TRAINING and do_constant_folding=False to train "
+         "the model's own parameters";
+}
+
 /// Rewrites the graph so its only output is the scalar loss.
 bool applyLoss(onnx::ModelProto &model, const std::string &spec,
                std::string &error) {
@@ -705,6 +734,9 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
                                   " (arithmetic that constant folding in the export did on a "
                                   "parameter the graph also reads); trained through it")
                    << "\n";
+  if (std::string w = options.forwardOnly ? "" : foldedConvolutionWeights(model.graph());
+      !w.empty() && told.insert(w).second)
+    llvm::errs() << "otc: warning: " << w << "\n";
   std::optional<TorchSignature> sig = torchSignature(model.graph());
   if (std::string w = sig ? foldedParameters(model.graph(), *sig) : "";
       !w.empty() && told.insert(w).second)
