@@ -259,10 +259,64 @@ LogicalResult importTrilu(Imp &imp) {
   return imp.defineResult(imp.create<WhereOp>(m, *x, zero));
 }
 
+/// x ^ y with a run-time (or tensor) exponent, as C's pow: |x|^y as
+/// exp(y log |x|) (within a few ulps of |y log |x|| of powf), the sign of x
+/// for an odd integral y, NaN for a negative x and a fractional y, and at
+/// x = 0 its limits (0, 1 or inf) with no gradient through log's pole.
+static LogicalResult importPowTensor(Imp &imp) {
+  auto x = imp.input(0), y = imp.input(1);
+  if (failed(x) || failed(y))
+    return failure();
+  Type elem = getElementTypeOrSelf(x->getType());
+  if (!isa<FloatType>(elem))
+    return imp.fail("the base must be a float tensor when the exponent is not a compile-time "
+                    "scalar");
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  Value e = *y;
+  if (getElementTypeOrSelf(e.getType()) != elem) {
+    if (!isa<FloatType>(getElementTypeOrSelf(e.getType())) &&
+        !getElementTypeOrSelf(e.getType()).isInteger(64))
+      return imp.fail("the exponent must be a float or int64 tensor");
+    e = CastOp::create(b, loc, cast<RankedTensorType>(e.getType()).clone(elem), e).getResult();
+  }
+  bool broken = false;
+  auto ok = [&](FailureOr<Value> v) {
+    broken |= failed(v);
+    return succeeded(v) ? *v : *x;
+  };
+  auto c = [&](double v) { return scalarConstant(b, loc, elem, v); };
+  auto cmp = [&](Value l, Value r, ComparePredicate p) { return ok(imp.create<CompareOp>(l, r, p)); };
+  Value a = AbsOp::create(b, loc, *x);
+  Value zero = cmp(a, c(0), ComparePredicate::eq);
+  Value safe = ok(imp.create<WhereOp>(zero, c(1), a)); // log(0)'s gradient is infinite
+  Value r = ExpOp::create(b, loc, ok(imp.create<MulOp>(e, LogOp::create(b, loc, safe))));
+  // At 0: 0 for y > 0, 1 for y = 0, inf for y < 0.
+  Value atZero = ok(imp.create<WhereOp>(
+      cmp(e, c(0), ComparePredicate::gt), c(0),
+      ok(imp.create<WhereOp>(cmp(e, c(0), ComparePredicate::eq), c(1),
+                             c(std::numeric_limits<double>::infinity())))));
+  Value magnitude = ok(imp.create<WhereOp>(zero, atZero, r));
+  Value whole = cmp(FloorOp::create(b, loc, e), e, ComparePredicate::eq);
+  Value half = FloorOp::create(b, loc, ok(imp.create<MulOp>(e, c(0.5))));
+  Value odd = ok(imp.create<AndOp>(
+      whole, cmp(ok(imp.create<SubOp>(e, ok(imp.create<MulOp>(half, c(2))))), c(1),
+                 ComparePredicate::eq)));
+  Value negative = cmp(*x, c(0), ComparePredicate::lt);
+  Value signed_ = ok(imp.create<WhereOp>(ok(imp.create<AndOp>(negative, odd)),
+                                         NegOp::create(b, loc, magnitude), magnitude));
+  Value out = ok(imp.create<WhereOp>(
+      ok(imp.create<AndOp>(negative, NotOp::create(b, loc, whole))),
+      c(std::numeric_limits<double>::quiet_NaN()), signed_));
+  if (broken)
+    return failure();
+  return imp.defineResult(out);
+}
+
 LogicalResult importPow(Imp &imp) {
   const HostTensor *e = imp.constantInput(1);
   if (!e || e->numElements() != 1)
-    return imp.fail("the exponent must be a compile-time scalar");
+    return importPowTensor(imp);
   auto x = imp.input(0);
   if (failed(x))
     return failure();
