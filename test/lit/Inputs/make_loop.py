@@ -68,7 +68,7 @@ if mode == "runtime_if":
 if mode in ("runtime_trips", "huge", "unsupported"):
     body = body_graph(
         [n("Identity", ["cond_in"], ["cond_out"]),
-         n("Hardmax" if mode == "unsupported" else "Neg", ["a_in"], ["a_out"], name="inner_node")],
+         n("Det" if mode == "unsupported" else "Neg", ["a_in"], ["a_out"], name="inner_node")],
         "body", [scalar("i", I), scalar("cond_in", B), vi("a_in", F, ["N", 4])],
         [scalar("cond_out", B), vi("a_out", F, ["N", 4])])
     trips = "m" if mode == "runtime_trips" else "big"

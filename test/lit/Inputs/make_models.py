@@ -52,7 +52,7 @@ save("shape_folding", [
 
 # An operator otc does not support, in a node named "probs".
 save("unsupported_op", [
-    helper.make_node("Hardmax", ["x"], ["p"], name="probs"),
+    helper.make_node("Det", ["x"], ["p"], name="probs"),
     helper.make_node("ReduceSum", ["p"], ["loss"], name="sum", keepdims=0),
 ], [x], "loss")
 
