@@ -57,6 +57,8 @@ LogicalResult composedLoss(GraphImporter &imp, Value logp, Value labels, Value w
   SmallVector<int64_t> perClass(rank, 1), labelShape(type.getShape());
   perClass[1] = classes;
   labelShape[1] = 1;
+  if (failed(checkFoldSize(imp, classes))) // the class ids are a constant
+    return failure();
   SmallVector<int64_t> iota(classes);
   for (int64_t c = 0; c < classes; ++c)
     iota[c] = c;

@@ -179,3 +179,10 @@ save("reduce_scalar",
       helper.make_node("ReduceSum", ["h"], ["s"], name="inner", keepdims=0),
       helper.make_node("ReduceSum", ["s"], ["loss"], name="outer", keepdims=0)],
      [numpy_helper.from_array(np.ones(4, np.float32), "w")])
+
+# NegativeLogLikelihoodLoss over 2^31 classes (found by fuzz-import): the
+# class ids' constant was allocated (16 GiB) before any size check.
+save("nll_huge_classes",
+     [helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["loss"], name="nll")],
+     inputs=(helper.make_tensor_value_info("logp", TensorProto.FLOAT, [2, 1 << 31]),
+             helper.make_tensor_value_info("labels", TensorProto.INT64, [2])))
