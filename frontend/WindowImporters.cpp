@@ -269,6 +269,8 @@ LogicalResult conv3d(Imp &imp, Value x, Value wt, const Window &w, int64_t group
   Window plane = planeOf(w, {n * od, kd * c, h, wd});
   if (failed(checkGeometry(imp, plane)))
     return failure();
+  if (failed(checkFoldSize(imp, kd * od))) // the taps' positions are a constant
+    return failure();
   auto padded = padDepth(imp, x, w.pads[0], w.pads[3]);
   if (failed(padded))
     return failure();
@@ -387,6 +389,8 @@ LogicalResult convTranspose3d(Imp &imp, Value x, Value wt, const Window &w, int6
   auto taps = imp.create<TransposeOp>(reshaped(imp, *z, {n, d, m, kd, plane}),
                                       b.getDenseI64ArrayAttr({0, 2, 3, 1, 4}));
   if (failed(taps))
+    return failure();
+  if (failed(checkFoldSize(imp, kd * d))) // the taps' positions are a constant
     return failure();
   HostTensor at{false, onnx::TensorProto::INT64, {kd * d}, {}};
   for (int64_t i = 0; i < kd; ++i)
