@@ -13,6 +13,7 @@
 
 #include "mlir/IR/TypeUtilities.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -93,6 +94,10 @@ Taps tapsOf(const Options &opt, const AxisResize &a) {
   for (int64_t o = 0; o < a.out; ++o) {
     double x = originalCoordinate(opt, a, o);
     t.outside.push_back(opt.transform == "tf_crop_and_resize" && (x < 0 || x > double(a.in - 1)));
+    // Every tap past the input's ends reads the edge, so a coordinate far
+    // outside (hostile scales or roi) reads as one a few positions out,
+    // whose floor an int64 holds; NaN reads position 0.
+    x = std::isnan(x) ? 0.0 : std::clamp(x, -4.0, double(a.in) + 4.0);
     if (taps == 1) {
       t.index[0].push_back(clamp(nearestIndex(opt.nearest, x)));
       t.weight[0].push_back(1.0);

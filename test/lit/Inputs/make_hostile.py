@@ -186,3 +186,13 @@ save("nll_huge_classes",
      [helper.make_node("NegativeLogLikelihoodLoss", ["logp", "labels"], ["loss"], name="nll")],
      inputs=(helper.make_tensor_value_info("logp", TensorProto.FLOAT, [2, 1 << 31]),
              helper.make_tensor_value_info("labels", TensorProto.INT64, [2])))
+
+# tf_crop_and_resize with an roi end of 3.4e31 (found by fuzz-import): the
+# source coordinates' floor overflowed int64.
+X44 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])
+save("resize_huge_roi",
+     [helper.make_node("Resize", ["x", "roi", "", "sizes"], ["r"], name="resize",
+                       coordinate_transformation_mode="tf_crop_and_resize", mode="linear"),
+      helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0)],
+     [numpy_helper.from_array(np.array([0, 0, 0.4, 0.6, 1, 1, 1.2, 3.4e31], np.float32), "roi"),
+      numpy_helper.from_array(np.array([1, 1, 3, 3], np.int64), "sizes")], inputs=(X44,))
