@@ -161,6 +161,38 @@ FailureOr<Value> elementPositions(GraphImporter &imp, Value idx, int64_t axis, i
   return orNowhere(imp, *ok, *pos);
 }
 
+FailureOr<Value> zeroPadded(GraphImporter &imp, Value x, int64_t axis, int64_t before,
+                            int64_t after) {
+  if (before == 0 && after == 0)
+    return x;
+  OpBuilder &b = imp.builder();
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<Value> parts;
+  auto zeros = [&](int64_t n) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = n;
+    auto t = type.clone(shape);
+    return ConstantOp::create(b, imp.loc(),
+                              DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())))
+        .getResult();
+  };
+  if (before)
+    parts.push_back(zeros(before));
+  parts.push_back(x);
+  if (after)
+    parts.push_back(zeros(after));
+  return imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(axis));
+}
+
+FailureOr<Value> floatInput(GraphImporter &imp, size_t i) {
+  auto x = imp.input(i);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(getElementTypeOrSelf(x->getType())))
+    return imp.fail("input " + std::to_string(i) + " must be a float tensor");
+  return x;
+}
+
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int i = (int)shape.size() - 2; i >= 0; --i)

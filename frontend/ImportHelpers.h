@@ -55,6 +55,14 @@ mlir::FailureOr<mlir::Value> gatherAt(GraphImporter &imp, mlir::Value v, int64_t
 mlir::FailureOr<mlir::Value> elementPositions(GraphImporter &imp, mlir::Value idx, int64_t axis,
                                               int64_t extent, const std::vector<int64_t> &strides);
 
+/// `x` with `before` and `after` zero slices along `axis` (a Concat with
+/// zero constants; itself when both are 0).
+mlir::FailureOr<mlir::Value> zeroPadded(GraphImporter &imp, mlir::Value x, int64_t axis,
+                                        int64_t before, int64_t after);
+
+/// Input `i` when it is a float tensor; else fails, naming it.
+mlir::FailureOr<mlir::Value> floatInput(GraphImporter &imp, size_t i);
+
 /// Row-major strides of `shape`, in elements.
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
 

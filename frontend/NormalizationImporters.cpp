@@ -240,12 +240,10 @@ LogicalResult importArgExtreme(Imp &imp, bool isMax) {
 /// view). The first maximum is the best of the score n - 1 - k over the
 /// positions equal to the maximum, as ArgMax finds it. No gradient.
 LogicalResult importHardmax(Imp &imp) {
-  auto x = imp.input(0);
+  auto x = floatInput(imp, 0);
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(type.getElementType()))
-    return imp.fail("the input must be a float tensor");
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   int64_t rank = shape.size();
   if (rank == 0)
@@ -294,12 +292,10 @@ LogicalResult importHardmax(Imp &imp) {
 /// MeanVarianceNormalization: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)
 /// over `axes` (N, H and W by default), as ONNX's function body.
 LogicalResult importMeanVarianceNormalization(Imp &imp) {
-  auto x = imp.input(0);
+  auto x = floatInput(imp, 0);
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(type.getElementType()))
-    return imp.fail("the input must be a float tensor");
   std::vector<int64_t> axes = imp.intsAttr("axes");
   if (!imp.attr("axes"))
     axes = {0, 2, 3};
@@ -335,12 +331,12 @@ LogicalResult importMeanVarianceNormalization(Imp &imp) {
 /// window floor((size - 1) / 2) channels before and ceil after, zeros past
 /// the ends: a sum of shifted slices of the squares padded along C.
 LogicalResult importLrn(Imp &imp) {
-  auto x = imp.input(0);
+  auto x = floatInput(imp, 0);
   if (failed(x))
     return failure();
   auto type = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(type.getElementType()) || type.getRank() < 3)
-    return imp.fail("the input must be a float tensor [N, C, ...]");
+  if (type.getRank() < 3)
+    return imp.fail("the input must be [N, C, ...]");
   int64_t size = imp.intAttr("size", 0), c = type.getDimSize(1);
   if (size < 1 || size > 1024)
     return imp.fail("size must be from 1 to 1024");
@@ -355,31 +351,14 @@ LogicalResult importLrn(Imp &imp) {
   auto square = imp.create<MulOp>(*x, *x);
   if (failed(square))
     return failure();
-  SmallVector<Value> parts;
-  auto zeros = [&](int64_t channels) {
-    SmallVector<int64_t> shape(type.getShape());
-    shape[1] = channels;
-    auto t = type.clone(shape);
-    return ConstantOp::create(b, loc, DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())))
-        .getResult();
-  };
-  if (before)
-    parts.push_back(zeros(before));
-  parts.push_back(*square);
-  if (after)
-    parts.push_back(zeros(after));
-  Value padded = *square;
-  if (parts.size() > 1) {
-    auto joined = imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(1));
-    if (failed(joined))
-      return failure();
-    padded = *joined;
-  }
+  auto padded = zeroPadded(imp, *square, 1, before, after);
+  if (failed(padded))
+    return failure();
   FailureOr<Value> sum = failure();
   for (int64_t k = 0; k < size; ++k) {
     SmallVector<int64_t> starts(type.getRank(), 0);
     starts[1] = k;
-    Value shifted = SliceOp::create(b, loc, type, padded, b.getDenseI64ArrayAttr(starts),
+    Value shifted = SliceOp::create(b, loc, type, *padded, b.getDenseI64ArrayAttr(starts),
                                     b.getDenseI64ArrayAttr(SmallVector<int64_t>(type.getRank(), 1)));
     sum = k == 0 ? FailureOr<Value>(shifted) : imp.create<AddOp>(*sum, shifted);
     if (failed(sum))

@@ -228,29 +228,6 @@ FailureOr<Value> conv2d(Imp &imp, Value image, Value filter, const Window &w, in
   return reshaped(imp, *t, {n, m, w.oh, w.ow});
 }
 
-/// `x` [N, C, D, ...] with `before` and `after` zero planes along D.
-FailureOr<Value> padDepth(Imp &imp, Value x, int64_t before, int64_t after) {
-  if (before == 0 && after == 0)
-    return x;
-  OpBuilder &b = imp.builder();
-  auto type = cast<RankedTensorType>(x.getType());
-  SmallVector<Value> parts;
-  auto zeros = [&](int64_t planes) {
-    SmallVector<int64_t> shape(type.getShape());
-    shape[2] = planes;
-    auto t = type.clone(shape);
-    return ConstantOp::create(b, imp.loc(),
-                              DenseElementsAttr::get(t, b.getZeroAttr(t.getElementType())))
-        .getResult();
-  };
-  if (before)
-    parts.push_back(zeros(before));
-  parts.push_back(x);
-  if (after)
-    parts.push_back(zeros(after));
-  return imp.create<ConcatOp>(ValueRange(parts), b.getI64IntegerAttr(2));
-}
-
 /// A 3-D convolution as a 2-D one over depth-unfolded channels: x padded
 /// along D and its KD taps gathered for each output plane, [N, C, KD, OD,
 /// H, W], then moved into the channels as [N * OD, G, KD, C/G] (a group's
@@ -271,7 +248,7 @@ LogicalResult conv3d(Imp &imp, Value x, Value wt, const Window &w, int64_t group
     return failure();
   if (failed(checkFoldSize(imp, kd * od))) // the taps' positions are a constant
     return failure();
-  auto padded = padDepth(imp, x, w.pads[0], w.pads[3]);
+  auto padded = zeroPadded(imp, x, 2, w.pads[0], w.pads[3]);
   if (failed(padded))
     return failure();
   std::vector<int64_t> positions;
