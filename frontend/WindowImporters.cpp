@@ -116,8 +116,6 @@ FailureOr<Window> readWindow(Imp &imp, ArrayRef<int64_t> x, std::vector<int64_t>
   else if (mode != "NOTSET")
     return imp.fail("auto_pad " + quoted(mode.substr(0, 40)) + " is not supported");
   int64_t ceil = pooling ? imp.intAttr("ceil_mode", 0) : 0;
-  if (pooling && imp.intAttr("storage_order", 0) != 0)
-    return imp.fail("storage_order 1 (column-major indices) is not supported");
   for (size_t d = 0; d < n; ++d) {
     if (w.pads[d] < 0 || w.pads[d + n] < 0)
       return imp.fail("pads must not be negative");
@@ -507,8 +505,7 @@ FailureOr<Value> pool2d(Imp &imp, Value image, const Window &w) {
 /// per axis, as one 3-D window does.
 template <bool Max, bool Global>
 LogicalResult importPool(Imp &imp) {
-  if (Max && imp.node().output_size() > 1 && !imp.node().output(1).empty())
-    return imp.fail("the Indices output is not supported");
+  bool indices = Max && imp.node().output_size() > 1 && !imp.node().output(1).empty();
   auto x = imp.input(0);
   if (failed(x) || failed(checkFloat32(imp, *x)))
     return failure();
@@ -534,6 +531,8 @@ LogicalResult importPool(Imp &imp) {
   if (!Max && llvm::any_of(w->dilations, [](int64_t d) { return d != 1; }))
     return imp.fail("dilations are not supported for average pooling");
   if (w->kernel.size() == 3) {
+    if (indices)
+      return imp.fail("the Indices output of a 3-D window is not supported");
     Window plane = planeOf(*w, {xs[0], xs[1] * xs[2], xs[3], xs[4]});
     int64_t pooled = product({plane.oh, plane.ow}), between = product({xs[0], xs[1] * xs[2], pooled});
     if (pooled < 0 || between < 0 || between > OTC_MAX_ELEMENTS)
@@ -552,6 +551,45 @@ LogicalResult importPool(Imp &imp) {
   auto y = pool2d<Max>(imp, reshaped(imp, *x, w->image), *w);
   if (failed(y))
     return failure();
+  if constexpr (Max) {
+    if (!indices)
+      return imp.defineResult(reshaped(imp, *y, outShape));
+    // ONNX's Indices count over the whole tensor, [0, N x C x H x W): the
+    // plane's ih * W + iw (padding not counted; iw * H + ih with
+    // storage_order 1) plus the plane's offset.
+    int64_t n = w->image[0], c = w->image[1], plane = w->image[2] * w->image[3];
+    if (failed(checkFoldSize(imp, n * c)))
+      return failure();
+    HostTensor offsets{false, onnx::TensorProto::INT64, {n, c, 1, 1}, {}};
+    for (int64_t k = 0; k < n * c; ++k)
+      offsets.values.push_back(double(k * plane));
+    OpBuilder &b = imp.builder();
+    Value at = cast<MaxPoolOp>(y->getDefiningOp()).getIndices();
+    if (imp.intAttr("storage_order", 0) != 0) { // column-major: iw * H + ih
+      int64_t h = w->image[2], width = w->image[3];
+      Type i64 = b.getI64Type();
+      auto row = imp.create<DivOp>(at, scalarConstant(b, imp.loc(), i64, double(width)));
+      if (failed(row))
+        return failure();
+      auto whole = imp.create<MulOp>(*row, scalarConstant(b, imp.loc(), i64, double(width)));
+      if (failed(whole))
+        return failure();
+      auto col = imp.create<SubOp>(at, *whole);
+      if (failed(col))
+        return failure();
+      auto moved = imp.create<MulOp>(*col, scalarConstant(b, imp.loc(), i64, double(h)));
+      if (failed(moved))
+        return failure();
+      auto sum = imp.create<AddOp>(*moved, *row);
+      if (failed(sum))
+        return failure();
+      at = *sum;
+    }
+    auto flat = imp.create<AddOp>(at, ConstantOp::create(b, imp.loc(), toAttr(b, offsets)));
+    if (failed(flat))
+      return failure();
+    imp.define(1, reshaped(imp, *flat, outShape));
+  }
   return imp.defineResult(reshaped(imp, *y, outShape));
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Window models otc refuses, one per file in OUT_DIR, each a valid ONNX
-model: a 4-D convolution, MaxPool's Indices output, column-major indices,
-a dilated AveragePool, a kernel larger than its padded input, and 3-D
+model: a 4-D convolution, a 3-D MaxPool's Indices output, a dilated
+AveragePool, a kernel larger than its padded input, and 3-D
 windows whose compositions' intermediates would pass the size limit (the
 planes pooled before the depth; a depth padded to 2^36 planes of 2^28).
 
@@ -33,10 +33,8 @@ def save(name, nodes, x_shape, y_shape, inits=(), outputs=("y",), opset=17):
 w4 = numpy_helper.from_array(np.ones((2, 1, 2, 2, 2, 2), np.float32), "w")
 save("conv4d", [n("Conv", ["x", "w"], ["y"], name="conv4d")], ["N", 1, 3, 3, 3, 3],
      ["N", 2, 2, 2, 2, 2], [w4])
-save("pool_indices", [n("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="pool")],
-     ["N", 1, 4, 4], ["N", 1, 3, 3], outputs=("y", "i"))
-save("pool_column_major", [n("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1,
-                             name="pool")], ["N", 1, 4, 4], ["N", 1, 3, 3])
+save("pool_indices", [n("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2, 2], name="pool")],
+     ["N", 1, 4, 4, 4], ["N", 1, 3, 3, 3], outputs=("y", "i"))
 save("kernel_too_big", [n("MaxPool", ["x"], ["y"], kernel_shape=[5, 5], pads=[0, 0, 0, 0],
                           name="pool")], ["N", 1, 4, 4], ["N", 1, 1, 1])
 w1 = numpy_helper.from_array(np.ones((1, 1, 1, 1, 1), np.float32), "w")
