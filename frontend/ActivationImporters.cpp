@@ -280,6 +280,8 @@ FailureOr<Value> thresholdedRelu(Imp &imp, Value x) {
 /// Shrink: x + bias below -lambd, x - bias above lambd, else 0 (hardshrink
 /// with bias 0, softshrink with bias lambd).
 FailureOr<Value> shrink(Imp &imp, Value x) {
+  if (!isa<FloatType>(getElementTypeOrSelf(x.getType())))
+    return imp.fail("the input must be a float tensor");
   double lambd = imp.floatAttr("lambd", 0.5), bias = imp.floatAttr("bias", 0.0);
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();

@@ -131,6 +131,18 @@ LogicalResult importCompareWith(Imp &imp, ComparePredicate predicate) {
 
 /// Xor: a != b on bools, folded on constants.
 LogicalResult importXor(Imp &imp) {
+  for (size_t i = 0; i < 2 && i < imp.numInputs(); ++i) {
+    const HostTensor *c = imp.constantInput(i);
+    bool isBool = c ? c->elemType == onnx::TensorProto::BOOL : false;
+    if (!c) {
+      auto v = imp.input(i);
+      if (failed(v))
+        return failure();
+      isBool = getElementTypeOrSelf(v->getType()).isInteger(1);
+    }
+    if (!isBool)
+      return imp.fail("the inputs must be bool tensors");
+  }
   return importBinaryWith(
       imp,
       [](GraphImporter &i, Value a, Value b) {
@@ -291,9 +303,11 @@ static LogicalResult importPowTensor(Imp &imp) {
   Value zero = cmp(a, c(0), ComparePredicate::eq);
   Value safe = ok(imp.create<WhereOp>(zero, c(1), a)); // log(0)'s gradient is infinite
   Value r = ExpOp::create(b, loc, ok(imp.create<MulOp>(e, LogOp::create(b, loc, safe))));
-  // At 0: 0 for y > 0, 1 for y = 0, inf for y < 0.
+  // At 0: 0 for y > 0 (x itself for y = 1, so that d/dx is 1 there, as
+  // PyTorch's y x^(y-1)), 1 for y = 0, inf for y < 0.
   Value atZero = ok(imp.create<WhereOp>(
-      cmp(e, c(0), ComparePredicate::gt), c(0),
+      cmp(e, c(0), ComparePredicate::gt),
+      ok(imp.create<WhereOp>(cmp(e, c(1), ComparePredicate::eq), *x, c(0))),
       ok(imp.create<WhereOp>(cmp(e, c(0), ComparePredicate::eq), c(1),
                              c(std::numeric_limits<double>::infinity())))));
   Value magnitude = ok(imp.create<WhereOp>(zero, atZero, r));
@@ -308,6 +322,10 @@ static LogicalResult importPowTensor(Imp &imp) {
   Value out = ok(imp.create<WhereOp>(
       ok(imp.create<AndOp>(negative, NotOp::create(b, loc, whole))),
       c(std::numeric_limits<double>::quiet_NaN()), signed_));
+  // C's ones, NaN and infinities included: x^0 and 1^y.
+  Value one = ok(imp.create<OrOp>(cmp(e, c(0), ComparePredicate::eq),
+                                  cmp(*x, c(1), ComparePredicate::eq)));
+  out = ok(imp.create<WhereOp>(one, c(1), out));
   if (broken)
     return failure();
   return imp.defineResult(out);

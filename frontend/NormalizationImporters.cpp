@@ -319,7 +319,21 @@ LogicalResult importMeanVarianceNormalization(Imp &imp) {
   auto centred = imp.create<SubOp>(*x, *mu);
   if (failed(variance) || failed(centred))
     return failure();
-  Value deviation = SqrtOp::create(b, loc, *variance);
+  // A constant slice has variance 0 (or, rounded, a little below): its
+  // deviation is 0, with no infinite gradient from sqrt at 0 (which would
+  // make the slice's gradient NaN).
+  Value zero = scalarConstant(b, loc, type.getElementType(), 0.0);
+  auto positive = imp.create<CompareOp>(*variance, zero, ComparePredicate::gt);
+  if (failed(positive))
+    return failure();
+  auto kept = imp.create<WhereOp>(*positive, *variance,
+                                  scalarConstant(b, loc, type.getElementType(), 1.0));
+  if (failed(kept))
+    return failure();
+  auto root = imp.create<WhereOp>(*positive, SqrtOp::create(b, loc, *kept).getResult(), zero);
+  if (failed(root))
+    return failure();
+  Value deviation = *root;
   auto denominator = imp.create<AddOp>(deviation, scalarConstant(b, loc, type.getElementType(), 1e-9));
   if (failed(denominator))
     return failure();
