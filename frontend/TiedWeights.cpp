@@ -114,6 +114,28 @@ void makeTranspose(onnx::NodeProto &n) {
   perm->add_ints(0);
 }
 
+/// The names a tie must leave alone: read in a subgraph, or a graph output.
+std::set<std::string> readElsewhere(const onnx::GraphProto &g) {
+  std::set<std::string> names;
+  for (const auto &n : g.node())
+    forEachNestedRead(n, [&](const std::string &name, const onnx::NodeProto *, int) {
+      names.insert(name);
+    });
+  for (const auto &o : g.output())
+    names.insert(o.name());
+  return names;
+}
+
+/// `made`'s nodes, in order, at the head of the graph.
+void prependNodes(onnx::GraphProto &g, onnx::GraphProto &made) {
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;
+  for (auto &n : *made.mutable_node())
+    *head.Add() = std::move(n);
+  for (auto &n : *g.mutable_node())
+    *head.Add() = std::move(n);
+  g.mutable_node()->Swap(&head);
+}
+
 /// Each copy leaves the initializers (and the graph inputs, where an old
 /// exporter listed initializers) and becomes a node at the head of the
 /// graph reading its source: Transpose, or Identity.
@@ -223,16 +245,10 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
   std::vector<Matrix> matrices = matricesOf(g, bytes);
   // Copies left alone: read in a subgraph, a graph output, or tied already
   // (a saved model keeps the tie's nodes).
-  std::set<std::string> keep;
-  for (const auto &n : g.node()) {
-    forEachNestedRead(n, [&](const std::string &name, const onnx::NodeProto *, int) {
-      keep.insert(name);
-    });
+  std::set<std::string> keep = readElsewhere(g);
+  for (const auto &n : g.node())
     if (n.input_size() && n.name() == "otc_tied/" + n.input(0) + "/rest") // the tie's Slice
       keep.insert(n.input(0));
-  }
-  for (const auto &o : g.output())
-    keep.insert(o.name());
   int opset = defaultOpset(model);
   struct Block {
     std::string copy, source;
@@ -266,7 +282,6 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
     }
   }
   std::vector<std::string> lines;
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;
   onnx::GraphProto made; // the new nodes, in order
   for (const Block &k : blocks) {
     std::string base = "otc_tied/" + k.copy, joined = base + "/joined";
@@ -318,13 +333,8 @@ std::vector<std::string> tieTransposedBlocks(onnx::ModelProto &model, TensorByte
                     (k.leading ? "first " : "last ") + std::to_string(k.size) +
                     (k.axis == 0 ? " rows" : " columns"));
   }
-  if (blocks.empty())
-    return lines;
-  for (auto &n : *made.mutable_node())
-    *head.Add() = std::move(n);
-  for (auto &n : *g.mutable_node())
-    *head.Add() = std::move(n);
-  g.mutable_node()->Swap(&head);
+  if (!blocks.empty())
+    prependNodes(g, made);
   return lines;
 }
 
@@ -347,6 +357,11 @@ float applied(Fold op, float p, float c) {
     return p / c;
   }
   return 0;
+}
+
+/// Whether op(P, c) is P itself.
+bool isIdentity(Fold op, float c) {
+  return ((op == Fold::Mul || op == Fold::Div) && c == 1.0f) || (op == Fold::Add && c == 0.0f);
 }
 
 struct Values {
@@ -408,13 +423,10 @@ std::vector<int> downstream(const onnx::GraphProto &g,
 
 std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorBytes &bytes) {
   onnx::GraphProto &g = *model.mutable_graph();
-  std::set<std::string> keep; // read in a subgraph, or a graph output
-  for (const auto &n : g.node())
-    forEachNestedRead(n, [&](const std::string &name, const onnx::NodeProto *, int) {
-      keep.insert(name);
-    });
-  for (const auto &o : g.output())
-    keep.insert(o.name());
+  int opset = defaultOpset(model);
+  if (opset < 7) // the arithmetic nodes' first importable forms
+    return {};
+  std::set<std::string> keep = readElsewhere(g);
   auto isFolded = [](const std::string &name) { return name.rfind("onnx::", 0) == 0; };
   // Values are read only where a folded tensor and a source share their
   // element count, and then only until they differ.
@@ -460,9 +472,6 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
   };
   std::vector<Tie> ties;
   std::vector<std::string> lines;
-  int opset = defaultOpset(model);
-  if (opset < 7) // the arithmetic nodes' first importable forms
-    return {};
   // Each comparison reads at most both tensors; a hostile model of many
   // equal tensors stops being matched past this many elements read.
   int64_t budget = int64_t(1) << 28;
@@ -495,10 +504,7 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
                 op, f, p, op == Fold::Add || op == Fold::Sub ? small : big)) {
           // An equal copy of the same shape says nothing of a fold: two
           // parameters may start equal (an identity initialisation).
-          bool same = (op == Fold::Mul || op == Fold::Div) ? *c == 1.0f
-                      : op == Fold::Add                    ? *c == 0.0f
-                                                           : false;
-          if (same && sameDims)
+          if (isIdentity(op, *c) && sameDims)
             break;
           found.push_back({name, p.tensor->name(), op, *c,
                            sameDims ? std::vector<int64_t>()
@@ -563,8 +569,9 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
   };
   onnx::GraphProto made;
   for (const Tie &t : ties) {
+    // (An identity is tied only with a reshape: the Reshape alone.)
     std::string base = "otc_tied/" + t.copy, value = t.source;
-    bool copy = (t.op == Fold::Mul && t.c == 1.0f) || (t.op == Fold::Div && t.c == 1.0f);
+    bool copy = isIdentity(t.op, t.c);
     const char *opName[] = {"Sub", "Add", "Mul", "Div"};
     if (!copy) {
       onnx::NodeProto *c = made.add_node();
@@ -592,12 +599,6 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
       r->add_input(value);
       r->add_input(base + "/shape");
       r->add_output(t.copy);
-    } else if (copy) {
-      onnx::NodeProto *n = made.add_node();
-      n->set_op_type("Identity");
-      n->set_name(base);
-      n->add_input(t.source);
-      n->add_output(t.copy);
     }
     char c[32];
     std::snprintf(c, sizeof c, "%.9g", double(t.c));
@@ -617,12 +618,7 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
                ? n.output(0)
                : std::string();
   });
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> head;
-  for (auto &n : *made.mutable_node())
-    *head.Add() = std::move(n);
-  for (auto &n : *g.mutable_node())
-    *head.Add() = std::move(n);
-  g.mutable_node()->Swap(&head);
+  prependNodes(g, made);
   return lines;
 }
 
