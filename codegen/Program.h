@@ -142,7 +142,9 @@ struct LibraryCall {
   X(LstmForward, "lstm_forward", true, lstm_forward_extents)                   \
   X(LstmBackward, "lstm_backward", true, lstm_backward_extents)                \
   X(GruForward, "gru_forward", true, gru_forward_extents)                      \
-  X(GruBackward, "gru_backward", true, gru_backward_extents)
+  X(GruBackward, "gru_backward", true, gru_backward_extents)                   \
+  X(RnnForward, "rnn_forward", true, rnn_forward_extents)                      \
+  X(RnnBackward, "rnn_backward", true, rnn_backward_extents)
   enum class Kernel : uint8_t {
 #define OTC_KERNEL_ENUM(Kind, name, blas, extents) Kind,
     OTC_LIBRARY_KERNELS(OTC_KERNEL_ENUM)

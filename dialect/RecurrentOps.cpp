@@ -1,4 +1,4 @@
-// otc.lstm, otc.gru and their gradients: shapes, verification, FLOP counts
+// otc.lstm, otc.gru, otc.rnn and their gradients: shapes, verification, FLOP counts
 // and the gradient rules. The kernels walk time; the recurrent weight's
 // gradient is one GEMM over every step, built here from primitives so that
 // gradient accumulation and the other passes see it.
@@ -19,15 +19,16 @@ RankedTensorType tensor(ArrayRef<int64_t> shape, Type elem) {
 LogicalResult checkRecurrence(std::optional<Location> loc, Value input, Value recurrence,
                               int64_t gates, int64_t &T, int64_t &B, int64_t &H) {
   RankedTensorType x = tensorType(input), r = tensorType(recurrence);
+  std::string gh = gates == 1 ? "H" : std::to_string(gates) + "H";
   if (x.getRank() != 3 || r.getRank() != 2)
-    return emitOptionalError(loc, "the input must be [T, B, ", gates,
-                             "H] and the recurrence [", gates, "H, H], not ", x, " and ", r);
+    return emitOptionalError(loc, "the input must be [T, B, ", gh, "] and the recurrence [", gh,
+                             ", H], not ", x, " and ", r);
   H = r.getDimSize(1);
   T = x.getDimSize(0);
   B = x.getDimSize(1);
   if (H < 1 || r.getDimSize(0) != gates * H || x.getDimSize(2) != gates * H)
     return emitOptionalError(loc, "the input ", x, " and the recurrence ", r, " must be [T, B, ",
-                             gates, "H] and [", gates, "H, H]");
+                             gh, "] and [", gh, ", H]");
   if (x.getElementType() != r.getElementType())
     return emitOptionalError(loc, "the input ", x, " and the recurrence ", r,
                              " must share an element type");
@@ -175,6 +176,43 @@ LogicalResult GruGradOp::verify() {
   return success();
 }
 
+LogicalResult RnnOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor a,
+                                      SmallVectorImpl<Type> &types) {
+  int64_t T, B, H;
+  if (failed(checkRecurrence(loc, a.getInput(), a.getRecurrence(), 1, T, B, H)))
+    return failure();
+  Type elem = tensorType(a.getInput()).getElementType();
+  types.append({tensor({T, B, H}, elem), tensor({T, B, H}, recurrentStateType(elem))});
+  return success();
+}
+
+LogicalResult RnnOp::verify() {
+  auto h = tensorType(getHidden());
+  return expect(*this, getInitialH(), "the initial hidden state",
+                tensor({h.getDimSize(1), h.getDimSize(2)}, h.getElementType()));
+}
+
+LogicalResult RnnGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor a,
+                                          SmallVectorImpl<Type> &types) {
+  auto dh = tensorType(a.getHiddenGrad());
+  if (dh.getRank() != 3)
+    return emitOptionalError(loc, "the hidden states' gradient must be [T, B, H], not ", dh);
+  int64_t B = dh.getDimSize(1), H = dh.getDimSize(2);
+  types.append({dh, tensor({B, H}, dh.getElementType())});
+  return success();
+}
+
+LogicalResult RnnGradOp::verify() {
+  auto dh = tensorType(getHiddenGrad());
+  int64_t H = dh.getDimSize(2);
+  Type elem = dh.getElementType();
+  if (failed(expect(*this, getRecurrence(), "the recurrence", tensor({H, H}, elem))) ||
+      failed(expect(*this, getStates(), "the states",
+                    tensor(dh.getShape(), recurrentStateType(elem)))))
+    return failure();
+  return success();
+}
+
 // A step: the recurrent GEMM (2 B H per gate row) and about 10 B H of gates.
 int64_t LstmOp::getFlopCount() {
   auto h = tensorType(getHidden()).getShape();
@@ -191,6 +229,14 @@ int64_t GruOp::getFlopCount() {
 int64_t GruGradOp::getFlopCount() {
   auto dx = tensorType(getInputGrad()).getShape();
   return dx[0] * dx[1] * dx[2] * (2 * (dx[2] / 3) + 5);
+}
+int64_t RnnOp::getFlopCount() {
+  auto h = tensorType(getHidden()).getShape();
+  return h[0] * h[1] * h[2] * (2 * h[2] + 2);
+}
+int64_t RnnGradOp::getFlopCount() {
+  auto dx = tensorType(getInputGrad()).getShape();
+  return dx[0] * dx[1] * dx[2] * (2 * dx[2] + 3);
 }
 
 // d input = the kernel's gate gradients; dR = Σ_t dgatesᵀ h_prev.
@@ -251,5 +297,27 @@ LogicalResult GruOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl
   grads.append({dx, dr, g.getInitialHGrad()});
   if (getRbias())
     grads.push_back(drb);
+  return success();
+}
+
+// d input = the kernel's pre-activation gradients; dR = Σ_t dᵀ h_prev. f' is
+// taken from the kept float32 states, or from the hidden states themselves
+// when they are as wide (float32: the states are then dead after the op).
+LogicalResult RnnOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl<Value> &grads) {
+  if (dy[1])
+    return emitOpError("has no gradient rule for its kept states");
+  if (!dy[0]) {
+    grads.append(getNumOperands(), Value());
+    return success();
+  }
+  Location loc = getLoc();
+  Value states = getStates().getType() == getHidden().getType() ? getHidden() : getStates();
+  auto g = RnnGradOp::create(b, loc, dy[0], getRecurrence(), states, getActivationAttr(),
+                             getReverseAttr());
+  Value dx = g.getInputGrad();
+  int64_t H = tensorType(dx).getDimSize(2);
+  Value hprev = previousStates(b, loc, getHidden(), getInitialH(), getReverse());
+  Value dr = sumOfOuter(b, loc, columns(b, loc, dx, 0, H), columns(b, loc, hprev, 0, H));
+  grads.append({dx, dr, g.getInitialHGrad()});
   return success();
 }

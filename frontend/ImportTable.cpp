@@ -153,6 +153,7 @@ const OpImporter kImporters[] = {
     {"PRelu", 7, importPRelu},
     {"Range", 11, importRange},
     {"Reshape", 5, importReshape},
+    {"RNN", 7, importRnn},
     {"Resize", 10, importResize, 0b10},
     {"Resize", 11, importResize, 0b1110}, // roi, scales, sizes; coordinate transforms
     {"Resize", 18, importResize, 0b1110}, // axes

@@ -1,6 +1,6 @@
-// LSTM and GRU: the input projection of every step is one GEMM over the
-// whole sequence, and each direction's recurrence is one otc.lstm or
-// otc.gru, whose kernel walks time (so the program's size does not grow
+// LSTM, GRU and RNN: the input projection of every step is one GEMM over
+// the whole sequence, and each direction's recurrence is one otc.lstm,
+// otc.gru or otc.rnn, whose kernel walks time (so the program's size does not grow
 // with the sequence). Their gradient rules give backpropagation through time.
 #include "Importers.h"
 
@@ -13,6 +13,8 @@ using namespace mlir;
 
 namespace otc {
 namespace {
+
+enum class Cell { Lstm, Gru, Rnn };
 
 struct Recurrence {
   GraphImporter &imp;
@@ -61,19 +63,30 @@ struct Recurrence {
   }
 };
 
-/// The activations attribute may only spell out the defaults.
-LogicalResult checkDefaults(GraphImporter &imp, ArrayRef<const char *> defaults, int64_t dirs) {
+std::string lower(std::string s) {
+  for (char &c : s)
+    c = char(std::tolower((unsigned char)c));
+  return s;
+}
+
+/// The activations attribute may only spell out the defaults (for the
+/// Elman cell, tanh or relu, the same in both directions).
+LogicalResult checkDefaults(GraphImporter &imp, ArrayRef<const char *> defaults, int64_t dirs,
+                            RnnActivation &rnnActivation) {
+  rnnActivation = RnnActivation::Tanh;
   if (const auto *a = imp.attr("activations")) {
     bool ok = a->strings_size() == int(defaults.size() * dirs);
+    if (ok && defaults.size() == 1 && lower(a->strings(0)) == "relu")
+      rnnActivation = RnnActivation::Relu;
     for (int i = 0; ok && i < a->strings_size(); ++i) {
-      std::string s = a->strings(i);
-      for (char &c : s)
-        c = char(std::tolower((unsigned char)c));
-      std::string want = defaults[i % defaults.size()];
-      ok = s == want;
+      std::string want = rnnActivation == RnnActivation::Relu ? "relu" : defaults[i % defaults.size()];
+      ok = lower(a->strings(i)) == want;
     }
     if (!ok)
-      return imp.fail("only the default activations are supported");
+      return imp.fail(defaults.size() == 1
+                          ? "only the activations Tanh and Relu (the same in both directions) are "
+                            "supported"
+                          : "only the default activations are supported");
   }
   if (imp.attr("clip"))
     return imp.fail("cell clipping (clip) is not supported");
@@ -82,16 +95,18 @@ LogicalResult checkDefaults(GraphImporter &imp, ArrayRef<const char *> defaults,
   return success();
 }
 
-/// An LSTM or GRU node's attributes and inputs, checked.
+/// An LSTM, GRU or RNN node's attributes and inputs, checked.
 struct RecurrentNode {
   std::string dir = "forward";
   int64_t dirs = 1, layout = 0;
   bool linearBeforeReset = false;
+  RnnActivation activation = RnnActivation::Tanh;
   Value x, w, r, bias, initH, initC; // bias and the initial states may be null
 };
 
-template <bool IsLstm>
+template <Cell Kind>
 FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
+  constexpr bool IsLstm = Kind == Cell::Lstm;
   RecurrentNode n;
   if (const auto *a = imp.attr("direction"))
     n.dir = a->s();
@@ -100,8 +115,11 @@ FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
   n.dirs = n.dir == "bidirectional" ? 2 : 1;
   const char *lstmDefaults[] = {"sigmoid", "tanh", "tanh"};
   const char *gruDefaults[] = {"sigmoid", "tanh"};
-  if (failed(checkDefaults(imp, IsLstm ? ArrayRef<const char *>(lstmDefaults)
-                                       : ArrayRef<const char *>(gruDefaults), n.dirs)))
+  const char *rnnDefaults[] = {"tanh"};
+  ArrayRef<const char *> defaults = IsLstm                ? ArrayRef<const char *>(lstmDefaults)
+                                    : Kind == Cell::Gru ? ArrayRef<const char *>(gruDefaults)
+                                                        : ArrayRef<const char *>(rnnDefaults);
+  if (failed(checkDefaults(imp, defaults, n.dirs, n.activation)))
     return failure();
   if (IsLstm && imp.intAttr("input_forget", 0) != 0)
     return imp.fail("input_forget is not supported");
@@ -110,7 +128,7 @@ FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
   n.layout = imp.opset() >= 14 ? imp.intAttr("layout", 0) : 0;
   if (n.layout != 0 && n.layout != 1)
     return imp.fail("layout must be 0 or 1");
-  n.linearBeforeReset = !IsLstm && imp.intAttr("linear_before_reset", 0) != 0;
+  n.linearBeforeReset = Kind == Cell::Gru && imp.intAttr("linear_before_reset", 0) != 0;
   auto x = imp.input(0), w = imp.input(1), r = imp.input(2);
   auto bias = imp.optionalInput(3), initH = imp.optionalInput(5);
   auto initC = IsLstm ? imp.optionalInput(6) : FailureOr<Value>(Value());
@@ -136,7 +154,7 @@ FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
 
 /// One direction's recurrence: its hidden states [T, N, H] and, for an
 /// LSTM, its cell states (in the input's type).
-template <bool IsLstm>
+template <Cell Kind>
 Value recur(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Value h0, Value c0,
             Value &cells) {
   GraphImporter &imp = rec.imp;
@@ -159,8 +177,10 @@ Value recur(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Val
   Value x = reshaped(imp, rec.linear(flatX, wd, bias), {T, N, gates * H});
   Value h = h0 ? rec.direction(h0, d) : rec.zeros({N, H});
   bool reverse = n.dir == "reverse" || d == 1;
-  if (!IsLstm)
+  if (Kind == Cell::Gru)
     return GruOp::create(b, rec.loc(), x, rd, h, rbias, reverse, n.linearBeforeReset).getHidden();
+  if (Kind == Cell::Rnn)
+    return RnnOp::create(b, rec.loc(), x, rd, h, n.activation, reverse).getHidden();
   // The cell state is kept in the op's state type.
   Value c = c0 ? rec.direction(c0, d) : rec.zeros({N, H});
   auto op = LstmOp::create(b, rec.loc(), x, rd, h,
@@ -169,15 +189,16 @@ Value recur(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Val
   return op.getHidden();
 }
 
-/// LSTM (gates i, o, f, c) and GRU (gates z, r, h), forward, reverse or
-/// bidirectional, with optional bias and initial states.
-template <bool IsLstm>
+/// LSTM (gates i, o, f, c), GRU (gates z, r, h) and RNN (tanh or relu),
+/// forward, reverse or bidirectional, with optional bias and initial states.
+template <Cell Kind>
 LogicalResult importRecurrent(GraphImporter &imp) {
-  auto node = readNode<IsLstm>(imp);
+  constexpr bool IsLstm = Kind == Cell::Lstm;
+  auto node = readNode<Kind>(imp);
   if (failed(node))
     return failure();
   const RecurrentNode &n = *node;
-  const int64_t gates = IsLstm ? 4 : 3, dirs = n.dirs, layout = n.layout;
+  const int64_t gates = IsLstm ? 4 : Kind == Cell::Gru ? 3 : 1, dirs = n.dirs, layout = n.layout;
   auto xType = cast<RankedTensorType>(n.x.getType());
   // hidden_size is optional: R is [dirs, gates·H, H].
   auto rShape = cast<RankedTensorType>(n.r.getType()).getShape();
@@ -208,7 +229,7 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   SmallVector<Value> ys, lastH, lastC;
   for (int64_t d = 0; d < dirs; ++d) {
     Value cells;
-    Value hs = recur<IsLstm>(rec, n, d, flatX, h0, c0, cells);
+    Value hs = recur<Kind>(rec, n, d, flatX, h0, c0, cells);
     ys.push_back(reshaped(imp, hs, {T, 1, N, H}));
     // The last state is the one the walk ends on.
     int64_t last = n.dir == "reverse" || d == 1 ? 0 : T - 1;
@@ -242,7 +263,8 @@ LogicalResult importRecurrent(GraphImporter &imp) {
 
 } // namespace
 
-LogicalResult importLstm(GraphImporter &imp) { return importRecurrent<true>(imp); }
-LogicalResult importGru(GraphImporter &imp) { return importRecurrent<false>(imp); }
+LogicalResult importLstm(GraphImporter &imp) { return importRecurrent<Cell::Lstm>(imp); }
+LogicalResult importGru(GraphImporter &imp) { return importRecurrent<Cell::Gru>(imp); }
+LogicalResult importRnn(GraphImporter &imp) { return importRecurrent<Cell::Rnn>(imp); }
 
 } // namespace otc

@@ -1,4 +1,4 @@
-// Recurrent layers: one call of the kernel library's lstm_* or gru_*
+// Recurrent layers: one call of the kernel library's lstm_*, gru_* or rnn_*
 // (kernels/recurrent.h) per op, whatever the sequence length, with the
 // sizes and direction in the template and the step's carries as scratch.
 #include "../Rules.h"
@@ -73,6 +73,27 @@ bool lowerGruGrad(Operation *op, Lowering &l) {
                           {carry, m, work}, {o.getInputGrad(), o.getInitialHGrad()});
 }
 
+bool lowerRnn(Operation *op, Lowering &l) {
+  auto o = cast<RnnOp>(op);
+  std::vector<int64_t> c = sizes(o.getHidden());
+  c.push_back(o.getReverse());
+  c.push_back(int64_t(o.getActivation()));
+  return lowerLibraryCall(op, l, Kernel::RnnForward, c,
+                          {o.getInput(), o.getRecurrence(), o.getInitialH()}, {},
+                          {o.getHidden(), o.getStates()});
+}
+
+bool lowerRnnGrad(Operation *op, Lowering &l) {
+  auto o = cast<RnnGradOp>(op);
+  std::vector<int64_t> c = sizes(o.getHiddenGrad());
+  c.push_back(o.getReverse());
+  c.push_back(int64_t(o.getActivation()));
+  int carry = l.scratch(ElemType::F32, {c[1], c[2]}, "rnn_carry");
+  return lowerLibraryCall(op, l, Kernel::RnnBackward, c,
+                          {o.getHiddenGrad(), o.getRecurrence(), o.getStates()}, {carry},
+                          {o.getInputGrad(), o.getInitialHGrad()});
+}
+
 } // namespace
 
 void registerRecurrentRules(RuleRegistry &r) {
@@ -81,6 +102,8 @@ void registerRecurrentRules(RuleRegistry &r) {
   r.steps[LstmGradOp::getOperationName()] = {lowerLstmGrad, nullptr, own};
   r.steps[GruOp::getOperationName()] = {lowerGru, nullptr, own};
   r.steps[GruGradOp::getOperationName()] = {lowerGruGrad, nullptr, own};
+  r.steps[RnnOp::getOperationName()] = {lowerRnn, nullptr, own};
+  r.steps[RnnGradOp::getOperationName()] = {lowerRnnGrad, nullptr, own};
 }
 
 } // namespace otc

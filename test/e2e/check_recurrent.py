@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Compiles otc.lstm / otc.gru and their gradients with `otc kernel`, runs
-them on random inputs and checks every result (hidden and cell states, kept
-gates, the gates' gradient, the initial states' gradients) against PyTorch
-autograd in float64 over a step loop written from ONNX's formulas.
+"""Compiles otc.lstm / otc.gru / otc.rnn and their gradients with `otc
+kernel`, runs them on random inputs and checks every result (hidden and
+cell states, kept gates or states, the gates' gradient, the initial states'
+gradients) against PyTorch autograd in float64 over a step loop written
+from ONNX's formulas.
 
-usage: check_recurrent.py OTC DIR --cell lstm|gru [--reverse] [--lbr 0|1]
-           [--rbias] [--no-cell-grad] [--type f32|bf16] [--steps T]
+usage: check_recurrent.py OTC DIR --cell lstm|gru|rnn [--reverse] [--lbr 0|1]
+           [--relu] [--rbias] [--no-cell-grad] [--type f32|bf16] [--steps T]
            [--batch B] [--hidden H] [--target cpu|cuda]
            [--build-only | --run-only]
 
@@ -39,10 +40,12 @@ from check_kernel import round_to
 
 torch.set_num_threads(1)
 
+GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+
 
 def mlir(a, T, B, H):
     t = a.type
-    G = 4 if a.cell == "lstm" else 3
+    G = GATES[a.cell]
     ty = lambda s, e=t: "tensor<" + "x".join(map(str, s)) + "x" + e + ">"
     st = "f32"
     x, r, h0, hs = ty((T, B, G * H)), ty((G * H, H)), ty((B, H)), ty((T, B, H))
@@ -53,6 +56,8 @@ def mlir(a, T, B, H):
     if a.cell == "gru" and a.lbr:
         attrs.append("linear_before_reset = true")
     attr = " {" + ", ".join(attrs) + "}" if attrs else ""
+    if a.cell == "rnn":
+        attr = " {" + ", ".join(attrs + [f"activation = {int(a.relu)} : i32"]) + "}"
     if a.cell == "lstm":
         c0, cs = ty((B, H), st), ty((T, B, H), st)
         args = [f"%x: {x}", f"%r: {r}", f"%h0: {h0}", f"%c0: {c0}", f"%dh: {hs}"]
@@ -65,6 +70,13 @@ def mlir(a, T, B, H):
                 f"  %dx, %dh0, %dc0 = otc.lstm_grad %dh, %r, %c, %g, %c0{cg}{attr} : {hs}, {r}, {cs}, {gates}, {c0}{cgt}"
                 f" -> {x}, {h0}, {c0}\n"
                 f"  return %h, %c, %g, %dx, %dh0, %dc0 : {', '.join(outs)}\n")
+    elif a.cell == "rnn":
+        args = [f"%x: {x}", f"%r: {r}", f"%h0: {h0}", f"%dh: {hs}"]
+        states = ty((T, B, H), st)
+        outs = [hs, states, x, h0]
+        body = (f"  %h, %s = otc.rnn %x, %r, %h0{attr} : {x}, {r}, {h0} -> {hs}, {states}\n"
+                f"  %dx, %dh0 = otc.rnn_grad %dh, %r, %s{attr} : {hs}, {r}, {states} -> {x}, {h0}\n"
+                f"  return %h, %s, %dx, %dh0 : {', '.join(outs)}\n")
     else:
         args = [f"%x: {x}", f"%r: {r}", f"%h0: {h0}", f"%dh: {hs}"]
         rb, rbt = "", ""
@@ -111,6 +123,11 @@ def reference(a, inputs, dtype, store):
             h_new = o * torch.tanh(c)
             gates[s] = torch.cat([i, o, f, g], 1)
             cs[s] = c
+        elif a.cell == "rnn":
+            pre = xt + h @ r.T
+            round_grad(pre)
+            h_new = torch.relu(pre) if a.relu else torch.tanh(pre)
+            gates[s] = h_new  # the kept states, before the hidden state's rounding
         else:
             zr = xt[:, :2 * H] + h @ r[:2 * H].T
             z, rg = sig(zr[:, :H]), sig(zr[:, H:])
@@ -139,7 +156,7 @@ def reference(a, inputs, dtype, store):
         out["cell"] = cs
         if a.cell_grad:
             loss = loss + (cs * t["dc"]).sum()
-    out["gates"] = torch.stack(gates)
+    out["states" if a.cell == "rnn" else "gates"] = torch.stack(gates)
     loss.backward()
     out["dx"] = x.grad
     out["dh0"] = t["h0"].grad
@@ -152,7 +169,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("otc")
     ap.add_argument("tmp")
-    ap.add_argument("--cell", required=True, choices=["lstm", "gru"])
+    ap.add_argument("--cell", required=True, choices=list(GATES))
+    ap.add_argument("--relu", action="store_true", help="the Elman cell's activation")
     ap.add_argument("--reverse", action="store_true")
     ap.add_argument("--lbr", type=int, default=1)
     ap.add_argument("--rbias", action="store_true")
@@ -166,7 +184,7 @@ def main():
     ap.add_argument("--run-only", action="store_true")
     a = ap.parse_args()
     T, B, H = a.steps, a.batch, a.hidden
-    G = 4 if a.cell == "lstm" else 3
+    G = GATES[a.cell]
     tmp = Path(a.tmp)
     tmp.mkdir(parents=True, exist_ok=True)
     exe = tmp / "recurrent"
@@ -194,8 +212,9 @@ def main():
     for i, v in enumerate(inputs.values()):
         np.save(data / f"arg{i}.npy", v)
     subprocess.run([str(exe), str(data)], check=True)
-    names = ["hidden", "cell", "gates", "dx", "dh0", "dc0"] if a.cell == "lstm" else \
-            ["hidden", "gates", "dx", "dh0"]
+    names = {"lstm": ["hidden", "cell", "gates", "dx", "dh0", "dc0"],
+             "gru": ["hidden", "gates", "dx", "dh0"],
+             "rnn": ["hidden", "states", "dx", "dh0"]}[a.cell]
     got = {n: np.load(data / f"result{i}.npy").astype(np.float64) for i, n in enumerate(names)}
     f64 = {k: np.asarray(v, np.float64) for k, v in inputs.items()}
     if a.type == "f32":

@@ -170,9 +170,12 @@ lstm --cell lstm
 lstm_rev --cell lstm --reverse --no-cell-grad --steps 4 --batch 2 --hidden 33
 gru_lbr --cell gru --lbr 1 --rbias
 gru --cell gru --lbr 0 --reverse --hidden 17
+rnn --cell rnn --steps 9
+rnn_relu --cell rnn --relu --reverse --hidden 17
 lstm_bf16 --cell lstm --type bf16 --reverse
 gru_bf16 --cell gru --type bf16 --lbr 0
 gru_lbr_bf16 --cell gru --type bf16 --lbr 1 --rbias --reverse
+rnn_relu_bf16 --cell rnn --relu --type bf16
 CASES
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$py" "$root/test/e2e/check_attention.py" "$otc" "$out/bench_attention" --target cuda --build-only \

@@ -544,6 +544,48 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           env[op.getInitialHGrad()] = Tensor{{B, H}, dh};
           return dx;
         })
+        .Case([&](RnnOp op) {
+          const Tensor &x = get(op.getInput()), &r = get(op.getRecurrence());
+          const Tensor &h0 = get(op.getInitialH());
+          bool relu = op.getActivation() == RnnActivation::Relu;
+          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse()};
+          int64_t T = rr.T, B = rr.B, H = rr.H;
+          Tensor hs{{T, B, H}, std::vector<double>(T * B * H)};
+          for (int64_t s = 0; s < T; ++s)
+            for (int64_t b = 0; b < B; ++b)
+              for (int64_t j = 0; j < H; ++j) {
+                int64_t k = (rr.t(s) * B + b) * H + j;
+                double a = x.data[k] + rr.product(hs, h0, s, r, 0, b, j);
+                hs.data[k] = relu ? std::max(a, 0.0) : std::tanh(a);
+              }
+          env[op.getStates()] = hs;
+          return hs;
+        })
+        .Case([&](RnnGradOp op) {
+          const Tensor &dhs = get(op.getHiddenGrad()), &r = get(op.getRecurrence());
+          const Tensor &hs = get(op.getStates());
+          bool relu = op.getActivation() == RnnActivation::Relu;
+          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse()};
+          int64_t T = rr.T, B = rr.B, H = rr.H;
+          Tensor dx{{T, B, H}, std::vector<double>(T * B * H)};
+          std::vector<double> dh(B * H, 0.0);
+          for (int64_t s = T - 1; s >= 0; --s) {
+            int64_t t = rr.t(s);
+            for (int64_t k = 0; k < B * H; ++k) {
+              double h = hs.data[t * B * H + k], g = dhs.data[t * B * H + k] + dh[k];
+              dx.data[t * B * H + k] = relu ? (h > 0 ? g : 0.0) : g * (1 - h * h);
+            }
+            for (int64_t b = 0; b < B; ++b) // dh_prev = d R
+              for (int64_t q = 0; q < H; ++q) {
+                double sum = 0;
+                for (int64_t i = 0; i < H; ++i)
+                  sum += dx.data[(t * B + b) * H + i] * r.data[i * H + q];
+                dh[b * H + q] = sum;
+              }
+          }
+          env[op.getInitialHGrad()] = Tensor{{B, H}, dh};
+          return dx;
+        })
         .Case([&](RotaryOp r) {
           // y[c] = x[c] cos[c] + s(c) x[c ± h] sin[c] (transposed: -sin[c ± h]).
           const Tensor &x = get(r.getInput()), &c = get(r.getCos()), &sn = get(r.getSin());

@@ -229,6 +229,26 @@ TEST(KernelExtents, Attention) {
       "layout 1, an i1 [B, 1, T, S] mask");
 }
 
+template <long long Reverse, long long Act>
+void checkRnn() {
+  SCOPED_TRACE(Act ? "relu" : "tanh");
+  constexpr long long T = 3, B = 2, H = 4;
+  std::vector<long long> e = extentsOf(rnn_forward_extents, {T, B, H, Reverse, Act}, 5);
+  auto x = input<float>(e[0], 12), r = input<float>(e[1], 13), h0 = input<float>(e[2], 14);
+  auto hs = output<float>(e[3]), states = output<float>(e[4]);
+  rnn_forward<T, B, H, Reverse, Act>(x.get(), r.get(), h0.get(), hs.get(), states.get());
+  expectReached(hs, "rnn hidden states");
+  expectReached(states, "rnn states");
+
+  e = extentsOf(rnn_backward_extents, {T, B, H, Reverse, Act}, 6);
+  auto dhs = input<float>(e[0], 15);
+  auto carry = output<float>(e[3]), dx = output<float>(e[4]), dh0 = output<float>(e[5]);
+  rnn_backward<T, B, H, Reverse, Act>(dhs.get(), r.get(), states.get(), carry.get(), dx.get(),
+                                      dh0.get());
+  expectReached(dx, "rnn input gradient");
+  expectReached(dh0, "rnn initial hidden gradient");
+}
+
 template <long long Reverse>
 void checkRecurrent() {
   SCOPED_TRACE(Reverse ? "reverse" : "forward");
@@ -285,6 +305,9 @@ void checkRecurrent() {
     expectReached(gdx, "gru input gradient");
     expectReached(gdh0, "gru initial hidden gradient");
   }
+
+  checkRnn<Reverse, 0>();
+  checkRnn<Reverse, 1>();
 }
 
 TEST(KernelExtents, Recurrent) {

@@ -296,19 +296,23 @@ class Recommender(nn.Module):
 
 
 class LSTMTagger(nn.Module):
-    """Embeddings, a 2-layer bidirectional LSTM (batch_first), then a GRU
-    whose initial state is a learned parameter, and a tag per token."""
+    """Embeddings, a 2-layer bidirectional LSTM (batch_first), a GRU whose
+    initial state is a learned parameter, a relu RNN and a bidirectional
+    tanh RNN (nn.RNN's two forms), and a tag per token."""
     def __init__(self, vocab=12, d=8, h=6, tags=4):
         super().__init__()
         self.emb = nn.Embedding(vocab, d)
         self.lstm = nn.LSTM(d, h, num_layers=2, bidirectional=True, batch_first=True)
         self.gru = nn.GRU(2 * h, h, batch_first=True)
         self.h0 = nn.Parameter(torch.randn(1, 1, h) * 0.5)
-        self.out = nn.Linear(h, tags)
+        self.relu_rnn = nn.RNN(h, h, nonlinearity="relu", batch_first=True)
+        self.tanh_rnn = nn.RNN(h, h, bidirectional=True, batch_first=True)
+        self.out = nn.Linear(2 * h, tags)
 
     def forward(self, tokens, tags):
         y, _ = self.lstm(self.emb(tokens))
         y, _ = self.gru(y, self.h0.expand(1, tokens.shape[0], -1).contiguous())
+        y, _ = self.tanh_rnn(self.relu_rnn(y)[0])
         logits = self.out(y)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tags.reshape(-1))
 

@@ -53,4 +53,10 @@ def Otc_AttentionLayout : I32EnumAttr<"AttentionLayout", "the dims order of atte
   let cppNamespace = "::otc";
 }
 
+// otc.rnn's activation: the two nn.RNN exports (ONNX's RNN allows more).
+def Otc_RnnActivation : I32EnumAttr<"RnnActivation", "the activation of otc.rnn", [
+    I32EnumAttrCase<"Tanh", 0, "tanh">, I32EnumAttrCase<"Relu", 1, "relu">]> {
+  let cppNamespace = "::otc";
+}
+
 #endif // OTC_ENUMS

@@ -130,3 +130,57 @@ def Otc_GruGradOp : Otc_Op<"gru_grad",
     type($initial_h) `->` type($input_grad) `,` type($initial_h_grad)
   }];
 }
+
+def Otc_RnnOp : Otc_DiffOp<"rnn", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+  let summary = "Elman RNN recurrence over a projected sequence (tanh or relu)";
+  let description = [{
+    `input` [T, B, H] holds x W^T plus both biases per step; `recurrence`
+    [H, H] is R. For each step t (from T - 1 down with `reverse`):
+    h = f(input[t] + h_prev R^T), f = tanh (`activation = 0`) or relu (1).
+    `hidden` [T, B, H] holds every h in the input's type, `states` the
+    same in the state type (float32, or the input's if wider), from which
+    the backward takes f'. When the two types are equal the gradient reads
+    `hidden`, and `states` is dead after the op.
+
+    ```mlir
+    %h, %s = otc.rnn %x, %r, %h0 {activation = 1 : i32}
+        : tensor<5x2x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>
+        -> tensor<5x2x4xf32>, tensor<5x2x4xf32>
+    ```
+  }];
+  let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$recurrence,
+                       Otc_FloatTensor:$initial_h, Otc_RnnActivation:$activation,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Otc_FloatTensor:$hidden, Otc_FloatTensor:$states);
+  let hasVerifier = 1;
+  let assemblyFormat = [{
+    $input `,` $recurrence `,` $initial_h attr-dict `:` type($input) `,` type($recurrence) `,`
+    type($initial_h) `->` type($hidden) `,` type($states)
+  }];
+}
+
+def Otc_RnnGradOp : Otc_Op<"rnn_grad",
+    [Pure, InferTypeOpAdaptor, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+  let summary = "Backpropagation through time of otc.rnn, to the input and initial state";
+  let description = [{
+    From the hidden states' gradient and the kept states: walking the steps
+    backwards, d = (dh_t + carry) f'(h_t), carry = d R. `input_grad`
+    [T, B, H] holds every d (the pre-activation's gradient, which is the
+    projected input's), `initial_h_grad` the last carry. The recurrent
+    weight's gradient is one GEMM of `input_grad` with the previous hidden
+    states, built by the gradient rule.
+  }];
+  let arguments = (ins Otc_FloatTensor:$hidden_grad, Otc_FloatTensor:$recurrence,
+                       Otc_FloatTensor:$states, Otc_RnnActivation:$activation,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Otc_FloatTensor:$input_grad, Otc_FloatTensor:$initial_h_grad);
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    // The kept states have the state type.
+    bool followsAutocast(unsigned operand) { return operand != 2; }
+  }];
+  let assemblyFormat = [{
+    $hidden_grad `,` $recurrence `,` $states attr-dict `:` type($hidden_grad) `,`
+    type($recurrence) `,` type($states) `->` type($input_grad) `,` type($initial_h_grad)
+  }];
+}

@@ -239,6 +239,25 @@ func.func @gru_grad_gates(%d: tensor<5x2x4xf32>, %r: tensor<12x4xf32>, %g: tenso
 
 // -----
 
+// The Elman cell's recurrence is [H, H].
+func.func @rnn_recurrence(%x: tensor<5x2x4xf32>, %r: tensor<8x4xf32>, %h: tensor<2x4xf32>) -> tensor<5x2x4xf32> {
+  // expected-error @+2 {{the input 'tensor<5x2x4xf32>' and the recurrence 'tensor<8x4xf32>' must be [T, B, H] and [H, H]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %s = otc.rnn %x, %r, %h {activation = 0 : i32} : tensor<5x2x4xf32>, tensor<8x4xf32>, tensor<2x4xf32> -> tensor<5x2x4xf32>, tensor<5x2x4xf32>
+  return %y : tensor<5x2x4xf32>
+}
+
+// -----
+
+// In bf16 the gradient reads the float32 states the forward kept.
+func.func @rnn_grad_states(%d: tensor<5x2x4xbf16>, %r: tensor<4x4xbf16>) -> tensor<5x2x4xbf16> {
+  // expected-error @+1 {{'otc.rnn_grad' op the states must be 'tensor<5x2x4xf32>', not 'tensor<5x2x4xbf16>'}}
+  %dx, %dh = otc.rnn_grad %d, %r, %d {activation = 1 : i32} : tensor<5x2x4xbf16>, tensor<4x4xbf16>, tensor<5x2x4xbf16> -> tensor<5x2x4xbf16>, tensor<2x4xbf16>
+  return %dx : tensor<5x2x4xbf16>
+}
+
+// -----
+
 // A bias gradient is as long as op(A)'s rows (bias_of = a) or op(B)'s columns.
 func.func @gemm_bias_grad_length(%x: tensor<6x8xf32>, %g: tensor<6x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{'otc.gemm_bias_grad' op bias gradient must be 1-D of 8, got 'tensor<16xf32>'}}

@@ -5,6 +5,8 @@ the importer composes (deterministic).
   gru_f64.onnx:  forward, layout 1 (batch first), linear_before_reset 0
   gru_lbr_f64.onnx: bidirectional, layout 0, linear_before_reset 1 (the
       candidate's recurrent bias after the reset, as PyTorch's GRU)
+  rnn_f64.onnx: bidirectional tanh, layout 0, learned initial_h
+  rnn_relu_f64.onnx: reverse relu, layout 1
   losses_f64.onnx: SoftmaxCrossEntropyLoss with class weights, ignore_index
       and its log_prob output; NegativeLogLikelihoodLoss with sum and none
       reductions over N x C x d; BCE written as Log(Sigmoid) and
@@ -56,6 +58,8 @@ model("lstm_f64", "LSTM", 4, 2, 0, {"direction": "bidirectional"}, ["initial_h",
 model("gru_f64", "GRU", 3, 1, 1, {"linear_before_reset": 0}, ["initial_h"])
 model("gru_lbr_f64", "GRU", 3, 2, 0, {"direction": "bidirectional", "linear_before_reset": 1},
       ["initial_h"])
+model("rnn_f64", "RNN", 1, 2, 0, {"direction": "bidirectional"}, ["initial_h"])
+model("rnn_relu_f64", "RNN", 1, 1, 1, {"direction": "reverse", "activations": ["Relu"]}, [])
 
 
 def losses():

@@ -161,10 +161,10 @@ inline Extents attention_backward_extents(const long long *k, int constants, int
   return x;
 }
 
-// The recurrences (T, B, H, Reverse[, Lbr]), time-major: the projected
-// input and its gradient [T, B, G H] (G = 4 for LSTM, 3 for GRU), the
-// recurrence [G H, H], sequences [T, B, H], states [B, H], kept gates
-// [T, B, 4 H] for both.
+// The recurrences (T, B, H, Reverse[, Lbr or Act]), time-major: the
+// projected input and its gradient [T, B, G H] (G = 4 for LSTM, 3 for GRU,
+// 1 for the Elman RNN), the recurrence [G H, H], sequences [T, B, H],
+// states [B, H], kept gates [T, B, 4 H] for LSTM and GRU.
 
 // lstm_forward(x, r, h0, c0, hs, cs, gates).
 inline Extents lstm_forward_extents(const long long *k, int constants, int pointers) {
@@ -209,6 +209,22 @@ inline Extents gru_backward_extents(const long long *k, int constants, int point
   long long T = k[0], B = k[1], H = k[2];
   return detail::extents({T * B * H, 3 * H * H, T * B * H, T * B * 4 * H, B * H, B * H, B * H,
                           B * 3 * H, T * B * 3 * H, B * H});
+}
+
+// rnn_forward(x, r, h0, hs, states).
+inline Extents rnn_forward_extents(const long long *k, int constants, int pointers) {
+  if (constants != 5 || pointers != 5)
+    return {};
+  long long T = k[0], B = k[1], H = k[2];
+  return detail::extents({T * B * H, H * H, B * H, T * B * H, T * B * H});
+}
+
+// rnn_backward(dhs, r, states, carry, dx, dh0).
+inline Extents rnn_backward_extents(const long long *k, int constants, int pointers) {
+  if (constants != 5 || pointers != 6)
+    return {};
+  long long T = k[0], B = k[1], H = k[2];
+  return detail::extents({T * B * H, H * H, T * B * H, B * H, T * B * H, B * H});
 }
 
 } // namespace otc_kernels

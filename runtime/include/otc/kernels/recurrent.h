@@ -1,5 +1,5 @@
-// Kernel library: LSTM and GRU recurrences (otc.lstm, otc.gru) and their
-// backpropagation through time (otc.lstm_grad, otc.gru_grad). The input
+// Kernel library: LSTM, GRU and Elman recurrences (otc.lstm, otc.gru,
+// otc.rnn) and their backpropagation through time (otc.*_grad). The input
 // projection of every step is one GEMM outside; here each step is a GEMM
 // with the recurrent weight (BLAS: OpenBLAS or cuBLAS) and a pass of the
 // gates over [B, H] cells. The time loop is written once, over an executor
@@ -8,7 +8,7 @@
 //
 // Layouts are time-major, contiguous: input [T, B, G H] (G = 4 for LSTM, 3
 // for GRU), recurrence [G H, H], states [T, B, H] and [B, H], kept gates
-// [T, B, 4 H]. X is the storage type of the input, weights and hidden
+// [T, B, 4 H] (the Elman cell keeps its states [T, B, H]). X is the storage type of the input, weights and hidden
 // states; cell states, gates and carries are float. With Reverse, step t
 // runs from T - 1 down and its predecessor is t + 1.
 #ifndef OTC_KERNELS_RECURRENT_H
@@ -330,6 +330,64 @@ void gru_run_backward(const RecExec &ex, const X *dhs, const X *r, const X *hs,
 }
 
 //===--------------------------------------------------------------------===//
+// Elman RNN: h = f(x_t + h_prev R^T), f = tanh (Act 0) or relu (Act 1).
+//===--------------------------------------------------------------------===//
+
+/// s holds x_t + h R^T on entry and f of it on return; h its stored copy.
+template <class X, long long Act>
+struct RnnCell {
+  float *s;
+  X *h;
+  OTC_CELL void operator()(long long k) const {
+    float v = Act == 0 ? tanhf(s[k]) : (s[k] > 0.0f ? s[k] : 0.0f);
+    s[k] = v;
+    otc_store(&h[k], v);
+  }
+};
+
+/// d = (dh_t + carry) f'(h_t), from the kept state h_t (tanh' = 1 - h²,
+/// relu' = [h > 0], PyTorch's at 0).
+template <class X, long long Act>
+struct RnnCellGrad {
+  const X *dh_t;
+  const float *carry, *s;
+  X *dx;
+  OTC_CELL void operator()(long long k) const {
+    float g = otc_ld(dh_t[k]) + carry[k], v = s[k];
+    otc_store(&dx[k], Act == 0 ? g * (1.0f - v * v) : (v > 0.0f ? g : 0.0f));
+  }
+};
+
+template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
+void rnn_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, X *hs,
+                     float *states) {
+  using Time = RecTime<T, Reverse != 0>;
+  for (long long s = 0; s < T; ++s) {
+    long long t = Time::at(s), p = Time::before(s);
+    const X *hprev = s == 0 ? h0 : hs + p * B * H;
+    float *st = states + t * B * H;
+    ex.cells(B * H, RecLoad<X>{x + t * B * H, st});
+    ex.gemm(true, B, H, H, hprev, H, r, H, 1.0f, st, H);
+    ex.cells(B * H, RnnCell<X, Act>{st, hs + t * B * H});
+  }
+}
+
+/// states are the kept f(.) values: float32, or X itself when X is float.
+template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
+void rnn_run_backward(const RecExec &ex, const X *dhs, const X *r, const float *states,
+                      float *carry, X *dx, X *dh0) {
+  using Time = RecTime<T, Reverse != 0>;
+  ex.zero(carry, B * H);
+  for (long long s = T - 1; s >= 0; --s) {
+    long long t = Time::at(s);
+    X *d = dx + t * B * H;
+    ex.cells(B * H, RnnCellGrad<X, Act>{dhs + t * B * H, carry, states + t * B * H, d});
+    ex.gemm(false, B, H, H, d, H, r, H, 0.0f, carry, H);
+  }
+  ex.cells(B * H, RecStore<X>{carry, dh0});
+}
+
+//===--------------------------------------------------------------------===//
 // Entry points: the buffers in the op's order (inputs, scratch, results),
 // then cuBLAS's handle and the stream on CUDA.
 //===--------------------------------------------------------------------===//
@@ -382,6 +440,17 @@ void gru_backward(const X *dhs, const X *r, const X *hs, const float *gates, con
                   float *carry, float *m, X *work, X *dx, X *dh0 OTC_REC_EXEC) {
   gru_run_backward<T, B, H, Reverse, Lbr>(OTC_REC_EX, dhs, r, hs, gates, h0, carry, m, work, dx,
                                           dh0);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
+void rnn_forward(const X *x, const X *r, const X *h0, X *hs, float *states OTC_REC_EXEC) {
+  rnn_run_forward<T, B, H, Reverse, Act>(OTC_REC_EX, x, r, h0, hs, states);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
+void rnn_backward(const X *dhs, const X *r, const float *states, float *carry, X *dx,
+                  X *dh0 OTC_REC_EXEC) {
+  rnn_run_backward<T, B, H, Reverse, Act>(OTC_REC_EX, dhs, r, states, carry, dx, dh0);
 }
 
 #undef OTC_REC_EXEC
