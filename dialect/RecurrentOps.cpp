@@ -42,6 +42,14 @@ LogicalResult expect(Operation *op, Value v, const char *what, RankedTensorType 
   return success();
 }
 
+/// The sequence lengths, when given, are [B] (the batch of `hidden`).
+LogicalResult checkLens(Operation *op, Value lens, RankedTensorType hidden) {
+  if (lens && tensorType(lens).getShape() != ArrayRef<int64_t>{hidden.getDimSize(1)})
+    return op->emitOpError("the sequence lengths must be [") << hidden.getDimSize(1)
+                                                              << "], not " << lens.getType();
+  return success();
+}
+
 /// Each step's previous hidden state: h0 then the states in the order the
 /// op walks them ([T, B, H]).
 Value previousStates(OpBuilder &b, Location loc, Value hidden, Value h0, bool reverse) {
@@ -102,7 +110,8 @@ LogicalResult LstmOp::verify() {
   auto h0 = tensor({h.getDimSize(1), h.getDimSize(2)}, h.getElementType());
   auto c0 = tensor(h0.getShape(), c.getElementType());
   if (failed(expect(*this, getInitialH(), "the initial hidden state", h0)) ||
-      failed(expect(*this, getInitialC(), "the initial cell state", c0)))
+      failed(expect(*this, getInitialC(), "the initial cell state", c0)) ||
+      failed(checkLens(*this, getLens(), h)))
     return failure();
   return success();
 }
@@ -127,7 +136,8 @@ LogicalResult LstmGradOp::verify() {
       failed(expect(*this, getCellGrad(), "the cell states' gradient", tensor({T, B, H}, state))) ||
       failed(expect(*this, getCell(), "the cell states", tensor({T, B, H}, state))) ||
       failed(expect(*this, getGates(), "the gates", tensor({T, B, 4 * H}, state))) ||
-      failed(expect(*this, getInitialC(), "the initial cell state", dc0)))
+      failed(expect(*this, getInitialC(), "the initial cell state", dc0)) ||
+      failed(checkLens(*this, getLens(), tensorType(getCell()))))
     return failure();
   return success();
 }
@@ -147,7 +157,8 @@ LogicalResult GruOp::verify() {
   int64_t B = h.getDimSize(1), H = h.getDimSize(2);
   if (failed(expect(*this, getInitialH(), "the initial hidden state",
                     tensor({B, H}, h.getElementType()))) ||
-      failed(expect(*this, getRbias(), "rbias", tensor({H}, h.getElementType()))))
+      failed(expect(*this, getRbias(), "rbias", tensor({H}, h.getElementType()))) ||
+      failed(checkLens(*this, getLens(), h)))
     return failure();
   if (getRbias() && !getLinearBeforeReset())
     return emitOpError("takes rbias only with linear_before_reset; without, it adds to the input");
@@ -171,7 +182,8 @@ LogicalResult GruGradOp::verify() {
   if (failed(expect(*this, getRecurrence(), "the recurrence", tensor({3 * H, H}, elem))) ||
       failed(expect(*this, getHidden(), "the hidden states", dh)) ||
       failed(expect(*this, getGates(), "the gates", tensor({T, B, 4 * H}, recurrentStateType(elem)))) ||
-      failed(expect(*this, getInitialH(), "the initial hidden state", tensor({B, H}, elem))))
+      failed(expect(*this, getInitialH(), "the initial hidden state", tensor({B, H}, elem))) ||
+      failed(checkLens(*this, getLens(), dh)))
     return failure();
   return success();
 }
@@ -188,8 +200,11 @@ LogicalResult RnnOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
 
 LogicalResult RnnOp::verify() {
   auto h = tensorType(getHidden());
-  return expect(*this, getInitialH(), "the initial hidden state",
-                tensor({h.getDimSize(1), h.getDimSize(2)}, h.getElementType()));
+  if (failed(expect(*this, getInitialH(), "the initial hidden state",
+                    tensor({h.getDimSize(1), h.getDimSize(2)}, h.getElementType()))) ||
+      failed(checkLens(*this, getLens(), h)))
+    return failure();
+  return success();
 }
 
 LogicalResult RnnGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor a,
@@ -208,7 +223,8 @@ LogicalResult RnnGradOp::verify() {
   Type elem = dh.getElementType();
   if (failed(expect(*this, getRecurrence(), "the recurrence", tensor({H, H}, elem))) ||
       failed(expect(*this, getStates(), "the states",
-                    tensor(dh.getShape(), recurrentStateType(elem)))))
+                    tensor(dh.getShape(), recurrentStateType(elem)))) ||
+      failed(checkLens(*this, getLens(), dh)))
     return failure();
   return success();
 }
@@ -251,12 +267,14 @@ LogicalResult LstmOp::buildGradients(OpBuilder &b, ValueRange dy,
   Location loc = getLoc();
   Value dh = dy[0] ? dy[0] : zerosLike(b, loc, getHidden());
   auto g = LstmGradOp::create(b, loc, dh, getRecurrence(), getCell(), getGates(), getInitialC(),
-                              dy[1], getReverseAttr());
+                              dy[1], getLens(), getReverseAttr());
   Value dx = g.getInputGrad();
   int64_t H4 = tensorType(dx).getDimSize(2);
   Value hprev = previousStates(b, loc, getHidden(), getInitialH(), getReverse());
   Value dr = sumOfOuter(b, loc, columns(b, loc, dx, 0, H4), columns(b, loc, hprev, 0, H4 / 4));
   grads.append({dx, dr, g.getInitialHGrad(), g.getInitialCGrad()});
+  if (getLens())
+    grads.push_back(Value());
   return success();
 }
 
@@ -272,7 +290,8 @@ LogicalResult GruOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl
   }
   Location loc = getLoc();
   auto g = GruGradOp::create(b, loc, dy[0], getRecurrence(), getHidden(), getGates(),
-                             getInitialH(), getReverseAttr(), getLinearBeforeResetAttr());
+                             getInitialH(), getLens(), getReverseAttr(),
+                             getLinearBeforeResetAttr());
   Value dx = g.getInputGrad();
   auto xt = tensorType(dx);
   int64_t H = xt.getDimSize(2) / 3;
@@ -297,6 +316,8 @@ LogicalResult GruOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl
   grads.append({dx, dr, g.getInitialHGrad()});
   if (getRbias())
     grads.push_back(drb);
+  if (getLens())
+    grads.push_back(Value());
   return success();
 }
 
@@ -312,12 +333,14 @@ LogicalResult RnnOp::buildGradients(OpBuilder &b, ValueRange dy, SmallVectorImpl
   }
   Location loc = getLoc();
   Value states = getStates().getType() == getHidden().getType() ? getHidden() : getStates();
-  auto g = RnnGradOp::create(b, loc, dy[0], getRecurrence(), states, getActivationAttr(),
-                             getReverseAttr());
+  auto g = RnnGradOp::create(b, loc, dy[0], getRecurrence(), states, getLens(),
+                             getActivationAttr(), getReverseAttr());
   Value dx = g.getInputGrad();
   int64_t H = tensorType(dx).getDimSize(2);
   Value hprev = previousStates(b, loc, getHidden(), getInitialH(), getReverse());
   Value dr = sumOfOuter(b, loc, columns(b, loc, dx, 0, H), columns(b, loc, hprev, 0, H));
   grads.append({dx, dr, g.getInitialHGrad()});
+  if (getLens())
+    grads.push_back(Value());
   return success();
 }

@@ -74,6 +74,8 @@ const OpImporter kImporters[] = {
     {"ReduceMax", 18, importReduce<ReduceMaxOp>},
     {"ReduceMean", 1, importReduce<ReduceMeanOp>},
     {"ReduceMean", 18, importReduce<ReduceMeanOp>},
+    {"ReduceProd", 1, importReduceProd},
+    {"ReduceProd", 18, importReduceProd}, // axes an input
     {"ReduceSum", 1, importComposedReduce<reduceSum>},
     {"ReduceSum", 13, importComposedReduce<reduceSum>},
     {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp>},

@@ -40,6 +40,48 @@ LogicalResult importReduceWith(Imp &imp, BuildReduce build) {
   return imp.defineResult(build(imp, *x, *norm, imp.intAttr("keepdims", 1) != 0));
 }
 
+/// ReduceProd, on a compile-time input (the exporter's element counts,
+/// ReduceProd of a Shape); a run-time product is refused by name.
+LogicalResult importReduceProd(Imp &imp) {
+  const HostTensor *x = imp.constantInput(0);
+  if (!x)
+    return imp.fail("ReduceProd is supported on compile-time inputs only");
+  auto given = intsFromInputOrAttr(imp, imp.form() >= 18, 1, "axes", "the reduction axes");
+  if (failed(given))
+    return failure();
+  int64_t rank = int64_t(x->shape.size());
+  std::vector<int64_t> axes = *given;
+  if (axes.empty()) {
+    if (imp.intAttr("noop_with_empty_axes", 0))
+      return imp.define(0, *x);
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  auto norm = normaliseAxes(imp, axes, rank);
+  if (failed(norm))
+    return failure();
+  bool keep = imp.intAttr("keepdims", 1) != 0;
+  HostTensor out = *x;
+  out.shape.clear();
+  std::vector<int64_t> outDims; // the result's index space, reduced dims 1
+  for (int64_t d = 0; d < rank; ++d) {
+    bool reduced = llvm::is_contained(*norm, d);
+    outDims.push_back(reduced ? 1 : x->shape[d]);
+    if (!reduced || keep)
+      out.shape.push_back(reduced ? 1 : x->shape[d]);
+  }
+  out.values.assign(size_t(product(outDims)), 1.0);
+  std::vector<int64_t> in = stridesOf(x->shape), res = stridesOf(outDims);
+  for (int64_t i = 0; i < int64_t(x->values.size()); ++i) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (outDims[d] != 1)
+        at += (i / in[d] % x->shape[d]) * res[d];
+    out.values[size_t(at)] *= x->values[size_t(i)];
+  }
+  return imp.define(0, std::move(out));
+}
+
 namespace {
 
 FailureOr<Value> sumOf(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
@@ -395,6 +437,82 @@ LogicalResult importLrn(Imp &imp) {
 /// as PyTorch's topk scatters it; NaN ranks first, as PyTorch's) and its
 /// index as ArgMax does. A
 /// router's top 2 of 8 experts is 2 cheap rounds; K is bounded.
+/// TopK of run-time integers (PyTorch's pack_padded_sequence sorts the
+/// lengths): compared exactly, pair by pair, as ArgMax compares them. An
+/// element's rank is how many beat it (greater, or equal at a lower
+/// index: the first of tied values comes first); output r is the element
+/// of rank r, gathered. Bounded as ArgMax's pairs are. No gradient.
+LogicalResult topKOfIntegers(Imp &imp, Value x, const std::vector<int64_t> &shape, int64_t a,
+                             int64_t k, bool largest) {
+  int64_t n = shape[a], rank = shape.size();
+  int64_t elements = product(shape);
+  if (elements > (int64_t(1) << 26) / std::max<int64_t>(n, 1))
+    return imp.fail("TopK of run-time integer data compares every pair along the axis: at "
+                    "most 2^26 pairs, and this input has " + std::to_string(elements) +
+                    " elements of axis " + std::to_string(n));
+  OpBuilder &b = imp.builder();
+  Location loc = imp.loc();
+  std::vector<int64_t> iView(shape), jView(shape), pairs(shape);
+  iView.insert(iView.begin() + a + 1, 1); // element i along a, j along a + 1
+  jView.insert(jView.begin() + a, 1);
+  pairs.insert(pairs.begin() + a + 1, n);
+  Value xi = reshaped(imp, x, iView), xj = reshaped(imp, x, jView);
+  auto better = imp.create<CompareOp>(xj, xi, largest ? ComparePredicate::gt : ComparePredicate::lt);
+  auto tied = imp.create<CompareOp>(xj, xi, ComparePredicate::eq);
+  if (failed(better) || failed(tied))
+    return failure();
+  std::vector<int64_t> square(rank + 1, 1);
+  square[a] = square[a + 1] = n;
+  HostTensor before{false, onnx::TensorProto::BOOL, square, {}}; // j < i
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      before.values.push_back(double(j < i));
+  auto earlier = imp.create<AndOp>(*tied, ConstantOp::create(b, loc, toAttr(b, before)).getResult());
+  if (failed(earlier))
+    return failure();
+  auto beats = imp.create<OrOp>(*better, *earlier);
+  if (failed(beats))
+    return failure();
+  auto f32 = [&](ArrayRef<int64_t> s) { return RankedTensorType::get(s, b.getF32Type()); };
+  auto ranks = sumOf(imp, CastOp::create(b, loc, f32(pairs), *beats).getResult(), {a + 1}, true);
+  if (failed(ranks))
+    return failure();
+  // hit[.., i, r, ..] = rank_i == r, then the index of rank r is the sum of
+  // i over its one hit.
+  std::vector<int64_t> rs(rank + 1, 1), is(rank + 1, 1);
+  rs[a + 1] = k;
+  is[a] = n;
+  HostTensor r{true, onnx::TensorProto::FLOAT, rs, {}}, positions{true, onnx::TensorProto::FLOAT, is, {}};
+  for (int64_t q = 0; q < k; ++q)
+    r.values.push_back(double(q));
+  for (int64_t i = 0; i < n; ++i)
+    positions.values.push_back(double(i));
+  auto hit = imp.create<CompareOp>(*ranks, ConstantOp::create(b, loc, toAttr(b, r)).getResult(),
+                                   ComparePredicate::eq);
+  if (failed(hit))
+    return failure();
+  auto at = imp.create<WhereOp>(*hit, ConstantOp::create(b, loc, toAttr(b, positions)).getResult(),
+                                scalarConstant(b, loc, b.getF32Type(), 0.0));
+  if (failed(at))
+    return failure();
+  auto index = sumOf(imp, *at, {a}, false); // shape with k along a
+  if (failed(index))
+    return failure();
+  std::vector<int64_t> out(shape);
+  out[a] = k;
+  Value idx = CastOp::create(b, loc, RankedTensorType::get(out, b.getI64Type()), *index);
+  auto flat = elementPositions(imp, idx, a, n, stridesOf(shape));
+  if (failed(flat))
+    return failure();
+  Value all = reshaped(imp, x, {product(shape)});
+  auto values = imp.create<GatherOp>(all, *flat, b.getI64IntegerAttr(0));
+  if (failed(values))
+    return failure();
+  imp.define(0, reshaped(imp, *values, out));
+  imp.define(1, idx);
+  return success();
+}
+
 LogicalResult importTopK(Imp &imp) {
   constexpr int64_t kMaxK = 64;
   std::vector<int64_t> shape;
@@ -428,7 +546,7 @@ LogicalResult importTopK(Imp &imp) {
   auto type = cast<RankedTensorType>(x->getType());
   Type elem = type.getElementType();
   if (!isa<FloatType>(elem))
-    return imp.fail("TopK of run-time integers is not supported");
+    return topKOfIntegers(imp, *x, shape, a, k, largest);
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
   Value v = largest ? *x : NegOp::create(b, loc, *x).getResult();

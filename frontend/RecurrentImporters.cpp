@@ -102,6 +102,7 @@ struct RecurrentNode {
   bool linearBeforeReset = false;
   RnnActivation activation = RnnActivation::Tanh;
   Value x, w, r, bias, initH, initC; // bias and the initial states may be null
+  Value lens; // [B] int64, null when every sequence runs to the full length
 };
 
 template <Cell Kind>
@@ -138,14 +139,22 @@ FailureOr<RecurrentNode> readNode(GraphImporter &imp) {
   auto xShape = cast<RankedTensorType>(n.x.getType()).getShape();
   if (xShape.size() != 3)
     return imp.fail("X must have rank 3");
-  // Every sequence must run to the full length.
+  // Sequence lengths (PyTorch's packed sequences): dropped when constant
+  // and every one runs to the full length.
   if (imp.numInputs() > 4 && !imp.node().input(4).empty()) {
-    const HostTensor *lens = imp.constantInput(4);
-    if (!lens)
-      return imp.fail("sequence_lens must be a compile-time constant");
-    for (int64_t len : lens->asInts())
-      if (len != xShape[n.layout == 0 ? 0 : 1])
-        return imp.fail("sequences shorter than the input (sequence_lens) are not supported");
+    int64_t T = xShape[n.layout == 0 ? 0 : 1], B = xShape[n.layout == 0 ? 1 : 0];
+    const HostTensor *constant = imp.constantInput(4);
+    bool full = constant && llvm::all_of(constant->asInts(), [&](int64_t l) { return l >= T; });
+    if (!full) {
+      auto lens = imp.input(4);
+      if (failed(lens))
+        return failure();
+      auto t = cast<RankedTensorType>(lens->getType());
+      if (t.getShape() != ArrayRef<int64_t>{B} || !t.getElementType().isInteger(64))
+        return imp.fail("sequence_lens must be an integer tensor of shape [" + std::to_string(B) +
+                        "]");
+      n.lens = *lens;
+    }
   }
   if (cast<RankedTensorType>(n.r.getType()).getRank() != 3)
     return imp.fail("R must have rank 3");
@@ -178,13 +187,15 @@ Value recur(Recurrence &rec, const RecurrentNode &n, int64_t d, Value flatX, Val
   Value h = h0 ? rec.direction(h0, d) : rec.zeros({N, H});
   bool reverse = n.dir == "reverse" || d == 1;
   if (Kind == Cell::Gru)
-    return GruOp::create(b, rec.loc(), x, rd, h, rbias, reverse, n.linearBeforeReset).getHidden();
+    return GruOp::create(b, rec.loc(), x, rd, h, rbias, n.lens, reverse, n.linearBeforeReset)
+        .getHidden();
   if (Kind == Cell::Rnn)
-    return RnnOp::create(b, rec.loc(), x, rd, h, n.activation, reverse).getHidden();
+    return RnnOp::create(b, rec.loc(), x, rd, h, n.lens, n.activation, reverse).getHidden();
   // The cell state is kept in the op's state type.
   Value c = c0 ? rec.direction(c0, d) : rec.zeros({N, H});
   auto op = LstmOp::create(b, rec.loc(), x, rd, h,
-                           castElements(b, rec.loc(), c, recurrentStateType(rec.elem)), reverse);
+                           castElements(b, rec.loc(), c, recurrentStateType(rec.elem)), n.lens,
+                           reverse);
   cells = castElements(b, rec.loc(), op.getCell(), rec.elem);
   return op.getHidden();
 }
@@ -226,11 +237,27 @@ LogicalResult importRecurrent(GraphImporter &imp) {
   Value h0 = n.initH && layout == 1 ? toSeqFirst(n.initH) : n.initH;
   Value c0 = n.initC && layout == 1 ? toSeqFirst(n.initC) : n.initC;
   Value flatX = reshaped(imp, xs, {T * N, rec.inputSize});
+  // Steps at or past a row's length output zeros (the kernel holds the
+  // state there): keep[t, b, 0] = t < lens[b].
+  Value keep;
+  if (n.lens) {
+    OpBuilder &b = imp.builder();
+    HostTensor steps{false, onnx::TensorProto::INT64, {T, 1}, {}};
+    for (int64_t t = 0; t < T; ++t)
+      steps.values.push_back(double(t));
+    Value iota = ConstantOp::create(b, imp.loc(), toAttr(b, steps));
+    Value before = CompareOp::create(b, imp.loc(), iota, reshaped(imp, n.lens, {1, N}),
+                                     ComparePredicate::lt);
+    keep = reshaped(imp, before, {T, N, 1});
+  }
   SmallVector<Value> ys, lastH, lastC;
   for (int64_t d = 0; d < dirs; ++d) {
     Value cells;
     Value hs = recur<Kind>(rec, n, d, flatX, h0, c0, cells);
-    ys.push_back(reshaped(imp, hs, {T, 1, N, H}));
+    Value y = keep ? WhereOp::create(imp.builder(), imp.loc(), keep, hs, rec.zeros({T, N, H}))
+                         .getResult()
+                   : hs;
+    ys.push_back(reshaped(imp, y, {T, 1, N, H}));
     // The last state is the one the walk ends on.
     int64_t last = n.dir == "reverse" || d == 1 ? 0 : T - 1;
     lastH.push_back(rec.slice(hs, {last, 0, 0}, {1, N, H}));

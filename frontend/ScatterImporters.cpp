@@ -8,11 +8,14 @@
 //   zeros at their flat positions by otc.gather_grad, gather's
 //   deterministic scatter-add. "add" adds that to the data; "none" takes it
 //   where the same scatter of ones counts a hit. Duplicate indices then sum
-//   their updates, where ONNX leaves the result undefined.
+//   their updates, where ONNX leaves the result undefined. Integer and bool
+//   data go through float32 where that is exact.
 #include "Importers.h"
 
 #include "otc/Dialect/Helpers.h"
 #include "otc/Dialect/OtcDialect.h"
+
+#include <cmath>
 
 using namespace mlir;
 
@@ -87,9 +90,16 @@ LogicalResult scatterRows(Imp &imp, const std::vector<int64_t> &data, Value flat
   if (failed(x) || failed(u))
     return failure();
   Type elem = getElementTypeOrSelf(x->getType());
-  if (!isa<FloatType>(elem))
-    return imp.fail("a scatter into integer or bool data needs compile-time indices and no "
-                    "reduction");
+  // Integers go through float32, so they must be known to be exact there:
+  // compile-time data and updates within 2^24 (PyTorch's unsorting of a
+  // packed batch scatters an arange into zeros); booleans are 0 and 1.
+  auto exact = [&](size_t i) {
+    const HostTensor *t = imp.constantInput(i);
+    return t && llvm::all_of(t->values, [](double v) { return std::abs(v) <= double(1 << 24); });
+  };
+  if (!isa<FloatType>(elem) && (add || !(elem.isInteger(1) || (exact(0) && exact(2)))))
+    return imp.fail("a scatter into integer data at run-time indices needs compile-time data "
+                    "and updates within 2^24 (exact in float32) and no reduction");
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
   Type f32 = b.getF32Type();

@@ -6,7 +6,7 @@ gradients) against PyTorch autograd in float64 over a step loop written
 from ONNX's formulas.
 
 usage: check_recurrent.py OTC DIR --cell lstm|gru|rnn [--reverse] [--lbr 0|1]
-           [--relu] [--rbias] [--no-cell-grad] [--type f32|bf16] [--steps T]
+           [--relu] [--rbias] [--no-cell-grad] [--lens] [--type f32|bf16] [--steps T]
            [--batch B] [--hidden H] [--target cpu|cuda]
            [--build-only | --run-only]
 
@@ -58,6 +58,8 @@ def mlir(a, T, B, H):
     attr = " {" + ", ".join(attrs) + "}" if attrs else ""
     if a.cell == "rnn":
         attr = " {" + ", ".join(attrs + [f"activation = {int(a.relu)} : i32"]) + "}"
+    # With --lens, the sequence lengths [B] are the last argument.
+    ln, lnt = (f" lens(%lens : tensor<{B}xi64>)", "") if a.lens else ("", "")
     if a.cell == "lstm":
         c0, cs = ty((B, H), st), ty((T, B, H), st)
         args = [f"%x: {x}", f"%r: {r}", f"%h0: {h0}", f"%c0: {c0}", f"%dh: {hs}"]
@@ -66,16 +68,16 @@ def mlir(a, T, B, H):
             args.append(f"%dc: {cs}")
             cg, cgt = " cell_grad %dc", f", {cs}"
         outs = [hs, cs, gates, x, h0, c0]
-        body = (f"  %h, %c, %g = otc.lstm %x, %r, %h0, %c0{attr} : {x}, {r}, {h0}, {c0} -> {hs}, {cs}, {gates}\n"
-                f"  %dx, %dh0, %dc0 = otc.lstm_grad %dh, %r, %c, %g, %c0{cg}{attr} : {hs}, {r}, {cs}, {gates}, {c0}{cgt}"
+        body = (f"  %h, %c, %g = otc.lstm %x, %r, %h0, %c0{ln}{attr} : {x}, {r}, {h0}, {c0}{lnt} -> {hs}, {cs}, {gates}\n"
+                f"  %dx, %dh0, %dc0 = otc.lstm_grad %dh, %r, %c, %g, %c0{cg}{ln}{attr} : {hs}, {r}, {cs}, {gates}, {c0}{cgt}{lnt}"
                 f" -> {x}, {h0}, {c0}\n"
                 f"  return %h, %c, %g, %dx, %dh0, %dc0 : {', '.join(outs)}\n")
     elif a.cell == "rnn":
         args = [f"%x: {x}", f"%r: {r}", f"%h0: {h0}", f"%dh: {hs}"]
         states = ty((T, B, H), st)
         outs = [hs, states, x, h0]
-        body = (f"  %h, %s = otc.rnn %x, %r, %h0{attr} : {x}, {r}, {h0} -> {hs}, {states}\n"
-                f"  %dx, %dh0 = otc.rnn_grad %dh, %r, %s{attr} : {hs}, {r}, {states} -> {x}, {h0}\n"
+        body = (f"  %h, %s = otc.rnn %x, %r, %h0{ln}{attr} : {x}, {r}, {h0}{lnt} -> {hs}, {states}\n"
+                f"  %dx, %dh0 = otc.rnn_grad %dh, %r, %s{ln}{attr} : {hs}, {r}, {states}{lnt} -> {x}, {h0}\n"
                 f"  return %h, %s, %dx, %dh0 : {', '.join(outs)}\n")
     else:
         args = [f"%x: {x}", f"%r: {r}", f"%h0: {h0}", f"%dh: {hs}"]
@@ -84,10 +86,12 @@ def mlir(a, T, B, H):
             args.append(f"%rb: {ty((H,))}")
             rb, rbt = " rbias %rb", f", {ty((H,))}"
         outs = [hs, gates, x, h0]
-        body = (f"  %h, %g = otc.gru %x, %r, %h0{rb}{attr} : {x}, {r}, {h0}{rbt} -> {hs}, {gates}\n"
-                f"  %dx, %dh0 = otc.gru_grad %dh, %r, %h, %g, %h0{attr} : {hs}, {r}, {hs}, {gates}, {h0}"
+        body = (f"  %h, %g = otc.gru %x, %r, %h0{rb}{ln}{attr} : {x}, {r}, {h0}{rbt}{lnt} -> {hs}, {gates}\n"
+                f"  %dx, %dh0 = otc.gru_grad %dh, %r, %h, %g, %h0{ln}{attr} : {hs}, {r}, {hs}, {gates}, {h0}{lnt}"
                 f" -> {x}, {h0}\n"
                 f"  return %h, %g, %dx, %dh0 : {', '.join(outs)}\n")
+    if a.lens:
+        args.append(f"%lens: tensor<{B}xi64>")
     return f"func.func @recurrent({', '.join(args)}) -> ({', '.join(outs)}) {{\n{body}}}\n"
 
 
@@ -101,7 +105,8 @@ def reference(a, inputs, dtype, store):
     T = inputs["x"].shape[0]
     H = inputs["r"].shape[1]
     t = {k: torch.tensor(v, dtype=dtype, requires_grad=k in ("x", "h0", "c0"))
-         for k, v in inputs.items()}
+         for k, v in inputs.items() if k != "lens"}
+    lens = inputs.get("lens")
     x, r = t["x"], t["r"]
     order = range(T - 1, -1, -1) if a.reverse else range(T)
     h = t["h0"]
@@ -115,18 +120,21 @@ def reference(a, inputs, dtype, store):
     sig = torch.sigmoid
     for s in order:
         xt = x[s]
+        # A row at or past its length holds its state; its gates are 0.
+        held = torch.tensor(s >= lens if lens is not None else np.zeros(x.shape[1], bool))[:, None]
+        hold = lambda new, old: torch.where(held, old, new)
         if a.cell == "lstm":
             pre = xt + h @ r.T
             i, o, f, g = sig(pre[:, :H]), sig(pre[:, H:2 * H]), sig(pre[:, 2 * H:3 * H]), torch.tanh(pre[:, 3 * H:])
             round_grad(pre)
-            c = f * c + i * g
-            h_new = o * torch.tanh(c)
-            gates[s] = torch.cat([i, o, f, g], 1)
+            c = hold(f * c + i * g, c)
+            h_new = hold(o * torch.tanh(c), h)
+            gates[s] = hold(torch.cat([i, o, f, g], 1), torch.zeros_like(pre))
             cs[s] = c
         elif a.cell == "rnn":
             pre = xt + h @ r.T
             round_grad(pre)
-            h_new = torch.relu(pre) if a.relu else torch.tanh(pre)
+            h_new = hold(torch.relu(pre) if a.relu else torch.tanh(pre), h)
             gates[s] = h_new  # the kept states, before the hidden state's rounding
         else:
             zr = xt[:, :2 * H] + h @ r[:2 * H].T
@@ -142,8 +150,8 @@ def reference(a, inputs, dtype, store):
                 pre_n = xt[:, 2 * H:] + qs @ r[2 * H:].T
                 round_grad(pre_n)
                 n = torch.tanh(pre_n)
-            h_new = n + z * (h - n)
-            gates[s] = torch.cat([z, rg, n, q], 1)
+            h_new = hold(n + z * (h - n), h)
+            gates[s] = hold(torch.cat([z, rg, n, q], 1), torch.zeros(h.shape[0], 4 * H, dtype=dtype))
         if store is not None:  # the stored hidden state, rounded
             h_new = h_new + (bf16(h_new) - h_new).detach()
         hs[s] = h_new
@@ -175,6 +183,7 @@ def main():
     ap.add_argument("--lbr", type=int, default=1)
     ap.add_argument("--rbias", action="store_true")
     ap.add_argument("--no-cell-grad", dest="cell_grad", action="store_false")
+    ap.add_argument("--lens", action="store_true", help="sequence lengths (0 to T) per row")
     ap.add_argument("--type", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--batch", type=int, default=3)
@@ -207,6 +216,9 @@ def main():
         inputs["dc"] = round_to(rng.normal(0, 1, (T, B, H)), st)
     if a.cell == "gru" and a.rbias:
         inputs["rb"] = round_to(rng.normal(0, 0.5, (H,)), a.type)
+    if a.lens:  # the full length, an empty row, and lengths between
+        inputs["lens"] = np.array([[T, 0][b] if b < 2 else rng.integers(1, T) for b in range(B)],
+                                  np.int64)
     data = tmp / "data"
     data.mkdir(exist_ok=True)
     for i, v in enumerate(inputs.values()):

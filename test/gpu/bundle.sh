@@ -176,6 +176,9 @@ lstm_bf16 --cell lstm --type bf16 --reverse
 gru_bf16 --cell gru --type bf16 --lbr 0
 gru_lbr_bf16 --cell gru --type bf16 --lbr 1 --rbias --reverse
 rnn_relu_bf16 --cell rnn --relu --type bf16
+lstm_lens --cell lstm --lens --reverse --no-cell-grad
+gru_lens_bf16 --cell gru --lbr 1 --rbias --lens --type bf16
+rnn_lens --cell rnn --relu --lens --batch 4
 CASES
 "$otc" kernel "$root/bench/kernels/ce_rows.mlir" -o "$out/bench_ce" --target cuda
 "$py" "$root/test/e2e/check_attention.py" "$otc" "$out/bench_attention" --target cuda --build-only \

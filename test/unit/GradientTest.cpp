@@ -91,7 +91,8 @@ TEST_P(ImportedGradientTest, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Onnx, ImportedGradientTest,
                          ::testing::Values("lstm_f64", "gru_f64", "gru_lbr_f64", "rnn_f64",
-                                           "rnn_relu_f64", "losses_f64", "gelu_f64",
+                                           "rnn_relu_f64", "lstm_lens_f64", "gru_lens_f64",
+                                           "rnn_lens_f64", "losses_f64", "gelu_f64",
                                            "activations_f64"),
                          [](const auto &info) { return std::string(info.param); });
 

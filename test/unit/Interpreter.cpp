@@ -197,6 +197,9 @@ Tensor swap12(const Tensor &x) {
 struct RecurrenceRef {
   int64_t T, B, H;
   bool reverse;
+  const Tensor *lens = nullptr;
+  /// Whether row b holds its state at walk step s (past its length).
+  bool held(int64_t s, int64_t b) const { return lens && double(t(s)) >= lens->data[b]; }
   int64_t t(int64_t s) const { return reverse ? T - 1 - s : s; }
   int64_t p(int64_t s) const { return reverse ? T - s : s - 1; }
   /// Element (b, j) of the [B, H] state before step s: `init` or `states`.
@@ -396,7 +399,8 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](LstmOp op) {
           const Tensor &x = get(op.getInput()), &r = get(op.getRecurrence());
           const Tensor &h0 = get(op.getInitialH()), &c0 = get(op.getInitialC());
-          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse()};
+          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse(),
+                           op.getLens() ? &get(op.getLens()) : nullptr};
           int64_t T = rr.T, B = rr.B, H = rr.H;
           Tensor hs{{T, B, H}, std::vector<double>(T * B * H)}, cs = hs;
           Tensor gates{{T, B, 4 * H}, std::vector<double>(T * B * 4 * H)};
@@ -404,6 +408,11 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             for (int64_t b = 0; b < B; ++b)
               for (int64_t j = 0; j < H; ++j) {
                 int64_t t = rr.t(s), k = (t * B + b) * H + j;
+                if (rr.held(s, b)) { // gates stay 0
+                  cs.data[k] = rr.before(cs, c0, s, b, j);
+                  hs.data[k] = rr.before(hs, h0, s, b, j);
+                  continue;
+                }
                 double a[4];
                 for (int64_t g = 0; g < 4; ++g) {
                   a[g] = x.data[(t * B + b) * 4 * H + g * H + j] + rr.product(hs, h0, s, r, g, b, j);
@@ -422,15 +431,22 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           const Tensor &cs = get(op.getCell()), &gates = get(op.getGates());
           const Tensor &c0 = get(op.getInitialC());
           const Tensor *dcs = op.getCellGrad() ? &get(op.getCellGrad()) : nullptr;
-          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse()};
+          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse(),
+                           op.getLens() ? &get(op.getLens()) : nullptr};
           int64_t T = rr.T, B = rr.B, H = rr.H;
           Tensor dx{{T, B, 4 * H}, std::vector<double>(T * B * 4 * H)};
           std::vector<double> dh(B * H, 0.0), dc(B * H, 0.0);
           for (int64_t s = T - 1; s >= 0; --s) {
             int64_t t = rr.t(s);
+            std::vector<double> through(B * H, 0.0); // a held row's gradient, passed on
             for (int64_t b = 0; b < B; ++b)
               for (int64_t j = 0; j < H; ++j) {
                 int64_t k = (t * B + b) * H + j, row = (t * B + b) * 4 * H;
+                if (rr.held(s, b)) {
+                  through[b * H + j] = dhs.data[k] + dh[b * H + j];
+                  dc[b * H + j] += dcs ? dcs->data[k] : 0;
+                  continue;
+                }
                 double i = gates.data[row + j], o = gates.data[row + H + j];
                 double f = gates.data[row + 2 * H + j], c = gates.data[row + 3 * H + j];
                 double g = dhs.data[k] + dh[b * H + j], tc = std::tanh(cs.data[k]);
@@ -443,7 +459,7 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
               }
             for (int64_t b = 0; b < B; ++b) // dh_prev = dgates R
               for (int64_t q = 0; q < H; ++q) {
-                double sum = 0;
+                double sum = through[b * H + q];
                 for (int64_t g = 0; g < 4 * H; ++g)
                   sum += dx.data[(t * B + b) * 4 * H + g] * r.data[g * H + q];
                 dh[b * H + q] = sum;
@@ -458,7 +474,8 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           const Tensor &h0 = get(op.getInitialH());
           const Tensor *rb = op.getRbias() ? &get(op.getRbias()) : nullptr;
           bool lbr = op.getLinearBeforeReset();
-          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse()};
+          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse(),
+                           op.getLens() ? &get(op.getLens()) : nullptr};
           int64_t T = rr.T, B = rr.B, H = rr.H;
           Tensor hs{{T, B, H}, std::vector<double>(T * B * H)};
           Tensor gates{{T, B, 4 * H}, std::vector<double>(T * B * 4 * H)};
@@ -468,6 +485,8 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             for (int64_t b = 0; b < B; ++b)
               for (int64_t j = 0; j < H; ++j) {
                 int64_t row = (t * B + b) * 4 * H, xrow = (t * B + b) * 3 * H;
+                if (rr.held(s, b)) // gates stay 0, the state is held
+                  continue;
                 double z = sigmoid(x.data[xrow + j] + rr.product(hs, h0, s, r, 0, b, j));
                 double rg = sigmoid(x.data[xrow + H + j] + rr.product(hs, h0, s, r, 1, b, j));
                 gates.data[row + j] = z;
@@ -477,6 +496,10 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             for (int64_t b = 0; b < B; ++b)
               for (int64_t j = 0; j < H; ++j) {
                 int64_t row = (t * B + b) * 4 * H, xrow = (t * B + b) * 3 * H;
+                if (rr.held(s, b)) {
+                  hs.data[(t * B + b) * H + j] = rr.before(hs, h0, s, b, j);
+                  continue;
+                }
                 double z = gates.data[row + j], rg = gates.data[row + H + j], q, pre;
                 if (lbr) {
                   q = rr.product(hs, h0, s, r, 2, b, j) + (rb ? rb->data[j] : 0);
@@ -501,7 +524,8 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           const Tensor &hs = get(op.getHidden()), &gates = get(op.getGates());
           const Tensor &h0 = get(op.getInitialH());
           bool lbr = op.getLinearBeforeReset();
-          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse()};
+          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse(),
+                           op.getLens() ? &get(op.getLens()) : nullptr};
           int64_t T = rr.T, B = rr.B, H = rr.H;
           Tensor dx{{T, B, 3 * H}, std::vector<double>(T * B * 3 * H)};
           std::vector<double> dh(B * H, 0.0);
@@ -509,6 +533,11 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
             int64_t t = rr.t(s);
             std::vector<double> next(B * H, 0.0), drec(B * 3 * H, 0.0);
             for (int64_t b = 0; b < B; ++b) {
+              if (rr.held(s, b)) { // passed through; dx and drec stay 0
+                for (int64_t j = 0; j < H; ++j)
+                  next[b * H + j] = dh[b * H + j] + dhs.data[(t * B + b) * H + j];
+                continue;
+              }
               std::vector<double> dn(H), m(H, 0.0);
               for (int64_t j = 0; j < H; ++j) {
                 int64_t row = (t * B + b) * 4 * H;
@@ -548,13 +577,18 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           const Tensor &x = get(op.getInput()), &r = get(op.getRecurrence());
           const Tensor &h0 = get(op.getInitialH());
           bool relu = op.getActivation() == RnnActivation::Relu;
-          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse()};
+          RecurrenceRef rr{x.shape[0], x.shape[1], r.shape[1], op.getReverse(),
+                           op.getLens() ? &get(op.getLens()) : nullptr};
           int64_t T = rr.T, B = rr.B, H = rr.H;
           Tensor hs{{T, B, H}, std::vector<double>(T * B * H)};
           for (int64_t s = 0; s < T; ++s)
             for (int64_t b = 0; b < B; ++b)
               for (int64_t j = 0; j < H; ++j) {
                 int64_t k = (rr.t(s) * B + b) * H + j;
+                if (rr.held(s, b)) {
+                  hs.data[k] = rr.before(hs, h0, s, b, j);
+                  continue;
+                }
                 double a = x.data[k] + rr.product(hs, h0, s, r, 0, b, j);
                 hs.data[k] = relu ? std::max(a, 0.0) : std::tanh(a);
               }
@@ -565,19 +599,24 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
           const Tensor &dhs = get(op.getHiddenGrad()), &r = get(op.getRecurrence());
           const Tensor &hs = get(op.getStates());
           bool relu = op.getActivation() == RnnActivation::Relu;
-          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse()};
+          RecurrenceRef rr{dhs.shape[0], dhs.shape[1], dhs.shape[2], op.getReverse(),
+                           op.getLens() ? &get(op.getLens()) : nullptr};
           int64_t T = rr.T, B = rr.B, H = rr.H;
           Tensor dx{{T, B, H}, std::vector<double>(T * B * H)};
           std::vector<double> dh(B * H, 0.0);
           for (int64_t s = T - 1; s >= 0; --s) {
             int64_t t = rr.t(s);
+            std::vector<double> through(B * H, 0.0); // a held row's gradient, passed on
             for (int64_t k = 0; k < B * H; ++k) {
               double h = hs.data[t * B * H + k], g = dhs.data[t * B * H + k] + dh[k];
-              dx.data[t * B * H + k] = relu ? (h > 0 ? g : 0.0) : g * (1 - h * h);
+              if (rr.held(s, k / H))
+                through[k] = g;
+              else
+                dx.data[t * B * H + k] = relu ? (h > 0 ? g : 0.0) : g * (1 - h * h);
             }
             for (int64_t b = 0; b < B; ++b) // dh_prev = d R
               for (int64_t q = 0; q < H; ++q) {
-                double sum = 0;
+                double sum = through[b * H + q];
                 for (int64_t i = 0; i < H; ++i)
                   sum += dx.data[(t * B + b) * H + i] * r.data[i * H + q];
                 dh[b * H + q] = sum;

@@ -229,90 +229,148 @@ TEST(KernelExtents, Attention) {
       "layout 1, an i1 [B, 1, T, S] mask");
 }
 
-template <long long Reverse, long long Act>
+// Lens: the sequence lengths [B] follow the inputs (one row held from
+// step 1, one from step T - 1 on).
+template <long long Lens>
+Arg<long long> lensArg(long long T, long long B) {
+  Arg<long long> a{std::unique_ptr<long long[]>(new long long[B]), B};
+  for (long long b = 0; b < B; ++b)
+    a.data[b] = b % 2 ? 1 : T - 1;
+  return a;
+}
+
+template <long long Reverse, long long Act, long long Lens>
 void checkRnn() {
   SCOPED_TRACE(Act ? "relu" : "tanh");
   constexpr long long T = 3, B = 2, H = 4;
-  std::vector<long long> e = extentsOf(rnn_forward_extents, {T, B, H, Reverse, Act}, 5);
+  std::vector<long long> e = extentsOf(rnn_forward_extents, {T, B, H, Reverse, Act, Lens}, 5 + Lens);
   auto x = input<float>(e[0], 12), r = input<float>(e[1], 13), h0 = input<float>(e[2], 14);
-  auto hs = output<float>(e[3]), states = output<float>(e[4]);
-  rnn_forward<T, B, H, Reverse, Act>(x.get(), r.get(), h0.get(), hs.get(), states.get());
+  auto lens = lensArg<Lens>(T, B);
+  if (Lens)
+    EXPECT_EQ(e[3], B);
+  auto hs = output<float>(e[3 + Lens]), states = output<float>(e[4 + Lens]);
+  if constexpr (Lens)
+    rnn_forward<T, B, H, Reverse, Act, Lens>(x.get(), r.get(), h0.get(), lens.get(), hs.get(),
+                                             states.get());
+  else
+    rnn_forward<T, B, H, Reverse, Act, Lens>(x.get(), r.get(), h0.get(), hs.get(), states.get());
   expectReached(hs, "rnn hidden states");
   expectReached(states, "rnn states");
 
-  e = extentsOf(rnn_backward_extents, {T, B, H, Reverse, Act}, 6);
+  e = extentsOf(rnn_backward_extents, {T, B, H, Reverse, Act, Lens}, 6 + Lens);
   auto dhs = input<float>(e[0], 15);
-  auto carry = output<float>(e[3]), dx = output<float>(e[4]), dh0 = output<float>(e[5]);
-  rnn_backward<T, B, H, Reverse, Act>(dhs.get(), r.get(), states.get(), carry.get(), dx.get(),
-                                      dh0.get());
+  auto carry = output<float>(e[3 + Lens]), dx = output<float>(e[4 + Lens]),
+       dh0 = output<float>(e[5 + Lens]);
+  if constexpr (Lens)
+    rnn_backward<T, B, H, Reverse, Act, Lens>(dhs.get(), r.get(), states.get(), lens.get(),
+                                              carry.get(), dx.get(), dh0.get());
+  else
+    rnn_backward<T, B, H, Reverse, Act, Lens>(dhs.get(), r.get(), states.get(), carry.get(),
+                                              dx.get(), dh0.get());
   expectReached(dx, "rnn input gradient");
   expectReached(dh0, "rnn initial hidden gradient");
 }
 
-template <long long Reverse>
+template <long long Reverse, long long Lens>
 void checkRecurrent() {
   SCOPED_TRACE(Reverse ? "reverse" : "forward");
+  SCOPED_TRACE(Lens ? "with lengths" : "full length");
   constexpr long long T = 3, B = 2, H = 4;
-  std::vector<long long> e = extentsOf(lstm_forward_extents, {T, B, H, Reverse}, 7);
+  auto lens = lensArg<Lens>(T, B);
+  std::vector<long long> e = extentsOf(lstm_forward_extents, {T, B, H, Reverse, Lens}, 7 + Lens);
   auto x = input<float>(e[0], 1), r = input<float>(e[1], 2), h0 = input<float>(e[2], 3),
        c0 = input<float>(e[3], 4);
-  auto hs = output<float>(e[4]), cs = output<float>(e[5]), gates = output<float>(e[6]);
-  lstm_forward<T, B, H, Reverse>(x.get(), r.get(), h0.get(), c0.get(), hs.get(), cs.get(),
-                                 gates.get());
+  auto hs = output<float>(e[4 + Lens]), cs = output<float>(e[5 + Lens]),
+       gates = output<float>(e[6 + Lens]);
+  if constexpr (Lens)
+    lstm_forward<T, B, H, Reverse, Lens>(x.get(), r.get(), h0.get(), c0.get(), lens.get(),
+                                         hs.get(), cs.get(), gates.get());
+  else
+    lstm_forward<T, B, H, Reverse, Lens>(x.get(), r.get(), h0.get(), c0.get(), hs.get(), cs.get(),
+                                         gates.get());
   expectReached(hs, "lstm hidden states");
   expectReached(cs, "lstm cell states");
   expectReached(gates, "lstm gates");
 
-  for (int pointers : {10, 9}) {
-    e = extentsOf(lstm_backward_extents, {T, B, H, Reverse}, pointers);
-    auto dhs = input<float>(e[0], 5), dcs = input<float>(pointers == 10 ? e[1] : 1, 6);
-    int at = pointers == 10 ? 6 : 5;
+  for (int cellGrad : {1, 0}) {
+    e = extentsOf(lstm_backward_extents, {T, B, H, Reverse, Lens}, 9 + cellGrad + Lens);
+    auto dhs = input<float>(e[0], 5), dcs = input<float>(cellGrad ? e[1] : 1, 6);
+    int at = 5 + cellGrad + Lens;
     auto carry = output<float>(e[at]), dx = output<float>(e[at + 1]),
          dh0 = output<float>(e[at + 2]), dc0 = output<float>(e[at + 3]);
-    if (pointers == 10)
-      lstm_backward<T, B, H, Reverse>(dhs.get(), dcs.get(), r.get(), cs.get(), gates.get(),
-                                      c0.get(), carry.get(), dx.get(), dh0.get(), dc0.get());
-    else
-      lstm_backward<T, B, H, Reverse>(dhs.get(), r.get(), cs.get(), gates.get(), c0.get(),
-                                      carry.get(), dx.get(), dh0.get(), dc0.get());
+    if constexpr (Lens) {
+      if (cellGrad)
+        lstm_backward<T, B, H, Reverse, Lens>(dhs.get(), dcs.get(), r.get(), cs.get(), gates.get(),
+                                              c0.get(), lens.get(), carry.get(), dx.get(),
+                                              dh0.get(), dc0.get());
+      else
+        lstm_backward<T, B, H, Reverse, Lens>(dhs.get(), r.get(), cs.get(), gates.get(), c0.get(),
+                                              lens.get(), carry.get(), dx.get(), dh0.get(),
+                                              dc0.get());
+    } else {
+      if (cellGrad)
+        lstm_backward<T, B, H, Reverse, Lens>(dhs.get(), dcs.get(), r.get(), cs.get(), gates.get(),
+                                              c0.get(), carry.get(), dx.get(), dh0.get(),
+                                              dc0.get());
+      else
+        lstm_backward<T, B, H, Reverse, Lens>(dhs.get(), r.get(), cs.get(), gates.get(), c0.get(),
+                                              carry.get(), dx.get(), dh0.get(), dc0.get());
+    }
     expectReached(dx, "lstm input gradient");
     expectReached(dh0, "lstm initial hidden gradient");
     expectReached(dc0, "lstm initial cell gradient");
   }
 
-  for (int pointers : {8, 7}) {
-    e = extentsOf(gru_forward_extents, {T, B, H, Reverse, 1}, pointers);
+  for (int rbias : {1, 0}) {
+    e = extentsOf(gru_forward_extents, {T, B, H, Reverse, 1, Lens}, 7 + rbias + Lens);
     auto gx = input<float>(e[0], 7), gr = input<float>(e[1], 8), gh0 = input<float>(e[2], 9);
-    auto rb = input<float>(pointers == 8 ? e[3] : 1, 10);
-    int at = pointers == 8 ? 4 : 3;
+    auto rb = input<float>(rbias ? e[3] : 1, 10);
+    int at = 3 + rbias + Lens;
     auto acc = output<float>(e[at]), qx = output<float>(e[at + 1]),
          ghs = output<float>(e[at + 2]), ggates = output<float>(e[at + 3]);
-    if (pointers == 8)
-      gru_forward<T, B, H, Reverse, 1>(gx.get(), gr.get(), gh0.get(), rb.get(), acc.get(),
-                                       qx.get(), ghs.get(), ggates.get());
-    else
-      gru_forward<T, B, H, Reverse, 1>(gx.get(), gr.get(), gh0.get(), acc.get(), qx.get(),
-                                       ghs.get(), ggates.get());
+    if constexpr (Lens) {
+      if (rbias)
+        gru_forward<T, B, H, Reverse, 1, Lens>(gx.get(), gr.get(), gh0.get(), rb.get(), lens.get(),
+                                               acc.get(), qx.get(), ghs.get(), ggates.get());
+      else
+        gru_forward<T, B, H, Reverse, 1, Lens>(gx.get(), gr.get(), gh0.get(), lens.get(),
+                                               acc.get(), qx.get(), ghs.get(), ggates.get());
+    } else {
+      if (rbias)
+        gru_forward<T, B, H, Reverse, 1, Lens>(gx.get(), gr.get(), gh0.get(), rb.get(), acc.get(),
+                                               qx.get(), ghs.get(), ggates.get());
+      else
+        gru_forward<T, B, H, Reverse, 1, Lens>(gx.get(), gr.get(), gh0.get(), acc.get(), qx.get(),
+                                               ghs.get(), ggates.get());
+    }
     expectReached(ghs, "gru hidden states");
     expectReached(ggates, "gru gates");
 
-    e = extentsOf(gru_backward_extents, {T, B, H, Reverse, 1}, 10);
+    e = extentsOf(gru_backward_extents, {T, B, H, Reverse, 1, Lens}, 10 + Lens);
     auto gdhs = input<float>(e[0], 11);
-    auto carry = output<float>(e[5]), m = output<float>(e[6]), work = output<float>(e[7]),
-         gdx = output<float>(e[8]), gdh0 = output<float>(e[9]);
-    gru_backward<T, B, H, Reverse, 1>(gdhs.get(), gr.get(), ghs.get(), ggates.get(), gh0.get(),
-                                      carry.get(), m.get(), work.get(), gdx.get(), gdh0.get());
+    auto carry = output<float>(e[5 + Lens]), m = output<float>(e[6 + Lens]),
+         work = output<float>(e[7 + Lens]), gdx = output<float>(e[8 + Lens]),
+         gdh0 = output<float>(e[9 + Lens]);
+    if constexpr (Lens)
+      gru_backward<T, B, H, Reverse, 1, Lens>(gdhs.get(), gr.get(), ghs.get(), ggates.get(),
+                                              gh0.get(), lens.get(), carry.get(), m.get(),
+                                              work.get(), gdx.get(), gdh0.get());
+    else
+      gru_backward<T, B, H, Reverse, 1, Lens>(gdhs.get(), gr.get(), ghs.get(), ggates.get(),
+                                              gh0.get(), carry.get(), m.get(), work.get(),
+                                              gdx.get(), gdh0.get());
     expectReached(gdx, "gru input gradient");
     expectReached(gdh0, "gru initial hidden gradient");
   }
-
-  checkRnn<Reverse, 0>();
-  checkRnn<Reverse, 1>();
+  checkRnn<Reverse, 0, Lens>();
+  checkRnn<Reverse, 1, Lens>();
 }
 
 TEST(KernelExtents, Recurrent) {
-  checkRecurrent<0>();
-  checkRecurrent<1>();
+  checkRecurrent<0, 0>();
+  checkRecurrent<1, 0>();
+  checkRecurrent<0, 1>();
+  checkRecurrent<1, 1>();
 }
 
 TEST(KernelExtents, FormsTheKernelsDoNotHave) {

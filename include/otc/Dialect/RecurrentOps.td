@@ -9,6 +9,12 @@
 // Layouts are time-major and per direction: a bidirectional layer is two
 // ops, one with `reverse`. Cell states and activated gates are kept in
 // float32 (the input's type when that is wider), for the backward.
+//
+// `lens` [B] (ONNX's sequence_lens, run-time or constant) gives each row's
+// length: from step lens[b] on, row b holds its state (its kept gates are
+// 0), so the last state of the walk is the row's own last state, forward
+// or reverse. The importer zeroes those steps of the output; the gradient
+// ops pass a held step's gradient through to the step before.
 //===----------------------------------------------------------------------===//
 
 def Otc_LstmOp : Otc_DiffOp<"lstm", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
@@ -29,6 +35,7 @@ def Otc_LstmOp : Otc_DiffOp<"lstm", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_
   }];
   let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$recurrence,
                        Otc_FloatTensor:$initial_h, Otc_FloatTensor:$initial_c,
+                       Optional<Otc_IndexTensor>:$lens,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse);
   let results = (outs Otc_FloatTensor:$hidden, Otc_FloatTensor:$cell, Otc_FloatTensor:$gates);
   let hasVerifier = 1;
@@ -37,14 +44,14 @@ def Otc_LstmOp : Otc_DiffOp<"lstm", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_
     bool followsAutocast(unsigned operand) { return operand < 3; }
   }];
   let assemblyFormat = [{
-    $input `,` $recurrence `,` $initial_h `,` $initial_c attr-dict `:` type($input) `,`
-    type($recurrence) `,` type($initial_h) `,` type($initial_c) `->` type($hidden) `,`
-    type($cell) `,` type($gates)
+    $input `,` $recurrence `,` $initial_h `,` $initial_c (`lens` `(` $lens^ `:` type($lens) `)`)? attr-dict `:`
+    type($input) `,` type($recurrence) `,` type($initial_h) `,` type($initial_c)
+    `->` type($hidden) `,` type($cell) `,` type($gates)
   }];
 }
 
 def Otc_LstmGradOp : Otc_Op<"lstm_grad",
-    [Pure, InferTypeOpAdaptor, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments, Otc_NotDifferentiable, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
   let summary = "Backpropagation through time of otc.lstm, to the gates and initial states";
   let description = [{
     From the gradients of the hidden states (and of the cell states, when
@@ -57,6 +64,7 @@ def Otc_LstmGradOp : Otc_Op<"lstm_grad",
   let arguments = (ins Otc_FloatTensor:$hidden_grad, Otc_FloatTensor:$recurrence,
                        Otc_FloatTensor:$cell, Otc_FloatTensor:$gates,
                        Otc_FloatTensor:$initial_c, Optional<Otc_FloatTensor>:$cell_grad,
+                       Optional<Otc_IndexTensor>:$lens,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse);
   let results = (outs Otc_FloatTensor:$input_grad, Otc_FloatTensor:$initial_h_grad,
                       Otc_FloatTensor:$initial_c_grad);
@@ -67,13 +75,15 @@ def Otc_LstmGradOp : Otc_Op<"lstm_grad",
   }];
   let assemblyFormat = [{
     $hidden_grad `,` $recurrence `,` $cell `,` $gates `,` $initial_c
-    (`cell_grad` $cell_grad^)? attr-dict `:` type($hidden_grad) `,` type($recurrence) `,`
-    type($cell) `,` type($gates) `,` type($initial_c) (`,` type($cell_grad)^)? `->`
-    type($input_grad) `,` type($initial_h_grad) `,` type($initial_c_grad)
+    (`cell_grad` $cell_grad^)? (`lens` `(` $lens^ `:` type($lens) `)`)? attr-dict `:` type($hidden_grad) `,`
+    type($recurrence) `,` type($cell) `,` type($gates) `,` type($initial_c)
+    (`,` type($cell_grad)^)? `->` type($input_grad) `,`
+    type($initial_h_grad) `,` type($initial_c_grad)
   }];
 }
 
-def Otc_GruOp : Otc_DiffOp<"gru", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
+def Otc_GruOp : Otc_DiffOp<"gru",
+    [InferTypeOpAdaptor, AttrSizedOperandSegments, Otc_Low, Otc_Kept, Otc_OwnFlops]> {
   let summary = "GRU recurrence over a projected sequence (ONNX gate order z, r, h)";
   let description = [{
     `input` [T, B, 3H] holds x W^T plus the biases that add outside the
@@ -93,14 +103,15 @@ def Otc_GruOp : Otc_DiffOp<"gru", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_Ow
   }];
   let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$recurrence,
                        Otc_FloatTensor:$initial_h, Optional<Otc_FloatTensor>:$rbias,
+                       Optional<Otc_IndexTensor>:$lens,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse,
                        DefaultValuedAttr<BoolAttr, "false">:$linear_before_reset);
   let results = (outs Otc_FloatTensor:$hidden, Otc_FloatTensor:$gates);
   let hasVerifier = 1;
   let assemblyFormat = [{
-    $input `,` $recurrence `,` $initial_h (`rbias` $rbias^)? attr-dict `:` type($input) `,`
-    type($recurrence) `,` type($initial_h) (`,` type($rbias)^)? `->` type($hidden) `,`
-    type($gates)
+    $input `,` $recurrence `,` $initial_h (`rbias` $rbias^)? (`lens` `(` $lens^ `:` type($lens) `)`)? attr-dict `:`
+    type($input) `,` type($recurrence) `,` type($initial_h) (`,` type($rbias)^)?
+    `->` type($hidden) `,` type($gates)
   }];
 }
 
@@ -115,7 +126,7 @@ def Otc_GruGradOp : Otc_Op<"gru_grad",
   }];
   let arguments = (ins Otc_FloatTensor:$hidden_grad, Otc_FloatTensor:$recurrence,
                        Otc_FloatTensor:$hidden, Otc_FloatTensor:$gates,
-                       Otc_FloatTensor:$initial_h,
+                       Otc_FloatTensor:$initial_h, Optional<Otc_IndexTensor>:$lens,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse,
                        DefaultValuedAttr<BoolAttr, "false">:$linear_before_reset);
   let results = (outs Otc_FloatTensor:$input_grad, Otc_FloatTensor:$initial_h_grad);
@@ -125,9 +136,9 @@ def Otc_GruGradOp : Otc_Op<"gru_grad",
     bool followsAutocast(unsigned operand) { return operand != 3; }
   }];
   let assemblyFormat = [{
-    $hidden_grad `,` $recurrence `,` $hidden `,` $gates `,` $initial_h attr-dict `:`
-    type($hidden_grad) `,` type($recurrence) `,` type($hidden) `,` type($gates) `,`
-    type($initial_h) `->` type($input_grad) `,` type($initial_h_grad)
+    $hidden_grad `,` $recurrence `,` $hidden `,` $gates `,` $initial_h (`lens` `(` $lens^ `:` type($lens) `)`)?
+    attr-dict `:` type($hidden_grad) `,` type($recurrence) `,` type($hidden) `,` type($gates)
+    `,` type($initial_h) `->` type($input_grad) `,` type($initial_h_grad)
   }];
 }
 
@@ -149,13 +160,15 @@ def Otc_RnnOp : Otc_DiffOp<"rnn", [InferTypeOpAdaptor, Otc_Low, Otc_Kept, Otc_Ow
     ```
   }];
   let arguments = (ins Otc_FloatTensor:$input, Otc_FloatTensor:$recurrence,
-                       Otc_FloatTensor:$initial_h, Otc_RnnActivation:$activation,
+                       Otc_FloatTensor:$initial_h, Optional<Otc_IndexTensor>:$lens,
+                       Otc_RnnActivation:$activation,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse);
   let results = (outs Otc_FloatTensor:$hidden, Otc_FloatTensor:$states);
   let hasVerifier = 1;
   let assemblyFormat = [{
-    $input `,` $recurrence `,` $initial_h attr-dict `:` type($input) `,` type($recurrence) `,`
-    type($initial_h) `->` type($hidden) `,` type($states)
+    $input `,` $recurrence `,` $initial_h (`lens` `(` $lens^ `:` type($lens) `)`)? attr-dict `:` type($input) `,`
+    type($recurrence) `,` type($initial_h) `->` type($hidden) `,`
+    type($states)
   }];
 }
 
@@ -171,7 +184,8 @@ def Otc_RnnGradOp : Otc_Op<"rnn_grad",
     states, built by the gradient rule.
   }];
   let arguments = (ins Otc_FloatTensor:$hidden_grad, Otc_FloatTensor:$recurrence,
-                       Otc_FloatTensor:$states, Otc_RnnActivation:$activation,
+                       Otc_FloatTensor:$states, Optional<Otc_IndexTensor>:$lens,
+                       Otc_RnnActivation:$activation,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse);
   let results = (outs Otc_FloatTensor:$input_grad, Otc_FloatTensor:$initial_h_grad);
   let hasVerifier = 1;
@@ -180,7 +194,8 @@ def Otc_RnnGradOp : Otc_Op<"rnn_grad",
     bool followsAutocast(unsigned operand) { return operand != 2; }
   }];
   let assemblyFormat = [{
-    $hidden_grad `,` $recurrence `,` $states attr-dict `:` type($hidden_grad) `,`
-    type($recurrence) `,` type($states) `->` type($input_grad) `,` type($initial_h_grad)
+    $hidden_grad `,` $recurrence `,` $states (`lens` `(` $lens^ `:` type($lens) `)`)? attr-dict `:`
+    type($hidden_grad) `,` type($recurrence) `,` type($states) `->`
+    type($input_grad) `,` type($initial_h_grad)
   }];
 }

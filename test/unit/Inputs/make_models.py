@@ -7,6 +7,8 @@ the importer composes (deterministic).
       candidate's recurrent bias after the reset, as PyTorch's GRU)
   rnn_f64.onnx: bidirectional tanh, layout 0, learned initial_h
   rnn_relu_f64.onnx: reverse relu, layout 1
+  *_lens_f64.onnx: the same cells with sequence_lens [3, 1] (a row held
+      past its first step): LSTM bidirectional, GRU reverse, RNN forward
   losses_f64.onnx: SoftmaxCrossEntropyLoss with class weights, ignore_index
       and its log_prob output; NegativeLogLikelihoodLoss with sum and none
       reductions over N x C x d; BCE written as Log(Sigmoid) and
@@ -26,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 D = TensorProto.DOUBLE
 
 
-def model(name, op, gates, dirs, layout, attrs, states):
+def model(name, op, gates, dirs, layout, attrs, states, lens=None):
     T, N, I, H = 3, 2, 3, 2
     rng = np.random.default_rng(0)
     x_shape = [T, N, I] if layout == 0 else [N, T, I]
@@ -37,7 +39,9 @@ def model(name, op, gates, dirs, layout, attrs, states):
         inits[s] = s_shape
     init = [numpy_helper.from_array(rng.uniform(-0.8, 0.8, shape), k) for k, shape in inits.items()]
     outs = ["Y", "Y_h", "Y_c"][:2 + (op == "LSTM")]
-    ins = ["X", "W", "R", "B", ""] + list(states)
+    ins = ["X", "W", "R", "B", "lens" if lens else ""] + list(states)
+    if lens:  # constant lengths: the ops' lens operand, a short row held
+        init.append(numpy_helper.from_array(np.array(lens, np.int32), "lens"))
     nodes = [helper.make_node(op, ins, outs, hidden_size=H, layout=layout, **attrs)]
     inputs = [helper.make_tensor_value_info("X", D, x_shape)]
     terms = []
@@ -60,6 +64,11 @@ model("gru_lbr_f64", "GRU", 3, 2, 0, {"direction": "bidirectional", "linear_befo
       ["initial_h"])
 model("rnn_f64", "RNN", 1, 2, 0, {"direction": "bidirectional"}, ["initial_h"])
 model("rnn_relu_f64", "RNN", 1, 1, 1, {"direction": "reverse", "activations": ["Relu"]}, [])
+model("lstm_lens_f64", "LSTM", 4, 2, 0, {"direction": "bidirectional"}, ["initial_h", "initial_c"],
+      lens=[3, 1])
+model("gru_lens_f64", "GRU", 3, 1, 1, {"direction": "reverse", "linear_before_reset": 1},
+      ["initial_h"], lens=[1, 3])
+model("rnn_lens_f64", "RNN", 1, 1, 0, {}, ["initial_h"], lens=[3, 1])
 
 
 def losses():

@@ -161,70 +161,93 @@ inline Extents attention_backward_extents(const long long *k, int constants, int
   return x;
 }
 
-// The recurrences (T, B, H, Reverse[, Lbr or Act]), time-major: the
+// The recurrences (T, B, H, Reverse[, Lbr or Act], Lens), time-major: the
 // projected input and its gradient [T, B, G H] (G = 4 for LSTM, 3 for GRU,
 // 1 for the Elman RNN), the recurrence [G H, H], sequences [T, B, H],
-// states [B, H], kept gates [T, B, 4 H] for LSTM and GRU.
+// states [B, H], kept gates [T, B, 4 H] for LSTM and GRU; with Lens, the
+// sequence lengths [B] after the inputs.
+namespace detail {
+/// The recurrence's extents: `inputs` then, with Lens (the last constant),
+/// the lengths, then `rest`; none when the call's pointers disagree.
+inline Extents recurrence(const long long *k, int constants, int pointers,
+                          std::initializer_list<long long> inputs,
+                          std::initializer_list<long long> rest) {
+  long long lens = k[constants - 1];
+  if ((lens != 0 && lens != 1) || pointers != int(inputs.size() + rest.size() + lens))
+    return {};
+  Extents x = extents(inputs);
+  if (lens)
+    x.elements[x.count++] = k[1];
+  for (long long e : rest)
+    x.elements[x.count++] = e;
+  return x;
+}
+} // namespace detail
 
-// lstm_forward(x, r, h0, c0, hs, cs, gates).
+// lstm_forward(x, r, h0, c0, [lens,] hs, cs, gates).
 inline Extents lstm_forward_extents(const long long *k, int constants, int pointers) {
-  if (constants != 4 || pointers != 7)
+  if (constants != 5)
     return {};
   long long T = k[0], B = k[1], H = k[2];
-  return detail::extents({T * B * 4 * H, 4 * H * H, B * H, B * H, T * B * H, T * B * H,
-                          T * B * 4 * H});
+  return detail::recurrence(k, constants, pointers, {T * B * 4 * H, 4 * H * H, B * H, B * H},
+                            {T * B * H, T * B * H, T * B * 4 * H});
 }
 
-// lstm_backward(dhs, [dcs,] r, cs, gates, c0, carry, dx, dh0, dc0).
+// lstm_backward(dhs, [dcs,] r, cs, gates, c0, [lens,] carry, dx, dh0, dc0).
 inline Extents lstm_backward_extents(const long long *k, int constants, int pointers) {
-  if (constants != 4 || (pointers != 10 && pointers != 9))
+  if (constants != 5)
     return {};
   long long T = k[0], B = k[1], H = k[2];
-  Extents x = detail::extents({T * B * H});
-  if (pointers == 10)
-    x.elements[x.count++] = T * B * H;
-  for (long long e : {4 * H * H, T * B * H, T * B * 4 * H, B * H, B * H, T * B * 4 * H, B * H,
-                      B * H})
-    x.elements[x.count++] = e;
-  return x;
+  std::initializer_list<long long> rest = {B * H, T * B * 4 * H, B * H, B * H};
+  bool cellGrad = pointers - k[4] == 10;
+  return cellGrad ? detail::recurrence(k, constants, pointers,
+                                       {T * B * H, T * B * H, 4 * H * H, T * B * H,
+                                        T * B * 4 * H, B * H},
+                                       rest)
+                  : detail::recurrence(k, constants, pointers,
+                                       {T * B * H, 4 * H * H, T * B * H, T * B * 4 * H, B * H},
+                                       rest);
 }
 
-// gru_forward(x, r, h0, [rbias,] acc, qx, hs, gates).
+// gru_forward(x, r, h0, [rbias,] [lens,] acc, qx, hs, gates).
 inline Extents gru_forward_extents(const long long *k, int constants, int pointers) {
-  if (constants != 5 || (pointers != 8 && pointers != 7))
+  if (constants != 6)
     return {};
   long long T = k[0], B = k[1], H = k[2];
-  Extents x = detail::extents({T * B * 3 * H, 3 * H * H, B * H});
-  if (pointers == 8)
-    x.elements[x.count++] = H;
-  for (long long e : {B * 3 * H, B * H, T * B * H, T * B * 4 * H})
-    x.elements[x.count++] = e;
-  return x;
+  std::initializer_list<long long> rest = {B * 3 * H, B * H, T * B * H, T * B * 4 * H};
+  bool rbias = pointers - k[5] == 8;
+  return rbias ? detail::recurrence(k, constants, pointers, {T * B * 3 * H, 3 * H * H, B * H, H},
+                                    rest)
+               : detail::recurrence(k, constants, pointers, {T * B * 3 * H, 3 * H * H, B * H},
+                                    rest);
 }
 
-// gru_backward(dhs, r, hs, gates, h0, carry, m, work, dx, dh0).
+// gru_backward(dhs, r, hs, gates, h0, [lens,] carry, m, work, dx, dh0).
 inline Extents gru_backward_extents(const long long *k, int constants, int pointers) {
-  if (constants != 5 || pointers != 10)
+  if (constants != 6)
     return {};
   long long T = k[0], B = k[1], H = k[2];
-  return detail::extents({T * B * H, 3 * H * H, T * B * H, T * B * 4 * H, B * H, B * H, B * H,
-                          B * 3 * H, T * B * 3 * H, B * H});
+  return detail::recurrence(k, constants, pointers,
+                            {T * B * H, 3 * H * H, T * B * H, T * B * 4 * H, B * H},
+                            {B * H, B * H, B * 3 * H, T * B * 3 * H, B * H});
 }
 
-// rnn_forward(x, r, h0, hs, states).
+// rnn_forward(x, r, h0, [lens,] hs, states).
 inline Extents rnn_forward_extents(const long long *k, int constants, int pointers) {
-  if (constants != 5 || pointers != 5)
+  if (constants != 6)
     return {};
   long long T = k[0], B = k[1], H = k[2];
-  return detail::extents({T * B * H, H * H, B * H, T * B * H, T * B * H});
+  return detail::recurrence(k, constants, pointers, {T * B * H, H * H, B * H},
+                            {T * B * H, T * B * H});
 }
 
-// rnn_backward(dhs, r, states, carry, dx, dh0).
+// rnn_backward(dhs, r, states, [lens,] carry, dx, dh0).
 inline Extents rnn_backward_extents(const long long *k, int constants, int pointers) {
-  if (constants != 5 || pointers != 6)
+  if (constants != 6)
     return {};
   long long T = k[0], B = k[1], H = k[2];
-  return detail::extents({T * B * H, H * H, T * B * H, B * H, T * B * H, B * H});
+  return detail::recurrence(k, constants, pointers, {T * B * H, H * H, T * B * H},
+                            {B * H, T * B * H, B * H});
 }
 
 } // namespace otc_kernels

@@ -7,10 +7,17 @@
 // kernel per pass, cublasGemmEx).
 //
 // Layouts are time-major, contiguous: input [T, B, G H] (G = 4 for LSTM, 3
-// for GRU), recurrence [G H, H], states [T, B, H] and [B, H], kept gates
-// [T, B, 4 H] (the Elman cell keeps its states [T, B, H]). X is the storage type of the input, weights and hidden
-// states; cell states, gates and carries are float. With Reverse, step t
-// runs from T - 1 down and its predecessor is t + 1.
+// for GRU, 1 for the Elman cell), recurrence [G H, H], states [T, B, H] and
+// [B, H], kept gates [T, B, 4 H] (the Elman cell keeps its states [T, B,
+// H]). X is the storage type of the input, weights and hidden states; cell
+// states, gates and carries are float. With Reverse, step t runs from T - 1
+// down and its predecessor is t + 1.
+//
+// Sequence lengths (ONNX's sequence_lens, PyTorch's packed sequences):
+// with `lens` [B], row b holds its state through every step t >= lens[b]
+// (its kept gates are 0 there), so the walk's last state is the state at
+// the row's own last step, forward or reverse; the caller zeroes those
+// steps of the output. Backwards, a held step passes its gradient through.
 #ifndef OTC_KERNELS_RECURRENT_H
 #define OTC_KERNELS_RECURRENT_H
 
@@ -31,6 +38,11 @@
 namespace otc_kernels {
 
 OTC_HD float rec_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/// Whether row b holds its state at step t (t at or past its length).
+OTC_HD bool rec_held(const long long *lens, long long t, long long b) {
+  return lens && t >= lens[b];
+}
 
 /// Step index s of the walk: the time it runs, and the one before it.
 template <long long T, bool Reverse>
@@ -129,9 +141,18 @@ struct LstmCell {
   const float *cprev;
   float *c;
   X *h;
+  const X *hprev;
+  const long long *lens;
+  long long t;
   OTC_CELL void operator()(long long k) const {
     long long b = k / H, j = k % H;
     float *row = g + b * 4 * H;
+    if (rec_held(lens, t, b)) {
+      row[j] = row[H + j] = row[2 * H + j] = row[3 * H + j] = 0.0f;
+      c[k] = cprev[k];
+      h[k] = hprev[k];
+      return;
+    }
     float i = rec_sigmoid(row[j]), o = rec_sigmoid(row[H + j]);
     float f = rec_sigmoid(row[2 * H + j]), cand = tanhf(row[3 * H + j]);
     float cn = f * cprev[k] + i * cand;
@@ -156,15 +177,28 @@ struct LstmCellGrad {
   long long H;
   const X *dh_t;
   const float *dc_t; // null when the cell states are not read
-  const float *hcarry;
+  float *hcarry;     // with lens: left as the held rows' pass-through
   float *ccarry;
   const float *g, *c, *cprev;
   X *dx;
+  const long long *lens;
+  long long t;
   OTC_CELL void operator()(long long k) const {
     long long b = k / H, j = k % H;
     const float *row = g + b * 4 * H;
     float i = row[j], o = row[H + j], f = row[2 * H + j], cand = row[3 * H + j];
     float dh = otc_ld(dh_t[k]) + hcarry[k];
+    if (lens) {
+      bool held = rec_held(lens, t, b);
+      hcarry[k] = held ? dh : 0.0f;
+      if (held) {
+        X *d = dx + b * 4 * H;
+        for (int q = 0; q < 4; ++q)
+          otc_store(&d[q * H + j], 0.0f);
+        ccarry[k] += dc_t ? dc_t[k] : 0.0f;
+        return;
+      }
+    }
     float tc = tanhf(c[k]);
     float dc = ccarry[k] + (dc_t ? dc_t[k] : 0.0f) + dh * o * (1.0f - tc * tc);
     X *d = dx + b * 4 * H;
@@ -178,7 +212,7 @@ struct LstmCellGrad {
 
 template <long long T, long long B, long long H, long long Reverse, class X>
 void lstm_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, const float *c0,
-                      X *hs, float *cs, float *gates) {
+                      const long long *lens, X *hs, float *cs, float *gates) {
   using Time = RecTime<T, Reverse != 0>;
   for (long long s = 0; s < T; ++s) {
     long long t = Time::at(s), p = Time::before(s);
@@ -187,7 +221,7 @@ void lstm_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, co
     float *g = gates + t * B * 4 * H;
     ex.cells(B * 4 * H, RecLoad<X>{x + t * B * 4 * H, g});
     ex.gemm(true, B, 4 * H, H, hprev, H, r, H, 1.0f, g, 4 * H);
-    ex.cells(B * H, LstmCell<X>{H, g, cprev, cs + t * B * H, hs + t * B * H});
+    ex.cells(B * H, LstmCell<X>{H, g, cprev, cs + t * B * H, hs + t * B * H, hprev, lens, t});
   }
 }
 
@@ -195,8 +229,8 @@ void lstm_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, co
 /// cell's is carried in dc0 itself, which it ends as.
 template <long long T, long long B, long long H, long long Reverse, class X>
 void lstm_run_backward(const RecExec &ex, const X *dhs, const float *dcs, const X *r,
-                       const float *cs, const float *gates, const float *c0, float *hcarry,
-                       X *dx, X *dh0, float *dc0) {
+                       const float *cs, const float *gates, const float *c0,
+                       const long long *lens, float *hcarry, X *dx, X *dh0, float *dc0) {
   using Time = RecTime<T, Reverse != 0>;
   float *ccarry = dc0;
   ex.zero(hcarry, B * H);
@@ -206,8 +240,9 @@ void lstm_run_backward(const RecExec &ex, const X *dhs, const float *dcs, const 
     const float *cprev = s == 0 ? c0 : cs + p * B * H;
     X *d = dx + t * B * 4 * H;
     ex.cells(B * H, LstmCellGrad<X>{H, dhs + t * B * H, dcs ? dcs + t * B * H : nullptr, hcarry,
-                                    ccarry, gates + t * B * 4 * H, cs + t * B * H, cprev, d});
-    ex.gemm(false, B, H, 4 * H, d, 4 * H, r, H, 0.0f, hcarry, H);
+                                    ccarry, gates + t * B * 4 * H, cs + t * B * H, cprev, d,
+                                    lens, t});
+    ex.gemm(false, B, H, 4 * H, d, 4 * H, r, H, lens ? 1.0f : 0.0f, hcarry, H);
   }
   ex.cells(B * H, RecStore<X>{hcarry, dh0});
 }
@@ -227,12 +262,23 @@ struct GruCell {
   X *qx;
   float *g;
   X *h;
+  const long long *lens;
+  long long t;
   OTC_CELL void operator()(long long k) const {
     long long b = k / H, j = k % H;
     const X *xr = x + b * 3 * H;
     const float *a = acc + b * 3 * H;
     float *row = g + b * 4 * H;
     float hp = otc_ld(hprev[k]);
+    if (rec_held(lens, t, b)) {
+      if (Pass == 0)
+        row[j] = row[H + j] = row[2 * H + j] = row[3 * H + j] = 0.0f;
+      if (!Lbr && Pass == 0)
+        otc_store(&qx[k], 0.0f);
+      else
+        h[k] = hprev[k];
+      return;
+    }
     if (Pass == 0) {
       float z = rec_sigmoid(otc_ld(xr[j]) + a[j]), r = rec_sigmoid(otc_ld(xr[H + j]) + a[H + j]);
       row[j] = z, row[H + j] = r;
@@ -261,11 +307,28 @@ struct GruCellGrad {
   const float *g, *m;
   float *carry;
   X *dx, *work;
+  const long long *lens;
+  long long t;
   OTC_CELL void operator()(long long k) const {
     long long b = k / H, j = k % H;
     const float *row = g + b * 4 * H;
     float z = row[j], r = row[H + j], n = row[2 * H + j], q = row[3 * H + j];
     X *d = dx + b * 3 * H;
+    if (rec_held(lens, t, b)) { // the carry passes through, nothing reaches the gates
+      if (Pass == 0) {
+        carry[k] += otc_ld(dh_t[k]);
+        otc_store(&d[2 * H + j], 0.0f);
+        return;
+      }
+      X *w = work + b * 3 * H;
+      for (int p = 0; p < 2; ++p) {
+        otc_store(&d[p * H + j], 0.0f);
+        otc_store(&w[p * H + j], 0.0f);
+      }
+      if (Lbr)
+        otc_store(&w[2 * H + j], 0.0f);
+      return;
+    }
     if (Pass == 0) {
       float dh = otc_ld(dh_t[k]) + carry[k];
       carry[k] = dh;
@@ -291,7 +354,7 @@ struct GruCellGrad {
 /// acc [B, 3H] and qx [B, H] are scratch.
 template <long long T, long long B, long long H, long long Reverse, long long Lbr, class X>
 void gru_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, const X *rb,
-                     float *acc, X *qx, X *hs, float *gates) {
+                     const long long *lens, float *acc, X *qx, X *hs, float *gates) {
   using Time = RecTime<T, Reverse != 0>;
   for (long long s = 0; s < T; ++s) {
     long long t = Time::at(s), p = Time::before(s);
@@ -299,10 +362,10 @@ void gru_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, con
     float *g = gates + t * B * 4 * H;
     X *h = hs + t * B * H;
     ex.gemm(true, B, Lbr ? 3 * H : 2 * H, H, hprev, H, r, H, 0.0f, acc, 3 * H);
-    ex.cells(B * H, GruCell<X, Lbr != 0, 0>{H, xt, hprev, rb, acc, qx, g, h});
+    ex.cells(B * H, GruCell<X, Lbr != 0, 0>{H, xt, hprev, rb, acc, qx, g, h, lens, t});
     if (!Lbr) {
       ex.gemm(true, B, H, H, qx, H, r + 2 * H * H, H, 0.0f, acc + 2 * H, 3 * H);
-      ex.cells(B * H, GruCell<X, false, 1>{H, xt, hprev, rb, acc, qx, g, h});
+      ex.cells(B * H, GruCell<X, false, 1>{H, xt, hprev, rb, acc, qx, g, h, lens, t});
     }
   }
 }
@@ -310,8 +373,8 @@ void gru_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, con
 /// carry [B, H], m [B, H] and work [B, 3H] are scratch.
 template <long long T, long long B, long long H, long long Reverse, long long Lbr, class X>
 void gru_run_backward(const RecExec &ex, const X *dhs, const X *r, const X *hs,
-                      const float *gates, const X *h0, float *carry, float *m, X *work, X *dx,
-                      X *dh0) {
+                      const float *gates, const X *h0, const long long *lens, float *carry,
+                      float *m, X *work, X *dx, X *dh0) {
   using Time = RecTime<T, Reverse != 0>;
   ex.zero(carry, B * H);
   for (long long s = T - 1; s >= 0; --s) {
@@ -320,10 +383,10 @@ void gru_run_backward(const RecExec &ex, const X *dhs, const X *r, const X *hs,
     const float *g = gates + t * B * 4 * H;
     X *d = dx + t * B * 3 * H;
     const X *dh = dhs + t * B * H;
-    ex.cells(B * H, GruCellGrad<X, Lbr != 0, 0>{H, dh, hprev, g, m, carry, d, work});
+    ex.cells(B * H, GruCellGrad<X, Lbr != 0, 0>{H, dh, hprev, g, m, carry, d, work, lens, t});
     if (!Lbr)
       ex.gemm(false, B, H, H, d + 2 * H, 3 * H, r + 2 * H * H, H, 0.0f, m, H);
-    ex.cells(B * H, GruCellGrad<X, Lbr != 0, 1>{H, dh, hprev, g, m, carry, d, work});
+    ex.cells(B * H, GruCellGrad<X, Lbr != 0, 1>{H, dh, hprev, g, m, carry, d, work, lens, t});
     ex.gemm(false, B, H, Lbr ? 3 * H : 2 * H, work, 3 * H, r, H, 1.0f, carry, H);
   }
   ex.cells(B * H, RecStore<X>{carry, dh0});
@@ -336,9 +399,18 @@ void gru_run_backward(const RecExec &ex, const X *dhs, const X *r, const X *hs,
 /// s holds x_t + h R^T on entry and f of it on return; h its stored copy.
 template <class X, long long Act>
 struct RnnCell {
+  long long H;
   float *s;
   X *h;
+  const X *hprev;
+  const long long *lens;
+  long long t;
   OTC_CELL void operator()(long long k) const {
+    if (rec_held(lens, t, k / H)) {
+      s[k] = otc_ld(hprev[k]);
+      h[k] = hprev[k];
+      return;
+    }
     float v = Act == 0 ? tanhf(s[k]) : (s[k] > 0.0f ? s[k] : 0.0f);
     s[k] = v;
     otc_store(&h[k], v);
@@ -349,18 +421,25 @@ struct RnnCell {
 /// relu' = [h > 0], PyTorch's at 0).
 template <class X, long long Act>
 struct RnnCellGrad {
+  long long H;
   const X *dh_t;
-  const float *carry, *s;
+  float *carry; // with lens: left as the held rows' pass-through
+  const float *s;
   X *dx;
+  const long long *lens;
+  long long t;
   OTC_CELL void operator()(long long k) const {
     float g = otc_ld(dh_t[k]) + carry[k], v = s[k];
-    otc_store(&dx[k], Act == 0 ? g * (1.0f - v * v) : (v > 0.0f ? g : 0.0f));
+    bool held = rec_held(lens, t, k / H);
+    if (lens)
+      carry[k] = held ? g : 0.0f;
+    otc_store(&dx[k], held ? 0.0f : Act == 0 ? g * (1.0f - v * v) : (v > 0.0f ? g : 0.0f));
   }
 };
 
 template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
-void rnn_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, X *hs,
-                     float *states) {
+void rnn_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0,
+                     const long long *lens, X *hs, float *states) {
   using Time = RecTime<T, Reverse != 0>;
   for (long long s = 0; s < T; ++s) {
     long long t = Time::at(s), p = Time::before(s);
@@ -368,21 +447,21 @@ void rnn_run_forward(const RecExec &ex, const X *x, const X *r, const X *h0, X *
     float *st = states + t * B * H;
     ex.cells(B * H, RecLoad<X>{x + t * B * H, st});
     ex.gemm(true, B, H, H, hprev, H, r, H, 1.0f, st, H);
-    ex.cells(B * H, RnnCell<X, Act>{st, hs + t * B * H});
+    ex.cells(B * H, RnnCell<X, Act>{H, st, hs + t * B * H, hprev, lens, t});
   }
 }
 
 /// states are the kept f(.) values: float32, or X itself when X is float.
 template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
 void rnn_run_backward(const RecExec &ex, const X *dhs, const X *r, const float *states,
-                      float *carry, X *dx, X *dh0) {
+                      const long long *lens, float *carry, X *dx, X *dh0) {
   using Time = RecTime<T, Reverse != 0>;
   ex.zero(carry, B * H);
   for (long long s = T - 1; s >= 0; --s) {
     long long t = Time::at(s);
     X *d = dx + t * B * H;
-    ex.cells(B * H, RnnCellGrad<X, Act>{dhs + t * B * H, carry, states + t * B * H, d});
-    ex.gemm(false, B, H, H, d, H, r, H, 0.0f, carry, H);
+    ex.cells(B * H, RnnCellGrad<X, Act>{H, dhs + t * B * H, carry, states + t * B * H, d, lens, t});
+    ex.gemm(false, B, H, H, d, H, r, H, lens ? 1.0f : 0.0f, carry, H);
   }
   ex.cells(B * H, RecStore<X>{carry, dh0});
 }
@@ -400,61 +479,148 @@ void rnn_run_backward(const RecExec &ex, const X *dhs, const X *r, const float *
 #define OTC_REC_EX (RecExec{})
 #endif
 
-template <long long T, long long B, long long H, long long Reverse, class X>
+// Lens (the last constant) says whether the sequence lengths [B] follow
+// the inputs.
+#define OTC_REC_LENS(want) static_assert(Lens == (want), "Lens must match the lens pointer")
+
+template <long long T, long long B, long long H, long long Reverse, long long Lens, class X>
 void lstm_forward(const X *x, const X *r, const X *h0, const float *c0, X *hs, float *cs,
                   float *gates OTC_REC_EXEC) {
-  lstm_run_forward<T, B, H, Reverse>(OTC_REC_EX, x, r, h0, c0, hs, cs, gates);
+  OTC_REC_LENS(0);
+  lstm_run_forward<T, B, H, Reverse>(OTC_REC_EX, x, r, h0, c0, nullptr, hs, cs, gates);
 }
 
-template <long long T, long long B, long long H, long long Reverse, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Lens, class X>
+void lstm_forward(const X *x, const X *r, const X *h0, const float *c0, const long long *lens,
+                  X *hs, float *cs, float *gates OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  lstm_run_forward<T, B, H, Reverse>(OTC_REC_EX, x, r, h0, c0, lens, hs, cs, gates);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Lens, class X>
 void lstm_backward(const X *dhs, const float *dcs, const X *r, const float *cs,
                    const float *gates, const float *c0, float *carry, X *dx, X *dh0,
                    float *dc0 OTC_REC_EXEC) {
-  lstm_run_backward<T, B, H, Reverse>(OTC_REC_EX, dhs, dcs, r, cs, gates, c0, carry, dx, dh0, dc0);
+  OTC_REC_LENS(0);
+  lstm_run_backward<T, B, H, Reverse>(OTC_REC_EX, dhs, dcs, r, cs, gates, c0, nullptr, carry, dx,
+                                      dh0, dc0);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Lens, class X>
+void lstm_backward(const X *dhs, const float *dcs, const X *r, const float *cs,
+                   const float *gates, const float *c0, const long long *lens, float *carry,
+                   X *dx, X *dh0, float *dc0 OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  lstm_run_backward<T, B, H, Reverse>(OTC_REC_EX, dhs, dcs, r, cs, gates, c0, lens, carry, dx,
+                                      dh0, dc0);
 }
 
 // Without the cell states' gradient.
-template <long long T, long long B, long long H, long long Reverse, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Lens, class X>
 void lstm_backward(const X *dhs, const X *r, const float *cs, const float *gates,
                    const float *c0, float *carry, X *dx, X *dh0, float *dc0 OTC_REC_EXEC) {
+  OTC_REC_LENS(0);
   lstm_run_backward<T, B, H, Reverse>(OTC_REC_EX, dhs, (const float *)nullptr, r, cs, gates, c0,
-                                      carry, dx, dh0, dc0);
+                                      nullptr, carry, dx, dh0, dc0);
 }
 
-template <long long T, long long B, long long H, long long Reverse, long long Lbr, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Lens, class X>
+void lstm_backward(const X *dhs, const X *r, const float *cs, const float *gates,
+                   const float *c0, const long long *lens, float *carry, X *dx, X *dh0,
+                   float *dc0 OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  lstm_run_backward<T, B, H, Reverse>(OTC_REC_EX, dhs, (const float *)nullptr, r, cs, gates, c0,
+                                      lens, carry, dx, dh0, dc0);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Lbr, long long Lens,
+          class X>
 void gru_forward(const X *x, const X *r, const X *h0, const X *rb, float *acc, X *qx, X *hs,
                  float *gates OTC_REC_EXEC) {
-  gru_run_forward<T, B, H, Reverse, Lbr>(OTC_REC_EX, x, r, h0, rb, acc, qx, hs, gates);
+  OTC_REC_LENS(0);
+  gru_run_forward<T, B, H, Reverse, Lbr>(OTC_REC_EX, x, r, h0, rb, nullptr, acc, qx, hs, gates);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Lbr, long long Lens,
+          class X>
+void gru_forward(const X *x, const X *r, const X *h0, const X *rb, const long long *lens,
+                 float *acc, X *qx, X *hs, float *gates OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  gru_run_forward<T, B, H, Reverse, Lbr>(OTC_REC_EX, x, r, h0, rb, lens, acc, qx, hs, gates);
 }
 
 // Without rbias.
-template <long long T, long long B, long long H, long long Reverse, long long Lbr, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Lbr, long long Lens,
+          class X>
 void gru_forward(const X *x, const X *r, const X *h0, float *acc, X *qx, X *hs,
                  float *gates OTC_REC_EXEC) {
-  gru_run_forward<T, B, H, Reverse, Lbr>(OTC_REC_EX, x, r, h0, (const X *)nullptr, acc, qx, hs,
-                                         gates);
+  OTC_REC_LENS(0);
+  gru_run_forward<T, B, H, Reverse, Lbr>(OTC_REC_EX, x, r, h0, (const X *)nullptr, nullptr, acc,
+                                         qx, hs, gates);
 }
 
-template <long long T, long long B, long long H, long long Reverse, long long Lbr, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Lbr, long long Lens,
+          class X>
+void gru_forward(const X *x, const X *r, const X *h0, const long long *lens, float *acc, X *qx,
+                 X *hs, float *gates OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  gru_run_forward<T, B, H, Reverse, Lbr>(OTC_REC_EX, x, r, h0, (const X *)nullptr, lens, acc, qx,
+                                         hs, gates);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Lbr, long long Lens,
+          class X>
 void gru_backward(const X *dhs, const X *r, const X *hs, const float *gates, const X *h0,
                   float *carry, float *m, X *work, X *dx, X *dh0 OTC_REC_EXEC) {
-  gru_run_backward<T, B, H, Reverse, Lbr>(OTC_REC_EX, dhs, r, hs, gates, h0, carry, m, work, dx,
-                                          dh0);
+  OTC_REC_LENS(0);
+  gru_run_backward<T, B, H, Reverse, Lbr>(OTC_REC_EX, dhs, r, hs, gates, h0, nullptr, carry, m,
+                                          work, dx, dh0);
 }
 
-template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Lbr, long long Lens,
+          class X>
+void gru_backward(const X *dhs, const X *r, const X *hs, const float *gates, const X *h0,
+                  const long long *lens, float *carry, float *m, X *work, X *dx,
+                  X *dh0 OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  gru_run_backward<T, B, H, Reverse, Lbr>(OTC_REC_EX, dhs, r, hs, gates, h0, lens, carry, m, work,
+                                          dx, dh0);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Act, long long Lens,
+          class X>
 void rnn_forward(const X *x, const X *r, const X *h0, X *hs, float *states OTC_REC_EXEC) {
-  rnn_run_forward<T, B, H, Reverse, Act>(OTC_REC_EX, x, r, h0, hs, states);
+  OTC_REC_LENS(0);
+  rnn_run_forward<T, B, H, Reverse, Act>(OTC_REC_EX, x, r, h0, nullptr, hs, states);
 }
 
-template <long long T, long long B, long long H, long long Reverse, long long Act, class X>
+template <long long T, long long B, long long H, long long Reverse, long long Act, long long Lens,
+          class X>
+void rnn_forward(const X *x, const X *r, const X *h0, const long long *lens, X *hs,
+                 float *states OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  rnn_run_forward<T, B, H, Reverse, Act>(OTC_REC_EX, x, r, h0, lens, hs, states);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Act, long long Lens,
+          class X>
 void rnn_backward(const X *dhs, const X *r, const float *states, float *carry, X *dx,
                   X *dh0 OTC_REC_EXEC) {
-  rnn_run_backward<T, B, H, Reverse, Act>(OTC_REC_EX, dhs, r, states, carry, dx, dh0);
+  OTC_REC_LENS(0);
+  rnn_run_backward<T, B, H, Reverse, Act>(OTC_REC_EX, dhs, r, states, nullptr, carry, dx, dh0);
+}
+
+template <long long T, long long B, long long H, long long Reverse, long long Act, long long Lens,
+          class X>
+void rnn_backward(const X *dhs, const X *r, const float *states, const long long *lens,
+                  float *carry, X *dx, X *dh0 OTC_REC_EXEC) {
+  OTC_REC_LENS(1);
+  rnn_run_backward<T, B, H, Reverse, Act>(OTC_REC_EX, dhs, r, states, lens, carry, dx, dh0);
 }
 
 #undef OTC_REC_EXEC
 #undef OTC_REC_EX
+#undef OTC_REC_LENS
 
 } // namespace otc_kernels
 
