@@ -430,13 +430,6 @@ LogicalResult importLrn(Imp &imp) {
   return imp.defineResult(imp.create<DivOp>(*x, denominator));
 }
 
-/// TopK with a compile-time K along `axis`, the largest (or smallest)
-/// first, a tie to the lower index (ONNX's order). At run time, of floats:
-/// K rounds, each taking the best of the positions not yet taken (its
-/// value a sum over that one position, so the gradient reaches it alone,
-/// as PyTorch's topk scatters it; NaN ranks first, as PyTorch's) and its
-/// index as ArgMax does. A
-/// router's top 2 of 8 experts is 2 cheap rounds; K is bounded.
 /// TopK of run-time integers (PyTorch's pack_padded_sequence sorts the
 /// lengths): compared exactly, pair by pair, as ArgMax compares them. An
 /// element's rank is how many beat it (greater, or equal at a lower
@@ -513,6 +506,13 @@ LogicalResult topKOfIntegers(Imp &imp, Value x, const std::vector<int64_t> &shap
   return success();
 }
 
+/// TopK with a compile-time K along `axis`, the largest (or smallest)
+/// first, a tie to the lower index (ONNX's order). At run time, of floats:
+/// K rounds, each taking the best of the positions not yet taken (its
+/// value a sum over that one position, so the gradient reaches it alone,
+/// as PyTorch's topk scatters it; NaN ranks first, as PyTorch's) and its
+/// index as ArgMax does. A router's top 2 of 8 experts is 2 cheap
+/// rounds; K is bounded. Integers: topKOfIntegers.
 LogicalResult importTopK(Imp &imp) {
   constexpr int64_t kMaxK = 64;
   std::vector<int64_t> shape;

@@ -93,6 +93,8 @@ LogicalResult scatterRows(Imp &imp, const std::vector<int64_t> &data, Value flat
   // Integers go through float32, so they must be known to be exact there:
   // compile-time data and updates within 2^24 (PyTorch's unsorting of a
   // packed batch scatters an arange into zeros); booleans are 0 and 1.
+  // Repeated indices, whose result ONNX leaves undefined, sum their
+  // updates, which may then round.
   auto exact = [&](size_t i) {
     const HostTensor *t = imp.constantInput(i);
     return t && llvm::all_of(t->values, [](double v) { return std::abs(v) <= double(1 << 24); });

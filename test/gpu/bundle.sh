@@ -39,6 +39,18 @@ for layer in conv_grouped convtranspose maxpool avgpool; do
   echo "--steps 3 --lr 0.1" > "$out/zoo/volume_$layer/train_flags"
   rm -rf "$made"
 done
+# Packed sequences (test/e2e/packed_sequences.test on the CPU): the
+# recurrences' lengths on the GPU, checked as the zoo's cases are.
+for cell in lstm gru rnn; do
+  made=$(mktemp -d)
+  PATH=$root/build/bin:$PATH "$py" "$root/test/e2e/packed_sequences.py" $cell "$made" > /dev/null
+  mkdir -p "$out/zoo/packed_$cell"
+  otc_compile "$made/model.onnx" -o "$out/zoo/packed_$cell/train" --target cuda --micro-batch 4 \
+    --loss mse:y
+  cp -r "$made/data" "$made/expected.npz" "$out/zoo/packed_$cell/"
+  echo "--steps 3 --lr 0.1" > "$out/zoo/packed_$cell/train_flags"
+  rm -rf "$made"
+done
 # Padded rows (test/lit/codegen/pad-rows.test on the CPU): a 101-class
 # classifier, with and without its head's bias, in bf16 with its logits
 # padded and dense (OTC_PAD_ROWS=0): cuBLAS and cuBLASLt at ld 104.
