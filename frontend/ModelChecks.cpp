@@ -311,6 +311,11 @@ bool Checker::node(onnx::NodeProto &n, int depth) {
       return false;
   for (auto &a : *n.mutable_attribute()) {
     std::string attr = what + " attribute " + quoted(a.name());
+    // ONNX's shape inference divides by every window op's strides.
+    if (a.name() == "strides")
+      for (int64_t v : a.ints())
+        if (v < 1)
+          return fail(attr + " holds " + std::to_string(v) + "; strides must be positive");
     if (a.has_sparse_tensor() || a.sparse_tensors_size() > 0)
       return fail(attr + " holds a sparse tensor, which otc does not support");
     if (a.has_t() && !tensor(*a.mutable_t(), attr))

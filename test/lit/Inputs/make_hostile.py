@@ -196,3 +196,11 @@ save("resize_huge_roi",
       helper.make_node("ReduceSum", ["r"], ["loss"], name="sum", keepdims=0)],
      [numpy_helper.from_array(np.array([0, 0, 0.4, 0.6, 1, 1, 1.2, 3.4e31], np.float32), "roi"),
       numpy_helper.from_array(np.array([1, 1, 3, 3], np.int64), "sizes")], inputs=(X44,))
+
+# A convolution with a stride of 0 (found by fuzz-import): libonnx's shape
+# inference divides by it (SIGFPE) before any importer runs.
+X4 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 6, 6])
+save("conv_zero_stride",
+     [helper.make_node("Conv", ["x", "k"], ["c"], name="conv", strides=[2, 0]),
+      helper.make_node("ReduceSum", ["c"], ["loss"], name="sum", keepdims=0)],
+     [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "k")], inputs=(X4,))
