@@ -43,9 +43,18 @@ LogicalResult importMaxMin(Imp &imp, bool isMax) {
   auto xs = imp.inputs();
   if (failed(xs))
     return failure();
+  // Inputs of mixed types or shapes that do not broadcast fail here,
+  // named (the builders' own inference would abort).
   Value v = xs->front();
-  for (Value next : ArrayRef<Value>(*xs).drop_front())
-    v = pick(imp, v, next, isMax ? ComparePredicate::ge : ComparePredicate::le);
+  for (Value next : ArrayRef<Value>(*xs).drop_front()) {
+    auto c = imp.create<CompareOp>(v, next, isMax ? ComparePredicate::ge : ComparePredicate::le);
+    if (failed(c))
+      return failure();
+    auto w = imp.create<WhereOp>(*c, v, next);
+    if (failed(w))
+      return failure();
+    v = *w;
+  }
   return imp.defineResult(v);
 }
 

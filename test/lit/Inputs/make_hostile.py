@@ -204,3 +204,13 @@ save("conv_zero_stride",
      [helper.make_node("Conv", ["x", "k"], ["c"], name="conv", strides=[2, 0]),
       helper.make_node("ReduceSum", ["c"], ["loss"], name="sum", keepdims=0)],
      [numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "k")], inputs=(X4,))
+
+# Min of a float tensor and an int64 one that do not broadcast, picked as
+# the loss's output (found by fuzz-import): resolving the loss's dims
+# imports the model before ONNX's checks, and the comparison's builder
+# aborted on the types.
+graph = helper.make_graph([helper.make_node("Min", ["x", "k"], ["m"], name="min")], "min_mixed_types",
+                          [X, helper.make_tensor_value_info("k", TensorProto.INT64, ["batch", 17])],
+                          [helper.make_tensor_value_info("m", TensorProto.FLOAT, ["a", "b"])])
+(OUT / "min_mixed_types.onnx").write_bytes(
+    helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
