@@ -507,6 +507,17 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   std::string ignored;
   if (!specialiseBatch(copy, forward, ignored))
     return;
+  // The importers may assume what ONNX's shape inference checks (types
+  // that match, shapes that broadcast): a model it rejects is left to that
+  // check's own error below.
+  try {
+    onnx::ModelProto scratch;
+    onnx::shape_inference::InferShapes(withStandIns(copy, scratch),
+                                       onnx::OpSchemaRegistry::Instance(),
+                                       onnx::ShapeInferenceOptions(true, 1, false));
+  } catch (const std::exception &) {
+    return;
+  }
   GraphImporter importer(ctx, ignored, forward);
   mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(copy, name);
   if (!module)
