@@ -108,7 +108,15 @@ def compare_with_pytorch(net, x, t, lr, out):
         expected[name] = w32[k].astype(np.float32).reshape(shape if shape else w32[k].shape)
         expected[f"tol/{name}"] = np.float64(4 * np.abs(w32[k] - w64[k]).max() +
                                              1e-5 * np.abs(w64[k]).max())
+    return train_and_check(out, expected, lr)
+
+
+def train_and_check(out, expected, lr):
+    """Writes `expected` (check_weights.py's tensors and tol/ bounds), trains
+    out/model.onnx with otc (3 SGD steps of micro-batch 4, mean-squared loss
+    of output y) and returns check_weights.py's exit status."""
     np.savez(out / "expected.npz", **expected)
+
     def run(*args):
         r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
         if r.returncode:

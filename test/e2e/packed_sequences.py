@@ -17,7 +17,6 @@ bidirectional) or rnn_tanh (forward only). The output's padded steps are
 usage: packed_sequences.py CELL OUT_DIR    (otc on PATH; exits 1 on a mismatch)
 """
 import copy
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,7 +27,8 @@ from onnx import numpy_helper
 import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-HERE = Path(__file__).resolve().parent
+from activations import train_and_check
+
 T, I, H = 6, 3, 4
 CELLS = {
     "lstm": lambda: torch.nn.LSTM(I, H, num_layers=2, bidirectional=True, batch_first=True),
@@ -135,18 +135,7 @@ def main():
     want = len([k for k in w32 if not k.startswith("cell.")]) + len(onnx_layouts(net.cell))
     if checked != want:
         sys.exit(f"expected {want} tensors to check, found {checked} in the export")
-    np.savez(out / "expected.npz", **expected)
-
-    def run(*args):
-        r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
-        if r.returncode:
-            sys.exit(f"{args[0]} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    run("otc", "compile", out / "model.onnx", "-o", out / "train", "--target", "cpu",
-        "--micro-batch", 4, "--loss", "mse:y")
-    run(out / "train", "--data", out / "data", "--steps", 3, "--lr", lr,
-        "--save", out / "trained.onnx")
-    sys.exit(subprocess.run([sys.executable, HERE / "check_weights.py", out / "trained.onnx",
-                             out / "expected.npz"]).returncode)
+    sys.exit(train_and_check(out, expected, lr))
 
 
 if __name__ == "__main__":
