@@ -27,29 +27,28 @@ for dir in "$root"/test/zoo/fixtures/*/; do
   cp -r "$dir/data" "$dir/train_flags" "$out/zoo/$case/"
   if [ -e "$dir/expected.npz" ]; then cp "$dir/expected.npz" "$out/zoo/$case/"; fi
 done
-# 3-D windows (test/e2e/volume_layers.test on the CPU), composed of 2-D ones
-# (gathers and scatter-adds along D): checked as the zoo's cases are.
-for layer in conv_grouped convtranspose maxpool avgpool; do
+# A layer test's model (SCRIPT CASE, trained against PyTorch by the script
+# on the CPU) as zoo case NAME: its model for CUDA, data and reference.
+script_case() {
+  local script=$1 case=$2 name=$3 made
   made=$(mktemp -d)
-  PATH=$root/build/bin:$PATH "$py" "$root/test/e2e/volume_layers.py" $layer "$made" > /dev/null
-  mkdir -p "$out/zoo/volume_$layer"
-  otc_compile "$made/model.onnx" -o "$out/zoo/volume_$layer/train" --target cuda --micro-batch 4 \
+  PATH=$root/build/bin:$PATH "$py" "$root/test/e2e/$script" "$case" "$made" > /dev/null
+  mkdir -p "$out/zoo/$name"
+  otc_compile "$made/model.onnx" -o "$out/zoo/$name/train" --target cuda --micro-batch 4 \
     --loss mse:y
-  cp -r "$made/data" "$made/expected.npz" "$out/zoo/volume_$layer/"
-  echo "--steps 3 --lr 0.1" > "$out/zoo/volume_$layer/train_flags"
+  cp -r "$made/data" "$made/expected.npz" "$out/zoo/$name/"
+  echo "--steps 3 --lr 0.1" > "$out/zoo/$name/train_flags"
   rm -rf "$made"
+}
+# 3-D windows (test/e2e/volume_layers.test on the CPU), composed of 2-D ones
+# (gathers and scatter-adds along D).
+for layer in conv_grouped convtranspose maxpool avgpool; do
+  script_case volume_layers.py $layer volume_$layer
 done
 # Packed sequences (test/e2e/packed_sequences.test on the CPU): the
-# recurrences' lengths on the GPU, checked as the zoo's cases are.
+# recurrences' lengths on the GPU.
 for cell in lstm gru rnn; do
-  made=$(mktemp -d)
-  PATH=$root/build/bin:$PATH "$py" "$root/test/e2e/packed_sequences.py" $cell "$made" > /dev/null
-  mkdir -p "$out/zoo/packed_$cell"
-  otc_compile "$made/model.onnx" -o "$out/zoo/packed_$cell/train" --target cuda --micro-batch 4 \
-    --loss mse:y
-  cp -r "$made/data" "$made/expected.npz" "$out/zoo/packed_$cell/"
-  echo "--steps 3 --lr 0.1" > "$out/zoo/packed_$cell/train_flags"
-  rm -rf "$made"
+  script_case packed_sequences.py $cell packed_$cell
 done
 # Padded rows (test/lit/codegen/pad-rows.test on the CPU): a 101-class
 # classifier, with and without its head's bias, in bf16 with its logits
