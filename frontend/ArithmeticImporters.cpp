@@ -349,7 +349,13 @@ LogicalResult importPow(Imp &imp) {
   return success();
 }
 
-/// Cast's body: input 0 to the ONNX element type `to`.
+/// Cast's body: input 0 to the ONNX element type `to`. A float cast to an
+/// integer goes toward zero and saturates at the target's range, NaN
+/// giving 0 (ONNX leaves out-of-range values undefined; CUDA's conversion
+/// saturates, and x86's gives the minimum, which saturation matches on the
+/// negative side: the float mask lowest value that `.int()` turns into
+/// INT32_MIN, as YOSO's attention does). int32 computes as int64, so its
+/// range is kept by a clamp.
 static LogicalResult castTo(Imp &imp, int64_t to) {
   if (const HostTensor *c = imp.constantInput(0)) {
     HostTensor t = *c;
@@ -359,9 +365,13 @@ static LogicalResult castTo(Imp &imp, int64_t to) {
     if (to == onnx::TensorProto::BOOL)
       for (double &v : t.values)
         v = double(v != 0);
-    else if (!t.isFloat)
+    else if (!t.isFloat && c->isFloat) {
+      // (2^63 - 1024: the largest double below 2^63, an int64.)
+      double hi = to == onnx::TensorProto::INT32 ? 2147483647.0 : 9223372036854774784.0;
+      double lo = to == onnx::TensorProto::INT32 ? -2147483648.0 : -9223372036854775808.0;
       for (double &v : t.values)
-        v = std::trunc(v);
+        v = std::isnan(v) ? 0.0 : std::clamp(std::trunc(v), lo, hi);
+    }
     return imp.define(0, std::move(t));
   }
   auto x = imp.input(0);
@@ -377,7 +387,16 @@ static LogicalResult castTo(Imp &imp, int64_t to) {
     return imp.defineResult(*x);
   }
   auto type = RankedTensorType::get(cast<RankedTensorType>(x->getType()).getShape(), elem);
-  imp.define(0, CastOp::create(imp.builder(), imp.loc(), type, *x).getResult());
+  Value v = CastOp::create(imp.builder(), imp.loc(), type, *x).getResult();
+  if (to == onnx::TensorProto::INT32 && isa<FloatType>(getElementTypeOrSelf(x->getType()))) {
+    OpBuilder &b = imp.builder();
+    Location loc = imp.loc();
+    Value lo = scalarConstant(b, loc, elem, -2147483648.0);
+    Value hi = scalarConstant(b, loc, elem, 2147483647.0);
+    v = WhereOp::create(b, loc, CompareOp::create(b, loc, v, lo, ComparePredicate::lt), lo, v);
+    v = WhereOp::create(b, loc, CompareOp::create(b, loc, v, hi, ComparePredicate::gt), hi, v);
+  }
+  imp.define(0, v);
   return success();
 }
 

@@ -146,12 +146,13 @@ LogicalResult importEyeLike(Imp &imp) {
 /// ConstantOfShape(n) filled with ones; a constant mask's positions): the
 /// [rank, n] coordinates of its non-zero elements in row-major order. On a run-time
 /// input the result's shape depends on the values, which otc's static
-/// shapes cannot hold.
+/// shapes cannot hold: there it starts masked rows (MaskedRows.cpp).
 LogicalResult importNonZero(Imp &imp) {
-  const HostTensor *in = imp.numInputs() == 1 ? imp.constantInput(0) : nullptr;
-  if (!in)
-    return imp.fail("the input must be a compile-time constant: on run-time values the "
-                    "result's shape depends on the data");
+  if (imp.numInputs() != 1)
+    return imp.fail("needs one input");
+  const HostTensor *in = imp.constantInput(0);
+  if (!in) // x[mask]: rows kept dense, the mask beside them
+    return importMaskedSelection(imp);
   // A scalar counts as one element of rank 1, as numpy's nonzero does.
   std::vector<int64_t> shape = in->shape.empty() ? std::vector<int64_t>{1} : in->shape;
   std::vector<int64_t> strides = stridesOf(shape);

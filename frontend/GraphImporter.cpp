@@ -110,6 +110,35 @@ void GraphImporter::defineAs(size_t output, const std::string &name) {
     values[current->output(output)] = *e;
 }
 
+const GraphImporter::MaskedRows *GraphImporter::maskedInput(size_t i) const {
+  if (i >= numInputs())
+    return nullptr;
+  auto it = masked.find(current->input(i));
+  return it == masked.end() ? nullptr : &it->second;
+}
+
+void GraphImporter::defineMasked(size_t output, MaskedRows m) {
+  if (output >= (size_t)current->output_size())
+    return;
+  if (m.form != MaskedRows::Form::Rows)
+    values[current->output(output)] = Entry{};
+  masked[current->output(output)] = std::move(m);
+}
+
+Value GraphImporter::outputValue(size_t output) const {
+  if (output >= (size_t)current->output_size())
+    return nullptr;
+  const Entry *e = lookup(current->output(output));
+  return e ? e->value : nullptr;
+}
+
+Value GraphImporter::swapInputValue(size_t i, Value v) {
+  Entry &e = values[current->input(i)];
+  Value old = e.value;
+  e.value = v;
+  return old;
+}
+
 void GraphImporter::define(size_t output, Value v) {
   if (output < (size_t)current->output_size())
     values[current->output(output)] = Entry{v, std::nullopt};
@@ -323,7 +352,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   formVersion = importer->sinceVersion;
   Block *block = b.getInsertionBlock();
   Operation *last = block->empty() ? nullptr : &block->back();
-  if (failed(importer->import(*this)))
+  bool readsMasked = false;
+  for (size_t i = 0; i < numInputs(); ++i)
+    readsMasked |= maskedInput(i) != nullptr;
+  if (failed(readsMasked ? importMaskedNode(*this, *importer) : importer->import(*this)))
     return failure();
   // What the importer built verifies here, so a refusal names the node.
   for (Operation &op : llvm::make_range(last ? std::next(last->getIterator()) : block->begin(),
@@ -756,6 +788,12 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
     }
 
+  for (const auto &out : g.output())
+    if (masked.count(out.name())) {
+      error = "output " + quoted(out.name()) + " is what a run-time boolean mask selects "
+              "(x[mask]), whose count the data decides; otc's outputs have static shapes";
+      return nullptr;
+    }
   current = nullptr;
   if (forwardOnly)
     return finishForward(module, func, g, argTypes);

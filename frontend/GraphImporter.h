@@ -87,6 +87,31 @@ public:
   void defineSequence(size_t output, std::vector<std::string> parts);
   /// Input `i`'s parts when it is a sequence, else null.
   const std::vector<std::string> *sequenceInput(size_t i) const;
+  /// What x[mask] selects for a run-time boolean mask (NonZero, Transpose,
+  /// GatherND), whose row count the data decides: kept dense, a row for
+  /// every position of the mask's shape, with the mask beside it
+  /// (MaskedRows.cpp). NonZero's coordinates hold no value of their own.
+  struct MaskedRows {
+    enum class Form { Coordinates, CoordinatesTransposed, Rows };
+    Form form;
+    std::string mask;                   // the mask's ONNX name
+    std::vector<int64_t> maskShape;     // its dims; N, their product, rows
+    mlir::Value selected;               // i1 [N]: the rows the mask selects
+  };
+  /// Input `i`'s masked rows, or null when it holds an ordinary value.
+  const MaskedRows *maskedInput(size_t i) const;
+  /// Output `output` holds masked rows (for Rows, the dense value is the
+  /// one define() gave it).
+  void defineMasked(size_t output, MaskedRows m);
+  /// Sets the value input `i` reads to `v`, returning the one it had: a
+  /// masked-rows rule gives an importer its input with the unselected
+  /// rows made neutral, then puts the original back.
+  mlir::Value swapInputValue(size_t i, mlir::Value v);
+
+  /// The run-time value the current node's output `output` was given, or
+  /// null (a compile-time value, or none yet).
+  mlir::Value outputValue(size_t output) const;
+
   /// Whether the graph or the import so far has a value of this name.
   bool isDefined(const std::string &name) const {
     return lookup(name) != nullptr || graphNames.contains(name);
@@ -199,6 +224,7 @@ private:
   std::string lastDiagnostic;
   llvm::StringMap<Entry> values;
   llvm::StringMap<std::vector<std::string>> sequences;
+  llvm::StringMap<MaskedRows> masked;
   llvm::StringSet<> graphNames; // every name the graph defines
   const onnx::NodeProto *current = nullptr;
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);
@@ -217,6 +243,10 @@ struct OpImporter {
   /// float initializer read nowhere else is a constant, not a parameter.
   unsigned hostInputs = 0;
 };
+
+/// Imports a node that reads masked rows (GraphImporter::MaskedRows), by
+/// `importer` where the op keeps each row to itself (MaskedRows.cpp).
+mlir::LogicalResult importMaskedNode(GraphImporter &imp, const OpImporter &importer);
 
 /// The importer for `opType` at `opset`, or null when it is unsupported.
 const OpImporter *findOpImporter(llvm::StringRef opType, int opset);

@@ -79,6 +79,8 @@ mlir::LogicalResult importPad(GraphImporter &imp);
 mlir::LogicalResult importPow(GraphImporter &imp);
 mlir::LogicalResult importPRelu(GraphImporter &imp);
 mlir::LogicalResult importNonZero(GraphImporter &imp);
+/// NonZero of a run-time mask: the start of its masked rows (MaskedRows.cpp).
+mlir::LogicalResult importMaskedSelection(GraphImporter &imp);
 mlir::LogicalResult importRange(GraphImporter &imp);
 mlir::LogicalResult importReshape(GraphImporter &imp);
 mlir::LogicalResult importGridSample(GraphImporter &imp);

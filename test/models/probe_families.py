@@ -15,6 +15,7 @@ internal error), MEGA (fft_rfft), FSMT (a float overflow), MobileViT v2
 (col2im) and ViViT (tile).
 """
 import copy
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,24 @@ def depth(cls, cfg, size=32, scale=1):
         return cls(cfg), {"pixel_values": x, "labels": d}
     return f
 
+def true_gradient_yoso(make):
+    """YOSO's expectation attention is an autograd.Function whose backward
+    is an approximation, not its forward's derivative; an export carries
+    the forward alone, so PyTorch is run here with the forward's own
+    gradient (the same expression, left to autograd)."""
+    from transformers.models.yoso import modeling_yoso as my
+
+    class Exact:
+        @staticmethod
+        def apply(query_mask, key_mask, query, key, value, config):
+            e = (1 - torch.acos(query @ key.transpose(-1, -2)) / math.pi) ** config["hash_code_len"]
+            return (e * query_mask[:, :, None] * key_mask[:, None, :]) @ value
+
+    def f(rng, n):
+        my.YosoCumulation = Exact
+        return make(rng, n)
+    return f
+
 FAMILIES = {
  "gpt_neo": lm(tf.GPTNeoForCausalLM, tf.GPTNeoConfig(vocab_size=V, max_position_embeddings=S, hidden_size=16, num_layers=2, num_heads=2, attention_types=[[["global","local"],1]], window_size=4, embed_dropout=0, attention_dropout=0, resid_dropout=0)),
  "opt": lm(tf.OPTForCausalLM, tf.OPTConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, ffn_dim=32, num_attention_heads=2, max_position_embeddings=S, word_embed_proj_dim=16, dropout=0, attention_dropout=0), pad=True),
@@ -210,7 +229,7 @@ FAMILIES = {
  "flaubert": lm(tf.FlaubertWithLMHeadModel, tf.FlaubertConfig(vocab_size=V, emb_dim=16, n_layers=2, n_heads=2, max_position_embeddings=S, dropout=0, attention_dropout=0, pre_norm=True, layerdrop=0), pad=True),
  "fnet": lm(tf.FNetForMaskedLM, tf.FNetConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, intermediate_size=32, max_position_embeddings=S, hidden_dropout_prob=0)),
  "luke": lm(tf.LukeForMaskedLM, tf.LukeConfig(vocab_size=V, entity_vocab_size=8, entity_emb_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True),
- "yoso": lm(tf.YosoForMaskedLM, tf.YosoConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, use_expectation=True, hash_code_len=4, num_hash=2, conv_window=None, use_fast_hash=False, hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True),
+ "yoso": true_gradient_yoso(lm(tf.YosoForMaskedLM, tf.YosoConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, use_expectation=True, hash_code_len=4, num_hash=2, conv_window=None, use_fast_hash=False, hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True)),
  "bigbird_pegasus": lm(tf.BigBirdPegasusForConditionalGeneration, tf.BigBirdPegasusConfig(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, attention_type="original_full", dropout=0, attention_dropout=0, activation_dropout=0), pad=True),
  "blenderbot_small": lm(tf.BlenderbotSmallForConditionalGeneration, tf.BlenderbotSmallConfig(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, dropout=0, attention_dropout=0, activation_dropout=0), pad=True),
  "pegasus_x": lm(tf.PegasusXForConditionalGeneration, tf.PegasusXConfig(vocab_size=V, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=S, num_global_tokens=2, block_size=4, stagger_local_blocks=True, dropout=0, attention_dropout=0, activation_dropout=0), pad=True),
