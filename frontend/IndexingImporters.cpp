@@ -160,6 +160,12 @@ LogicalResult importOneHot(Imp &imp) {
   if (failed(hit))
     return failure();
   Type elem = getElementTypeOrSelf(values->getType());
+  // Integer [0, 1]: the hit itself, cast (an indicator a count may sum).
+  if (const HostTensor *v = imp.constantInput(2);
+      v && !v->isFloat && v->values == std::vector<double>{0.0, 1.0})
+    return imp.defineResult(
+        CastOp::create(b, imp.loc(), cast<RankedTensorType>(hit->getType()).clone(elem), *hit)
+            .getResult());
   auto pick = [&](int64_t k) {
     return reshaped(imp, SliceOp::create(b, imp.loc(), RankedTensorType::get({1}, elem), *values,
                                          b.getDenseI64ArrayAttr({k}), b.getDenseI64ArrayAttr({1})),

@@ -150,19 +150,35 @@ FailureOr<Value> reduceLogSumExp(Imp &imp, Value x, ArrayRef<int64_t> axes, bool
   return reshaped(imp, *y, shape);
 }
 
+/// Whether int64 `v` holds only 0 and 1: a Cast of a boolean (a OneHot of
+/// [0, 1] is one), a product of such, or one reshaped, transposed or
+/// broadcast.
+static bool isIndicator(Value v, int depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 16)
+    return false;
+  if (auto c = dyn_cast<CastOp>(def))
+    return getElementTypeOrSelf(c.getInput().getType()).isInteger(1);
+  if (auto m = dyn_cast<MulOp>(def))
+    return isIndicator(m.getLhs(), depth + 1) && isIndicator(m.getRhs(), depth + 1);
+  if (isa<ReshapeOp, TransposeOp, BroadcastToOp>(def))
+    return isIndicator(def->getOperand(0), depth + 1);
+  return false;
+}
+
 /// ReduceSum. Steps accumulate in float, so an int64 sum at run time is
-/// taken where float32 holds it exactly: a count of a boolean (a Cast of a
-/// mask, as mBART's shift_tokens_right counts its tokens), at most 2^24
-/// terms a sum, summed as float32 and cast back.
+/// taken where float32 holds it exactly: a count of 0s and 1s (a Cast of a
+/// mask, as mBART's shift_tokens_right counts its tokens; NLLB-MoE's
+/// tokens per expert, a one-hot times a mask), at most 2^24 terms a sum,
+/// summed as float32 and cast back.
 FailureOr<Value> reduceSum(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepDims) {
   auto in = cast<RankedTensorType>(x.getType());
   if (!in.getElementType().isInteger(64))
     return sumOf(imp, x, axes, keepDims);
-  auto toInt = x.getDefiningOp<CastOp>();
-  Value mask = toInt ? toInt.getInput() : Value();
-  if (!mask || !getElementTypeOrSelf(mask.getType()).isInteger(1))
-    return imp.fail("an int64 ReduceSum at run time is supported for counts of a boolean (a "
-                    "Cast of a mask to int64) alone: otc's steps sum in float");
+  if (!isIndicator(x))
+    return imp.fail("an int64 ReduceSum at run time is supported for counts of 0s and 1s (a "
+                    "Cast of a mask to int64, a OneHot, their products) alone: otc's steps sum "
+                    "in float");
   int64_t terms = 1;
   for (int64_t a : axes)
     terms *= in.getDimSize(a);
@@ -170,7 +186,9 @@ FailureOr<Value> reduceSum(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepD
     return imp.fail("an int64 count of " + std::to_string(terms) +
                     " booleans may not be exact in float32 (at most 2^24 a sum)");
   OpBuilder &b = imp.builder();
-  Value ones = CastOp::create(b, imp.loc(), in.clone(b.getF32Type()), mask);
+  auto fromMask = x.getDefiningOp<CastOp>();
+  Value ones = CastOp::create(b, imp.loc(), in.clone(b.getF32Type()),
+                              fromMask ? fromMask.getInput() : x);
   auto sum = sumOf(imp, ones, axes, keepDims);
   if (failed(sum))
     return failure();

@@ -2,9 +2,11 @@
 """mBART's shift_tokens_right counts each row's tokens that are not
 padding: count = ReduceSum(Cast(Not(Equal(ids, pad)), int64), axes [1]) - 1,
 at run time. With `plain`, the sum reads the int64 ids themselves (which
-otc refuses: its steps sum in float).
+otc refuses: its steps sum in float). With `experts`, NLLB-MoE's tokens per
+expert: ReduceSum(OneHot(ids mod 3, 3, [0, 1]) * Cast(kept, int64)) over
+the positions, [N, 3].
 
-usage: make_int_count.py OUT.onnx DATA_DIR [plain]
+usage: make_int_count.py OUT.onnx DATA_DIR [plain|experts]
 """
 import sys
 
@@ -13,7 +15,8 @@ from onnx import TensorProto, helper
 
 from lit_inputs import save_data, save_model
 
-plain = len(sys.argv) > 3
+plain = len(sys.argv) > 3 and sys.argv[3] == "plain"
+experts = len(sys.argv) > 3 and sys.argv[3] == "experts"
 nodes = [helper.make_node("Constant", [], ["pad"], value=helper.make_tensor("pad", TensorProto.INT64, [], [1])),
          helper.make_node("Constant", [], ["axes"], value=helper.make_tensor("axes", TensorProto.INT64, [1], [1])),
          helper.make_node("Constant", [], ["one"], value=helper.make_tensor("one", TensorProto.INT64, [], [1]))]
@@ -25,9 +28,21 @@ else:
               helper.make_node("Cast", ["kept"], ["kept64"], to=TensorProto.INT64),
               helper.make_node("ReduceSum", ["kept64", "axes"], ["sum"], keepdims=0)]
 nodes.append(helper.make_node("Sub", ["sum", "one"], ["count"]))
+outputs = [helper.make_tensor_value_info("count", TensorProto.INT64, ["N"])]
+if experts:
+    def const(name, dims, vals):
+        return helper.make_node("Constant", [], [name], value=helper.make_tensor(name, TensorProto.INT64, dims, vals))
+    nodes += [const("three", [], [3]), const("onoff", [2], [0, 1]),
+              helper.make_node("Mod", ["ids", "three"], ["expert"]),
+              helper.make_node("OneHot", ["expert", "three", "onoff"], ["hot"], axis=-1),
+              helper.make_node("Unsqueeze", ["kept64", "axes_last"], ["kept3"]),
+              helper.make_node("Mul", ["hot", "kept3"], ["routed"]),
+              helper.make_node("ReduceSum", ["routed", "axes"], ["experts"], keepdims=0)]
+    nodes.insert(0, const("axes_last", [1], [2]))
+    outputs.append(helper.make_tensor_value_info("experts", TensorProto.INT64, ["N", 3]))
 graph = helper.make_graph(nodes, "int_count",
                           [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 6])],
-                          [helper.make_tensor_value_info("count", TensorProto.INT64, ["N"])])
+                          outputs)
 save_model(graph, sys.argv[1], opset=13, ir_version=7)
 rng = np.random.default_rng(3)
 ids = rng.integers(2, 50, (2, 6)).astype(np.int64)
