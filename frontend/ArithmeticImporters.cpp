@@ -355,7 +355,9 @@ LogicalResult importPow(Imp &imp) {
 /// saturates, and x86's gives the minimum, which saturation matches on the
 /// negative side: the float mask lowest value that `.int()` turns into
 /// INT32_MIN, as YOSO's attention does). int32 computes as int64, so its
-/// range is kept by a clamp.
+/// range is kept by a clamp; a CastLike to a run-time int32 tensor sees
+/// int64 and has none. Folded, int64 saturates at 2^63 - 1024, the
+/// largest double below 2^63 (at run time INT64_MAX).
 static LogicalResult castTo(Imp &imp, int64_t to) {
   if (const HostTensor *c = imp.constantInput(0)) {
     HostTensor t = *c;

@@ -46,6 +46,13 @@ FailureOr<Value> GraphImporter::input(size_t i) {
     return fail("input " + quoted(current->input(i)) +
                 " is a sequence; otc reads one only with SequenceAt, SequenceLength and "
                 "ConcatFromSequence");
+  // Masked rows are read only by their rules (importMaskedNode), never
+  // by an importer reached another way (a sequence's Concat, a loop's
+  // stacking), which would take the unselected rows for data.
+  if (!readingMasked && masked.count(current->input(i)))
+    return fail("input " + quoted(current->input(i)) +
+                " is what a run-time boolean mask selects (x[mask]), which otc keeps dense "
+                "beside the mask and reads only where each row stays apart");
   if (!it->second.value && it->second.host && it->second.host->numElements() == 0)
     return fail("input " + quoted(current->input(i)) +
                 " has no elements; otc takes an empty tensor only as a part of a Concat");
@@ -108,17 +115,22 @@ void GraphImporter::defineAs(size_t output, const std::string &name) {
     sequences[current->output(output)] = it->second;
   if (const Entry *e = lookup(name))
     values[current->output(output)] = *e;
+  // (An If's or Loop's output that is masked rows stays so.)
+  if (auto it = masked.find(name); it != masked.end())
+    masked[current->output(output)] = MaskedRows(it->second);
+  else
+    masked.erase(current->output(output));
 }
 
 const GraphImporter::MaskedRows *GraphImporter::maskedInput(size_t i) const {
-  if (i >= numInputs())
+  if (i >= numInputs() || current->input(i).empty())
     return nullptr;
   auto it = masked.find(current->input(i));
   return it == masked.end() ? nullptr : &it->second;
 }
 
 void GraphImporter::defineMasked(size_t output, MaskedRows m) {
-  if (output >= (size_t)current->output_size())
+  if (output >= (size_t)current->output_size() || current->output(output).empty())
     return;
   if (m.form != MaskedRows::Form::Rows)
     values[current->output(output)] = Entry{};
@@ -355,7 +367,15 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &n) {
   bool readsMasked = false;
   for (size_t i = 0; i < numInputs(); ++i)
     readsMasked |= maskedInput(i) != nullptr;
-  if (failed(readsMasked ? importMaskedNode(*this, *importer) : importer->import(*this)))
+  LogicalResult imported = success();
+  if (readsMasked) {
+    readingMasked = true;
+    imported = importMaskedNode(*this, *importer);
+    readingMasked = false;
+  } else {
+    imported = importer->import(*this);
+  }
+  if (failed(imported))
     return failure();
   // What the importer built verifies here, so a refusal names the node.
   for (Operation &op : llvm::make_range(last ? std::next(last->getIterator()) : block->begin(),
@@ -791,7 +811,7 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
   for (const auto &out : g.output())
     if (masked.count(out.name())) {
       error = "output " + quoted(out.name()) + " is what a run-time boolean mask selects "
-              "(x[mask]), whose count the data decides; otc's outputs have static shapes";
+              "(x[mask]), whose count the data decides; otc's outputs have compile-time shapes";
       return nullptr;
     }
   current = nullptr;

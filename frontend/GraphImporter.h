@@ -225,6 +225,7 @@ private:
   llvm::StringMap<Entry> values;
   llvm::StringMap<std::vector<std::string>> sequences;
   llvm::StringMap<MaskedRows> masked;
+  bool readingMasked = false; // a masked-rows rule is importing the node
   llvm::StringSet<> graphNames; // every name the graph defines
   const onnx::NodeProto *current = nullptr;
   mlir::Location nodeLoc = mlir::UnknownLoc::get(&ctx);

@@ -92,12 +92,17 @@ LogicalResult refuseOp(Imp &imp, const Masked &m) {
 
 /// Tags every output of the node as rows of `m`, checking each keeps the
 /// rows along dim 0.
-LogicalResult tagOutputs(Imp &imp, const Masked &m) {
+LogicalResult tagOutputs(Imp &imp, const Masked &m, int from = 0) {
   Masked rows = m;
   rows.form = Form::Rows;
-  for (int k = 0; k < imp.node().output_size(); ++k) {
+  for (int k = from; k < imp.node().output_size(); ++k) {
     if (imp.node().output(k).empty() || !imp.hasValue(imp.node().output(k)))
       continue;
+    Value v = imp.outputValue(k);
+    auto type = v ? dyn_cast<RankedTensorType>(v.getType()) : nullptr;
+    if (!type || type.getRank() < 1 || type.getDimSize(0) != rowsOf(m))
+      return refuse(imp, m, "output " + std::to_string(k) + " does not keep the rows along its "
+                            "first dim");
     imp.defineMasked(k, rows);
   }
   return success();
@@ -197,7 +202,7 @@ LogicalResult matrixRows(Imp &imp, const OpImporter &importer, const Masked &m) 
   int64_t rank = rankOf(*imp.input(0));
   for (size_t i = 1; i < imp.numInputs(); ++i)
     if (!imp.node().input(i).empty() &&
-        (imp.maskedInput(i) || !keepsRowsApart(imp, i, i == 1 && rank == 2 ? 3 : rank)))
+        (imp.maskedInput(i) || !keepsRowsApart(imp, i, rank == 2 ? 3 : rank)))
       return refuse(imp, m, "input " + std::to_string(i) + " reaches across the rows");
   if (rank < 2)
     return refuse(imp, m, "a vector of rows in a matrix product sums over them");
@@ -258,25 +263,36 @@ LogicalResult reduction(Imp &imp, const OpImporter &importer, const Masked &m, d
     return refuse(imp, m, "an integer reduction over the rows is not supported");
   OpBuilder &b = imp.builder();
   Location loc = imp.loc();
-  Value kept = WhereOp::create(b, loc, selectionFor(imp, m, x), x,
-                               scalarConstant(b, loc, elem, neutral));
-  Value original = imp.swapInputValue(0, kept);
+  auto kept = imp.create<WhereOp>(selectionFor(imp, m, x), x,
+                                 scalarConstant(b, loc, elem, neutral));
+  if (failed(kept))
+    return failure();
+  Value original = imp.swapInputValue(0, *kept);
   LogicalResult r = importer.import(imp);
   imp.swapInputValue(0, original);
   if (failed(r) || imp.node().op_type() != "ReduceMean")
     return r;
   // The importer divided by all N rows: the mean is over the selected ones
   // (NaN when none is, as PyTorch's mean of nothing).
+  // The ratio in float32: N passes a 16-bit float's range.
   Value mean = imp.outputValue(0);
   if (!mean)
     return imp.fail("the mean over the selected rows was not computed");
+  Type f32 = b.getF32Type();
   auto count = imp.create<ReduceSumOp>(
-      CastOp::create(b, loc, RankedTensorType::get({rowsOf(m)}, elem), m.selected).getResult(),
+      CastOp::create(b, loc, RankedTensorType::get({rowsOf(m)}, f32), m.selected).getResult(),
       b.getDenseI64ArrayAttr({0}), b.getBoolAttr(false));
   auto ratio = failed(count) ? count
-                             : imp.create<DivOp>(scalarConstant(b, loc, elem, double(rowsOf(m))),
+                             : imp.create<DivOp>(scalarConstant(b, loc, f32, double(rowsOf(m))),
                                                  *count);
-  return imp.defineResult(failed(ratio) ? ratio : imp.create<MulOp>(mean, *ratio));
+  if (failed(ratio))
+    return failure();
+  auto meanType = cast<RankedTensorType>(mean.getType());
+  Value wide = elem == f32 ? mean : CastOp::create(b, loc, meanType.clone(f32), mean).getResult();
+  auto scaled = imp.create<MulOp>(wide, *ratio);
+  if (failed(scaled) || elem == f32)
+    return imp.defineResult(scaled);
+  return imp.defineResult(CastOp::create(b, loc, meanType, *scaled).getResult());
 }
 
 /// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss of rows and their
@@ -293,9 +309,13 @@ LogicalResult loss(Imp &imp, const OpImporter &importer, const Masked &m) {
   // Without ignore_index every label is a class, so -1 is free.
   bool given = imp.attr("ignore_index") != nullptr;
   int64_t ignore = given ? imp.intAttr("ignore_index", 0) : -1;
-  Value kept = WhereOp::create(b, loc, selectionFor(imp, m, labels), labels,
-                               scalarConstant(b, loc, getElementTypeOrSelf(labels.getType()),
-                                              double(ignore)));
+  if (rankOf(labels) < 1)
+    return refuse(imp, m, "the labels are not rows");
+  auto kept = imp.create<WhereOp>(selectionFor(imp, m, labels), labels,
+                                  scalarConstant(b, loc, getElementTypeOrSelf(labels.getType()),
+                                                 double(ignore)));
+  if (failed(kept))
+    return failure();
   onnx::NodeProto node = imp.node();
   if (!given) {
     auto *a = node.add_attribute();
@@ -303,18 +323,13 @@ LogicalResult loss(Imp &imp, const OpImporter &importer, const Masked &m) {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(ignore);
   }
-  Value original = imp.swapInputValue(1, kept);
+  Value original = imp.swapInputValue(1, *kept);
   LogicalResult r = imp.withNode(node, [&] { return importer.import(imp); });
   imp.swapInputValue(1, original);
   if (failed(r))
     return failure();
-  Masked rows = m;
-  rows.form = Form::Rows;
   bool perRow = imp.attr("reduction") && imp.attr("reduction")->s() == "none";
-  for (int k = perRow ? 0 : 1; k < imp.node().output_size(); ++k)
-    if (!imp.node().output(k).empty() && imp.hasValue(imp.node().output(k)))
-      imp.defineMasked(k, rows);
-  return success();
+  return tagOutputs(imp, m, perRow ? 0 : 1);
 }
 
 } // namespace
@@ -327,6 +342,8 @@ LogicalResult importMaskedSelection(Imp &imp) {
   if (type.getRank() == 0)
     return imp.fail("NonZero of a run-time scalar is not supported");
   int64_t n = type.getNumElements();
+  if (n == 0)
+    return imp.fail("NonZero of an empty run-time tensor is not supported");
   // The first selected row is found in float32, exact up to 2^24 rows.
   if (n > (int64_t(1) << 24))
     return imp.fail("a run-time mask of " + std::to_string(n) +
@@ -356,7 +373,9 @@ LogicalResult importMaskedNode(Imp &imp, const OpImporter &importer) {
   llvm::StringRef op = imp.node().op_type();
   switch (mask.form) {
   case Form::Coordinates:
-    if (op == "Transpose" && imp.intsAttr("perm") == std::vector<int64_t>{1, 0}) {
+    // (No perm reverses the dims: [1, 0] too.)
+    if (op == "Transpose" && (imp.intsAttr("perm").empty() ||
+                              imp.intsAttr("perm") == std::vector<int64_t>{1, 0})) {
       mask.form = Form::CoordinatesTransposed;
       imp.defineMasked(0, mask);
       return success();
