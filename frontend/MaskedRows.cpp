@@ -211,11 +211,6 @@ LogicalResult matrixRows(Imp &imp, const OpImporter &importer, const Masked &m) 
   return tagOutputs(imp, m);
 }
 
-/// The node's axis attribute, normalised for `rank`.
-FailureOr<int64_t> axisOf(Imp &imp, int64_t fallback, int64_t rank) {
-  return axisAttr(imp, fallback, rank);
-}
-
 /// Softmax, LogSoftmax, Hardmax and LayerNormalization along dims after
 /// the rows'.
 LogicalResult alongOtherDims(Imp &imp, const OpImporter &importer, const Masked &m) {
@@ -224,7 +219,7 @@ LogicalResult alongOtherDims(Imp &imp, const OpImporter &importer, const Masked 
     return refuseOp(imp, m);
   int64_t rank = rankOf(*imp.input(0));
   int64_t fallback = op == "LayerNormalization" || imp.opset() >= 13 ? -1 : 1;
-  auto axis = axisOf(imp, fallback, rank);
+  auto axis = axisAttr(imp, fallback, rank);
   if (failed(axis))
     return failure();
   if (*axis == 0)
