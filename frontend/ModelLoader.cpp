@@ -1,5 +1,6 @@
 // Reads and checks an ONNX model, appends the requested loss, specialises the
 // batch dimension, then hands the graph to the importer.
+#include "ExportBugs.h"
 #include "GraphImporter.h"
 #include "ModelChecks.h"
 #include "TiedWeights.h"
@@ -747,6 +748,8 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
                    << "\n";
   if (std::string w = options.forwardOnly ? "" : foldedConvolutionWeights(model.graph());
       !w.empty() && told.insert(w).second)
+    llvm::errs() << "otc: warning: " << w << "\n";
+  if (std::string w = offByOneCircularPadding(model.graph()); !w.empty() && told.insert(w).second)
     llvm::errs() << "otc: warning: " << w << "\n";
   std::optional<TorchSignature> sig = torchSignature(model.graph());
   if (std::string w = sig ? foldedParameters(model.graph(), *sig) : "";

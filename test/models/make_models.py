@@ -421,8 +421,10 @@ def flags(model, m, state):
         if (key in params and not params[key].requires_grad) or (
                 key not in params and not key.split(".")[-1].startswith(("running_", "num_batches"))):
             out.append(f" --freeze {init}")
+    # nn.Embedding, or a look-up of its own with F.embedding's padding_idx (I-BERT's QuantEmbedding)
     for e in model.modules():
-        if isinstance(e, nn.Embedding) and e.padding_idx is not None and onnx_name(e.weight):
+        if getattr(e, "padding_idx", None) is not None and isinstance(getattr(e, "weight", None), nn.Parameter) \
+                and e.weight.dim() == 2 and onnx_name(e.weight):
             out.append(f" --fixed-rows {onnx_name(e.weight)}={e.padding_idx}")
     return "".join(dict.fromkeys(out))
 

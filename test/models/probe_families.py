@@ -267,6 +267,12 @@ FAMILIES = {
  "whisper_classify": features(tf.WhisperForAudioClassification, tf.WhisperConfig(num_mel_bins=8, d_model=16, encoder_layers=1, encoder_attention_heads=2, encoder_ffn_dim=32, max_source_positions=8, dropout=0, attention_dropout=0, activation_dropout=0, classifier_proj_size=8, num_labels=3), (8, 16)),
  "patchtst": series(tf.PatchTSTForPrediction, tf.PatchTSTConfig(num_input_channels=2, context_length=16, patch_length=4, patch_stride=4, prediction_length=4, d_model=16, num_attention_heads=2, num_hidden_layers=2, ffn_dim=32, dropout=0, attention_dropout=0, ff_dropout=0, path_dropout=0, head_dropout=0, loss="mse", scaling="std")),
  "patchtsmixer": series(tf.PatchTSMixerForPrediction, tf.PatchTSMixerConfig(context_length=16, patch_length=4, patch_stride=4, num_input_channels=2, prediction_length=4, d_model=8, num_layers=2, dropout=0, head_dropout=0, loss="mse", scaling="std")),
+ # Added 2026-11-29 (sixth round; probe_multimodal.py has the two-input models).
+ "xlm_roberta_xl": lm(tf.XLMRobertaXLForMaskedLM, tf.XLMRobertaXLConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True),
+ "ibert": lm(tf.IBertForMaskedLM, tf.IBertConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, quant_mode=False, hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True),
+ "cpmant": lm(tf.CpmAntForCausalLM, tf.CpmAntConfig(vocab_size=V, hidden_size=16, num_attention_heads=2, dim_head=8, dim_ff=32, num_hidden_layers=2, dropout_p=0, prompt_types=3, prompt_length=2, segment_types=3)),
+ "mra": lm(tf.MraForMaskedLM, tf.MraConfig(vocab_size=V, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=S + 2, block_per_row=2, approx_mode="full", hidden_dropout_prob=0, attention_probs_dropout_prob=0), pad=True),
+ "speech_to_text_2": lm(tf.Speech2Text2ForCausalLM, tf.Speech2Text2Config(vocab_size=V, d_model=16, decoder_layers=2, decoder_attention_heads=2, decoder_ffn_dim=32, max_target_positions=S + 2, dropout=0, attention_dropout=0, activation_dropout=0, decoder_layerdrop=0)),
 }
 
 
