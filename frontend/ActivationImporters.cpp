@@ -9,6 +9,7 @@
 #include "mlir/IR/TypeUtilities.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 using namespace mlir;
@@ -91,6 +92,28 @@ LogicalResult importMin(Imp &imp) { return importMaxMin(imp, false); }
 /// Clip: bounds from inputs (opset 11) or attributes (before).
 LogicalResult importClip(Imp &imp) {
   bool fromInputs = imp.form() >= 11;
+  // On the host when everything is constant: timm's "same" padding clips
+  // shape arithmetic at 0 before Pad reads it.
+  if (const HostTensor *c = imp.constantInput(0)) {
+    HostTensor t = *c;
+    bool folds = true;
+    for (int k = 0; k < 2 && folds; ++k) {
+      std::optional<double> bound;
+      if (fromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
+        const HostTensor *b = imp.constantInput(k + 1);
+        folds = b && b->numElements() == 1;
+        if (folds)
+          bound = b->values[0];
+      } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
+        bound = imp.floatAttr(k ? "max" : "min", 0);
+      }
+      if (folds && bound)
+        for (double &v : t.values) // NaN stays NaN, as in PyTorch's clamp
+          v = k ? (v > *bound ? *bound : v) : (v < *bound ? *bound : v);
+    }
+    if (folds)
+      return imp.define(0, std::move(t));
+  }
   auto x = imp.input(0);
   if (failed(x))
     return failure();
@@ -113,8 +136,9 @@ LogicalResult importClip(Imp &imp) {
     } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
       bound = scalarLike(imp, v, imp.floatAttr(k ? "max" : "min", 0));
     }
+    // The bound where x passes it, else x: a NaN stays NaN, as in clamp.
     if (bound)
-      v = pick(imp, v, bound, k ? ComparePredicate::le : ComparePredicate::ge);
+      v = pick(imp, bound, v, k ? ComparePredicate::lt : ComparePredicate::gt);
   }
   return imp.defineResult(v);
 }

@@ -201,7 +201,6 @@ LogicalResult importLog(GraphImporter &imp) {
     x = s.getInput();
   } else if (auto sub = in->getDefiningOp<SubOp>()) {
     auto s = sub.getRhs().getDefiningOp<SigmoidOp>();
-    FloatAttr one;
     DenseElementsAttr lhs;
     if (s && matchPattern(sub.getLhs(), m_Constant(&lhs)) && lhs.isSplat() &&
         isa<FloatType>(lhs.getElementType()) &&
