@@ -15,7 +15,8 @@ internal error), MEGA (fft_rfft), FSMT (a float overflow), MobileViT v2
 (col2im) and ViViT (tile); in the fifth round FNet (fft_fftn),
 Transformer-XL (an internal type_as error), TAPAS (scatter_reduce),
 SigLIP (padding="valid" convolution) and PatchTST and PatchTSMixer
-(mse_loss). Two exports are invalid ONNX, which onnxruntime refuses too:
+(mse_loss); in the sixth round CPM-Ant (logical_not) and MRA (a dtype
+error while tracing). Two exports are invalid ONNX, which onnxruntime refuses too:
 Switch Transformers' `x[mask] = v` becomes masked_scatter with the [B, T]
 mask expanded right-aligned to [B, T, D] (an Expand that fails unless T
 is D), and NLLB-MoE's routing Einsum has a bool input.
