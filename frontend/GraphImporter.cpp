@@ -739,6 +739,22 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
       return nullptr;
     argAttrs.push_back(attrs);
   }
+  static std::set<std::string> told; // auto-fit imports again: say it once
+  // An initializer that would not train anyway (a buffer in PyTorch 2's
+  // list: BART's final_logits_bias) is frozen already; only a name that
+  // matches no initializer at all is an error.
+  for (size_t i = 0; i < freeze.size(); ++i)
+    if (!matched[i] && llvm::any_of(g.initializer(), [&](const onnx::TensorProto &t) {
+          auto alias = exported.find(t.name());
+          return globMatch(freeze[i], t.name()) ||
+                 (alias != exported.end() && globMatch(freeze[i], alias->second));
+        })) {
+      matched[i] = true;
+      if (told.insert("--freeze " + freeze[i]).second)
+        llvm::errs() << "otc: note: --freeze " << quoted(freeze[i])
+                   << " names no parameter, only tensors that do not train anyway (buffers or "
+                      "constants)\n";
+    }
   for (size_t i = 0; i < freeze.size(); ++i)
     if (!matched[i]) {
       error = "--freeze " + quoted(freeze[i]) +
@@ -746,7 +762,6 @@ OwningOpRef<ModuleOp> GraphImporter::import(const onnx::ModelProto &model,
               "onnx::* one by the PyTorch name its reader implies, e.g. model.layers.0.mlp.up_proj.weight)";
       return nullptr;
     }
-  static std::set<std::string> told; // auto-fit imports again: say it once
   std::string freezeNote = std::to_string(frozenCount) + "/" + std::to_string(params.size());
   if (frozenCount && told.insert(freezeNote).second)
     llvm::errs() << "otc: note: --freeze keeps " << frozenCount << " of " << params.size()

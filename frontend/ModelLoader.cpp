@@ -714,11 +714,18 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   }
   // Before embedding: a saved model keeps the tie (as a Transpose node) and
   // the split (as initializers).
+  // Before untying: its initializers are not in PyTorch 2's list, and
+  // would read as values an optimizer folded.
+  std::optional<TorchSignature> sig = torchSignature(model.graph());
+  std::string folded = sig ? foldedParameters(model.graph(), *sig) : "";
   auto untied = untieMergedCopies(model, bytes);
   if (error = tieAsAsked(model, options.ties, bytes); !error.empty())
     return nullptr;
   auto aliases = untied; // every copy's source, for the runtime
   llvm::erase_if(untied, [&](const auto &u) {
+    // (a copy of a listed buffer or constant is no parameter: no note)
+    if (sig && sig->buffers.contains(u.second))
+      return true;
     return llvm::any_of(options.ties, [&](const auto &t) { return t.second == u.first || t.second == u.second; });
   });
   std::vector<std::string> tied = tieTransposedCopies(model, bytes);
@@ -751,10 +758,8 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
     llvm::errs() << "otc: warning: " << w << "\n";
   if (std::string w = offByOneCircularPadding(model.graph()); !w.empty() && told.insert(w).second)
     llvm::errs() << "otc: warning: " << w << "\n";
-  std::optional<TorchSignature> sig = torchSignature(model.graph());
-  if (std::string w = sig ? foldedParameters(model.graph(), *sig) : "";
-      !w.empty() && told.insert(w).second)
-    llvm::errs() << "otc: warning: " << w << "\n";
+  if (!folded.empty() && told.insert(folded).second)
+    llvm::errs() << "otc: warning: " << folded << "\n";
   if (!options.forwardOnly && !options.batchNormTrain && sig) {
     int inference = 0; // nodes whose training_mode (opset 14, PyTorch 2's 18+) is 0
     for (const auto &n : model.graph().node())

@@ -15,9 +15,13 @@ and leaves out
   big   only in MODE large: 2^24 + 1 values, more than otc folds on the
         host, so it stays a parameter as without a list (external data).
 MODE empty lists only buf: a list without parameters is ignored, and every
-float initializer read at run time trains, as without one.
+float initializer read at run time trains, as without one. MODE tied lists
+everything the graph holds, and a parameter emb it lacks (the tied copy of
+another, as BART's shared embeddings beside lm_head): nothing was folded,
+so nothing is warned; c is read through an Identity, as torch.export's
+clone of a lifted constant, which is untied without a note.
 
-usage: make_signature.py signature|empty|large OUT.onnx
+usage: make_signature.py signature|empty|large|tied OUT.onnx
 """
 import os
 import sys
@@ -39,6 +43,12 @@ lines = ["p_w: PARAMETER target='w'", "p_bias: PARAMETER target='bias'", "b_buf:
          "c_lifted_tensor_0: CONSTANT_TENSOR target='c'", "x: USER_INPUT", "y: USER_OUTPUT"]
 if mode == "empty":
     lines = ["b_buf: BUFFER target='buf' persistent=True", "x: USER_INPUT", "y: USER_OUTPUT"]
+if mode == "tied":
+    nodes[-1:] = [helper.make_node("Identity", ["c"], ["clone"]),
+                  helper.make_node("Add", ["h4", "clone"], ["y"])]
+    lines = ["p_w: PARAMETER target='w'", "p_wt: PARAMETER target='wt'", "p_emb: PARAMETER target='emb'",
+             "b_buf: BUFFER target='buf' persistent=True", "c_s: CONSTANT_TENSOR target='s'",
+             "c_c: CONSTANT_TENSOR target='c'", "x: USER_INPUT", "y: USER_OUTPUT"]
 if mode == "large":
     inits.append(numpy_helper.from_array(np.zeros(2**24 + 1, np.float32), "big"))
     nodes += [helper.make_node("ReduceSum", ["big"], ["total"], keepdims=0),
