@@ -258,16 +258,32 @@ std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
   for (const auto &t : g.initializer())
     if (t.data_type() == onnx::TensorProto::FLOAT)
       initializers.insert(t.name());
+  // Values computed from initializers alone: a BatchNormalization of one
+  // is a weight transform (timm's NFNet standardises its convolution
+  // weights with F.batch_norm, whose weight gain * scale folds), where an
+  // anonymous scale was computed too; an activation's BatchNorm without
+  // affine reads anonymous ones and zeros, which is not folding.
+  llvm::StringSet<> fromWeights = initializers;
   std::set<std::string> folded;
-  for (const auto &n : g.node())
-    if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose")
+  for (const auto &n : g.node()) {
+    bool weightsOnly = n.op_type() == "Constant" ||
+                       (n.input_size() > 0 && llvm::all_of(n.input(), [&](const std::string &i) {
+                          return i.empty() || fromWeights.contains(i);
+                        }));
+    if (weightsOnly)
+      for (const auto &o : n.output())
+        fromWeights.insert(o);
+    bool weightTransform = n.op_type() == "BatchNormalization" && n.input_size() > 0 &&
+                           fromWeights.contains(n.input(0));
+    if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose" || weightTransform)
       for (int i = 1; i < n.input_size() && i < 3; ++i)
         if (llvm::StringRef(n.input(i)).starts_with("onnx::") &&
             initializers.contains(n.input(i)))
           folded.insert(n.input(i));
+  }
   if (folded.empty())
     return "";
-  return std::to_string(folded.size()) + " convolution weights or biases (as " +
+  return std::to_string(folded.size()) + " convolution or BatchNorm weights or biases (as " +
          quoted(*folded.begin()) +
          ") are values the export computed from parameters (BatchNorm fused into its "
          "convolution by an eval-mode export, or weight norm or standardization folded) and "

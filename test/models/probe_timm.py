@@ -115,7 +115,7 @@ MODELS = {
     "convformer_s18": tm("convformer_s18"),
     "gernet_s": tm("gernet_s"),
     "eca_resnet33ts": tm("eca_resnet33ts"),
-    "gcresnet26ts": tm("gcresnet26ts"),
+    "gcresnext26ts": tm("gcresnext26ts"),
     "resnet26t": tm("resnet26t"),
 }
 
