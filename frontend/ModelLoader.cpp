@@ -17,6 +17,7 @@
 #include "onnx/shape_inference/implementation.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -103,7 +104,7 @@ struct StandIn {
   int fromOpset;     // the model's opset from which the newer form applies
   const char *older;
   bool keepAttributes; // else they are dropped
-  const char *dropped = nullptr; // one attribute the older form lacks
+  std::array<const char *, 2> dropped{}; // attributes the older form lacks
 };
 const StandIn kStandIns[] = {
     // Opset 20: one tensor in, one of the same shape out.
@@ -122,10 +123,13 @@ const StandIn kStandIns[] = {
     // Opset 18's num_outputs equals the outputs' count (the importer checks
     // it and takes a smaller last part); splitAsOlder gives Split-13 sizes
     // it cannot read, so its inference allows an uneven last part.
-    {"Split", 18, "Split", true, "num_outputs"},
+    {"Split", 18, "Split", true, {"num_outputs"}},
+    // Opset 18's antialias and keep_aspect_ratio_policy (PyTorch 2 writes
+    // their defaults), which the importer reads and refuses otherwise.
+    {"Resize", 18, "Resize", true, {"antialias", "keep_aspect_ratio_policy"}},
     // Opset 19's saturate applies to float8 targets only, which otc refuses.
-    {"Cast", 19, "Cast", true, "saturate"},
-    {"CastLike", 19, "CastLike", true, "saturate"},
+    {"Cast", 19, "Cast", true, {"saturate"}},
+    {"CastLike", 19, "CastLike", true, {"saturate"}},
 };
 
 /// The stand-in node `n` of a model at `opset` is checked as, or null.
@@ -202,10 +206,11 @@ onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratc
       if (!s->keepAttributes)
         n.clear_attribute();
       auto *attrs = n.mutable_attribute();
-      if (s->dropped)
-        attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
-                                    [&](const auto &a) { return a.name() == s->dropped; }),
-                     attrs->end());
+      for (const char *name : s->dropped)
+        if (name)
+          attrs->erase(std::remove_if(attrs->begin(), attrs->end(),
+                                      [&](const auto &a) { return a.name() == name; }),
+                       attrs->end());
     }
     if (padWithAxes(n, opset))
       padAsOlder(*scratch.mutable_graph(), n);
