@@ -1,6 +1,8 @@
 #include "ExportBugs.h"
 #include "ModelChecks.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cstring>
 #include <map>
 #include <optional>
@@ -56,12 +58,23 @@ std::string offByOneCircularPadding(const onnx::GraphProto &g) {
     auto starts = values(s, 1), ends = values(s, 2), axes = values(s, 3);
     bool wraps = starts && ends && axes && starts->size() == 1 && ends->size() == 1 &&
                  axes->size() == 1 && (*axes)[0] == axis && (*ends)[0] == -1 && (*starts)[0] < -1;
-    if (wraps && n.input(1) == s.input(0))
-      return "node " + quoted(n.name()) + " (Concat) pads its input circularly as torch.onnx "
-             "before 2.0 exported padding_mode=\"circular\": one element off, x[" +
-             std::to_string((*starts)[0]) + ":-1] where PyTorch wraps x[" +
-             std::to_string((*starts)[0] + 1) + ":]. otc trains the graph as written (onnxruntime "
-             "computes the same), not the module; export with PyTorch 2 to train the module (pytorch/pytorch#86690)";
+    if (!wraps || n.input(1) != s.input(0))
+      continue;
+    // PyTorch up to 1.9 padded in two steps along one axis, y = Concat(x,
+    // x[0:r]) first: y[-(l+r):-r] is then right, and reads like the bug
+    // when r is 1.
+    auto first = producer.find(s.input(0));
+    if (first != producer.end() && first->second->op_type() == "Concat" &&
+        llvm::any_of(first->second->attribute(), [&](const onnx::AttributeProto &a) {
+          return a.name() == "axis" && a.i() == axis;
+        }))
+      continue;
+    return "node " + quoted(n.name()) + " (Concat) pads its input circularly as torch.onnx "
+           "before 2.0 exported padding_mode=\"circular\": one element off, x[" +
+           std::to_string((*starts)[0]) + ":-1] where PyTorch wraps x[" +
+           std::to_string((*starts)[0] + 1) + ":]. otc trains the graph as written (onnxruntime "
+           "computes the same), not the module; export with PyTorch 2 to train the module "
+           "(pytorch/pytorch#86690)";
   }
   return "";
 }

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -268,7 +269,28 @@ std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
   // weights with F.batch_norm, whose weight gain * scale folds), where an
   // anonymous scale was computed too; an activation's BatchNorm without
   // affine reads anonymous ones and zeros, which is not folding.
-  llvm::StringSet<> fromWeights = initializers;
+  llvm::StringSet<> fromWeights;
+  for (const auto &t : g.initializer())
+    fromWeights.insert(t.name()); // (shapes too: an int64 Reshape target)
+  // A BatchNorm scale of ones or a bias of zeros is F.batch_norm without
+  // affine (timm's StdConv2d), nothing folded.
+  auto allEqual = [](const onnx::TensorProto &t, float v) {
+    if (t.float_data_size() > 0)
+      return llvm::all_of(t.float_data(), [&](float f) { return f == v; });
+    const std::string &raw = t.raw_data();
+    if (raw.empty() || raw.size() % 4 != 0)
+      return false;
+    for (size_t i = 0; i < raw.size(); i += 4) {
+      float f;
+      std::memcpy(&f, raw.data() + i, 4);
+      if (f != v)
+        return false;
+    }
+    return true;
+  };
+  std::map<std::string, const onnx::TensorProto *> byName;
+  for (const auto &t : g.initializer())
+    byName[t.name()] = &t;
   std::set<std::string> folded;
   for (const auto &n : g.node()) {
     bool weightsOnly = n.op_type() == "Constant" ||
@@ -283,7 +305,8 @@ std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
     if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose" || weightTransform)
       for (int i = 1; i < n.input_size() && i < 3; ++i)
         if (llvm::StringRef(n.input(i)).starts_with("onnx::") &&
-            initializers.contains(n.input(i)))
+            initializers.contains(n.input(i)) &&
+            !(weightTransform && allEqual(*byName[n.input(i)], i == 1 ? 1.0f : 0.0f)))
           folded.insert(n.input(i));
   }
   if (folded.empty())
@@ -739,14 +762,11 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // would read as values an optimizer folded.
   std::optional<TorchSignature> sig = torchSignature(model.graph());
   std::string folded = sig ? foldedParameters(model.graph(), *sig) : "";
-  auto untied = untieMergedCopies(model, bytes);
+  auto untied = untieMergedCopies(model, bytes, sig ? &sig->buffers : nullptr);
   if (error = tieAsAsked(model, options.ties, bytes); !error.empty())
     return nullptr;
   auto aliases = untied; // every copy's source, for the runtime
   llvm::erase_if(untied, [&](const auto &u) {
-    // (a copy of a listed buffer or constant is no parameter: no note)
-    if (sig && sig->buffers.contains(u.second))
-      return true;
     return llvm::any_of(options.ties, [&](const auto &t) { return t.second == u.first || t.second == u.second; });
   });
   std::vector<std::string> tied = tieTransposedCopies(model, bytes);

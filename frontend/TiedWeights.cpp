@@ -622,8 +622,8 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
   return lines;
 }
 
-std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model,
-                                                                   TensorBytes &bytes) {
+std::vector<std::pair<std::string, std::string>>
+untieMergedCopies(onnx::ModelProto &model, TensorBytes &bytes, const llvm::StringSet<> *keep) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::map<std::string, int> initializer;
   for (int i = 0; i < g.initializer_size(); ++i)
@@ -668,6 +668,7 @@ std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelPr
                   ? initializer.find(n.input(0))
                   : initializer.end();
     if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type()) ||
+        (keep && keep->contains(n.input(0))) ||
         (n.output_size() == 1 && calledAgain.count(n.output(0)))) {
       *nodes.Add() = std::move(n);
       continue;

@@ -7,6 +7,7 @@
 
 #include "WeightFiles.h"
 #include "onnx/onnx_pb.h"
+#include "llvm/ADT/StringSet.h"
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,9 +51,12 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
 /// layer, "dense" and "dense_1") stay merged: one parameter. So do those
 /// both read in one call of one module, unless they hold one repeated
 /// value: two parameters of a fresh constant initialisation (PoolFormer's
-/// layer_scale_1 and layer_scale_2) are equal by chance.
-std::vector<std::pair<std::string, std::string>> untieMergedCopies(onnx::ModelProto &model,
-                                                                   TensorBytes &bytes);
+/// layer_scale_1 and layer_scale_2) are equal by chance. Copies of the
+/// initializers in `keep` (PyTorch 2's listed buffers and constants, which
+/// torch.export clones) stay Identity nodes: no parameter of their own.
+std::vector<std::pair<std::string, std::string>>
+untieMergedCopies(onnx::ModelProto &model, TensorBytes &bytes,
+                  const llvm::StringSet<> *keep = nullptr);
 
 /// --tie KEEP=COPY: COPY leaves the initializers and its readers read KEEP,
 /// through Identity, or Transpose where COPY holds KEEP's transpose (any

@@ -2,9 +2,11 @@
 """A Conv1d over circularly padded input, as torch.onnx exports
 padding_mode="circular" (Slice, the input, Slice, Concat, then Conv with
 no pads): `buggy` with torch 1.13's wrap-around before the data, x[-2:-1]
-(pytorch/pytorch#86690), `fixed` with PyTorch 2's x[-1:].
+(pytorch/pytorch#86690), `fixed` with PyTorch 2's x[-1:], `twostep` as
+PyTorch up to 1.9 padded: y = Concat(x, x[0:1]) first, then
+Concat(y[-2:-1], y), which is right.
 
-usage: make_circular_pad.py buggy|fixed OUT.onnx
+usage: make_circular_pad.py buggy|fixed|twostep OUT.onnx
 """
 import sys
 
@@ -23,6 +25,14 @@ nodes = [n("Constant", [], ["starts"], value=ints("", [start])),
          n("Slice", ["x", "zero", "one", "axes"], ["right"]),
          n("Concat", ["left", "x", "right"], ["padded"], axis=2, name="/conv/Concat"),
          n("Conv", ["padded", "w"], ["y"], kernel_shape=[3])]
+if form == "twostep":
+    nodes = [n("Slice", ["x", "zero", "one", "axes"], ["right"]),
+             n("Concat", ["x", "right"], ["x1"], axis=2),
+             n("Constant", [], ["starts"], value=ints("", [-2])),
+             n("Constant", [], ["ends"], value=ints("", [-1])),
+             n("Slice", ["x1", "starts", "ends", "axes"], ["left"]),
+             n("Concat", ["left", "x1"], ["padded"], axis=2, name="/conv/Concat"),
+             n("Conv", ["padded", "w"], ["y"], kernel_shape=[3])]
 graph = helper.make_graph(
     nodes, "circular_pad",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 8])],

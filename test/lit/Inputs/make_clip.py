@@ -2,7 +2,7 @@
 """Clip at run time, on the host, and in shape arithmetic. x [N, 6] with
 NaN and values past both bounds: lo_hi = Clip(x, -1, 1), lo = Clip(x, -1),
 hi = Clip(x, "", 1); folded = Clip(c, -1, 1) of the same values as a
-constant; padded = Pad(x, [0, q, 0, p]) where p = Clip(8 - width, 0) and
+Constant node (an initializer read at run time would be a parameter); padded = Pad(x, [0, q, 0, p]) where p = Clip(8 - width, 0) and
 q = Clip(4 - width, 0) (0) come from x's Shape in float, as timm's "same"
 padding computes its pads: padded [N, 8 + 0].
 
@@ -19,7 +19,7 @@ VALUES = np.array([[np.nan, -2.5, 0.5, 3.0, -1.0, 1.0]], np.float32)
 n = helper.make_node
 f32 = lambda name, v: n("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.float32)))
 i64 = lambda name, v: n("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.int64)))
-nodes = [f32("m1", -1.0), f32("p1", 1.0), f32("zero", 0.0), f32("eight", 8.0), f32("four", 4.0),
+nodes = [n("Constant", [], ["c"], value=numpy_helper.from_array(VALUES)), f32("m1", -1.0), f32("p1", 1.0), f32("zero", 0.0), f32("eight", 8.0), f32("four", 4.0),
          i64("axis1", [1]), i64("zero1", [0]),
          n("Clip", ["x", "m1", "p1"], ["lo_hi"]),
          n("Clip", ["x", "m1"], ["lo"]),
@@ -42,6 +42,6 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info(k, TensorProto.FLOAT, s)
      for k, s in (("lo_hi", ["N", 6]), ("lo", ["N", 6]), ("hi", ["N", 6]), ("folded", [1, 6]),
                   ("padded", ["N", 8]))],
-    [numpy_helper.from_array(VALUES, "c")])
+    [])
 save_model(graph, sys.argv[1], opset=13)
 save_data(sys.argv[2], x=VALUES)

@@ -18,8 +18,9 @@ MODE empty lists only buf: a list without parameters is ignored, and every
 float initializer read at run time trains, as without one. MODE tied lists
 everything the graph holds, and a parameter emb it lacks (the tied copy of
 another, as BART's shared embeddings beside lm_head): nothing was folded,
-so nothing is warned; c is read through an Identity, as torch.export's
-clone of a lifted constant, which is untied without a note.
+so nothing is warned; buf is read through an Identity, as torch.export
+clones a buffer, by a MatMul: the clone stays the buffer (no parameter of
+its own, where an unlisted MatMul operand would train), with no note.
 
 usage: make_signature.py signature|empty|large|tied OUT.onnx
 """
@@ -44,8 +45,8 @@ lines = ["p_w: PARAMETER target='w'", "p_bias: PARAMETER target='bias'", "b_buf:
 if mode == "empty":
     lines = ["b_buf: BUFFER target='buf' persistent=True", "x: USER_INPUT", "y: USER_OUTPUT"]
 if mode == "tied":
-    nodes[-1:] = [helper.make_node("Identity", ["c"], ["clone"]),
-                  helper.make_node("Add", ["h4", "clone"], ["y"])]
+    nodes[1:2] = [helper.make_node("Identity", ["buf"], ["clone"]),
+                  helper.make_node("MatMul", ["h1", "clone"], ["h2"])]
     lines = ["p_w: PARAMETER target='w'", "p_wt: PARAMETER target='wt'", "p_emb: PARAMETER target='emb'",
              "b_buf: BUFFER target='buf' persistent=True", "c_s: CONSTANT_TENSOR target='s'",
              "c_c: CONSTANT_TENSOR target='c'", "x: USER_INPUT", "y: USER_OUTPUT"]
