@@ -92,27 +92,31 @@ LogicalResult importMin(Imp &imp) { return importMaxMin(imp, false); }
 /// Clip: bounds from inputs (opset 11) or attributes (before).
 LogicalResult importClip(Imp &imp) {
   bool fromInputs = imp.form() >= 11;
+  // Each bound: absent, a compile-time number, or a run-time input.
+  std::optional<double> number[2];
+  bool atRunTime[2] = {false, false};
+  for (int k = 0; k < 2; ++k) {
+    if (fromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
+      const HostTensor *t = imp.constantInput(k + 1);
+      if (t && t->numElements() == 1)
+        number[k] = t->values[0];
+      else
+        atRunTime[k] = true;
+    } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
+      number[k] = imp.floatAttr(k ? "max" : "min", 0);
+    }
+  }
   // On the host when everything is constant: timm's "same" padding clips
   // shape arithmetic at 0 before Pad reads it.
-  if (const HostTensor *c = imp.constantInput(0)) {
+  if (const HostTensor *c = imp.constantInput(0); c && !atRunTime[0] && !atRunTime[1]) {
     HostTensor t = *c;
-    bool folds = true;
-    for (int k = 0; k < 2 && folds; ++k) {
-      std::optional<double> bound;
-      if (fromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
-        const HostTensor *b = imp.constantInput(k + 1);
-        folds = b && b->numElements() == 1;
-        if (folds)
-          bound = b->values[0];
-      } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
-        bound = imp.floatAttr(k ? "max" : "min", 0);
-      }
-      if (folds && bound)
-        for (double &v : t.values) // NaN stays NaN, as in PyTorch's clamp
-          v = k ? (v > *bound ? *bound : v) : (v < *bound ? *bound : v);
+    for (double &v : t.values) { // NaN stays NaN, as in PyTorch's clamp
+      if (number[0] && v < *number[0])
+        v = *number[0];
+      if (number[1] && v > *number[1])
+        v = *number[1];
     }
-    if (folds)
-      return imp.define(0, std::move(t));
+    return imp.define(0, std::move(t));
   }
   auto x = imp.input(0);
   if (failed(x))
@@ -120,21 +124,15 @@ LogicalResult importClip(Imp &imp) {
   Value v = *x;
   for (int k = 0; k < 2; ++k) {
     Value bound;
-    if (fromInputs && imp.numInputs() > size_t(k + 1) && !imp.node().input(k + 1).empty()) {
-      // A compile-time number, or a run-time scalar (which gets a gradient).
-      const HostTensor *t = imp.constantInput(k + 1);
-      if (t && t->numElements() == 1) {
-        bound = scalarLike(imp, v, t->values[0]);
-      } else {
-        auto b = imp.input(k + 1);
-        if (failed(b))
-          return failure();
-        if (cast<RankedTensorType>(b->getType()).getNumElements() != 1)
-          return imp.fail("Clip bounds must be scalars");
-        bound = reshaped(imp, *b, {});
-      }
-    } else if (!fromInputs && imp.attr(k ? "max" : "min")) {
-      bound = scalarLike(imp, v, imp.floatAttr(k ? "max" : "min", 0));
+    if (number[k]) {
+      bound = scalarLike(imp, v, *number[k]);
+    } else if (atRunTime[k]) { // a run-time scalar, which gets a gradient
+      auto b = imp.input(k + 1);
+      if (failed(b))
+        return failure();
+      if (cast<RankedTensorType>(b->getType()).getNumElements() != 1)
+        return imp.fail("Clip bounds must be scalars");
+      bound = reshaped(imp, *b, {});
     }
     // The bound where x passes it, else x: a NaN stays NaN, as in clamp.
     if (bound)

@@ -260,18 +260,23 @@ std::string foldedParameters(const onnx::GraphProto &g, const TorchSignature &si
 /// convolution (an eval-mode export) or weight norm or standardization
 /// folded, and trains in place of what PyTorch trains. One line, or "".
 std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
-  llvm::StringSet<> initializers;
+  std::map<std::string, const onnx::TensorProto *> byName;
   for (const auto &t : g.initializer())
-    if (t.data_type() == onnx::TensorProto::FLOAT)
-      initializers.insert(t.name());
-  // Values computed from initializers alone: a BatchNormalization of one
-  // is a weight transform (timm's NFNet standardises its convolution
-  // weights with F.batch_norm, whose weight gain * scale folds), where an
-  // anonymous scale was computed too; an activation's BatchNorm without
-  // affine reads anonymous ones and zeros, which is not folding.
-  llvm::StringSet<> fromWeights;
-  for (const auto &t : g.initializer())
-    fromWeights.insert(t.name()); // (shapes too: an int64 Reshape target)
+    byName[t.name()] = &t;
+  auto floatInitializer = [&](const std::string &name) {
+    auto it = byName.find(name);
+    return it != byName.end() && it->second->data_type() == onnx::TensorProto::FLOAT;
+  };
+  // Values computed from initializers alone (int64 Reshape targets too): a
+  // BatchNormalization of one is a weight transform (timm's NFNet
+  // standardises its convolution weights with F.batch_norm, whose weight
+  // gain * scale folds), where an anonymous scale was computed too; an
+  // activation's BatchNorm without affine reads anonymous ones and zeros,
+  // which is not folding.
+  llvm::StringSet<> computed;
+  auto fromWeights = [&](const std::string &name) {
+    return byName.count(name) || computed.contains(name);
+  };
   // A BatchNorm scale of ones or a bias of zeros is F.batch_norm without
   // affine (timm's StdConv2d), nothing folded.
   auto allEqual = [](const onnx::TensorProto &t, float v) {
@@ -288,24 +293,21 @@ std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
     }
     return true;
   };
-  std::map<std::string, const onnx::TensorProto *> byName;
-  for (const auto &t : g.initializer())
-    byName[t.name()] = &t;
   std::set<std::string> folded;
   for (const auto &n : g.node()) {
     bool weightsOnly = n.op_type() == "Constant" ||
                        (n.input_size() > 0 && llvm::all_of(n.input(), [&](const std::string &i) {
-                          return i.empty() || fromWeights.contains(i);
+                          return i.empty() || fromWeights(i);
                         }));
     if (weightsOnly)
       for (const auto &o : n.output())
-        fromWeights.insert(o);
+        computed.insert(o);
     bool weightTransform = n.op_type() == "BatchNormalization" && n.input_size() > 0 &&
-                           fromWeights.contains(n.input(0));
+                           fromWeights(n.input(0));
     if (n.op_type() == "Conv" || n.op_type() == "ConvTranspose" || weightTransform)
       for (int i = 1; i < n.input_size() && i < 3; ++i)
         if (llvm::StringRef(n.input(i)).starts_with("onnx::") &&
-            initializers.contains(n.input(i)) &&
+            floatInitializer(n.input(i)) &&
             !(weightTransform && allEqual(*byName[n.input(i)], i == 1 ? 1.0f : 0.0f)))
           folded.insert(n.input(i));
   }
