@@ -1,5 +1,6 @@
 // Reads and checks an ONNX model, appends the requested loss, specialises the
 // batch dimension, then hands the graph to the importer.
+#include "AppendLoss.h"
 #include "ExportBugs.h"
 #include "GraphImporter.h"
 #include "ModelChecks.h"
@@ -61,39 +62,6 @@ bool readModel(const std::string &path, bool withWeights, onnx::ModelProto &mode
 std::string folderOf(const std::string &path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-onnx::ValueInfoProto *findOutput(onnx::GraphProto &g, const std::string &name) {
-  for (auto &o : *g.mutable_output())
-    if (o.name() == name)
-      return &o;
-  return nullptr;
-}
-
-/// Whether `name` is taken by an input, initializer or node output.
-bool nameTaken(const onnx::GraphProto &g, const std::string &name) {
-  for (const auto &i : g.input())
-    if (i.name() == name)
-      return true;
-  for (const auto &i : g.initializer())
-    if (i.name() == name)
-      return true;
-  for (const auto &n : g.node())
-    for (const auto &o : n.output())
-      if (o == name)
-        return true;
-  return false;
-}
-
-onnx::NodeProto *addNode(onnx::GraphProto &g, const std::string &op,
-                         std::vector<std::string> ins, const std::string &out) {
-  onnx::NodeProto *n = g.add_node();
-  n->set_op_type(op);
-  n->set_name("otc_loss/" + op);
-  for (auto &i : ins)
-    n->add_input(i);
-  n->add_output(out);
-  return n;
 }
 
 /// Operators and forms newer than libonnx 1.12 (opset 17) that otc
@@ -322,121 +290,6 @@ std::string foldedConvolutionWeights(const onnx::GraphProto &g) {
          "the model's own parameters";
 }
 
-/// Rewrites the graph so its only output is the scalar loss.
-bool applyLoss(onnx::ModelProto &model, const std::string &spec,
-               std::string &error) {
-  onnx::GraphProto &g = *model.mutable_graph();
-  if (spec.empty()) {
-    std::vector<int> scalars;
-    for (int i = 0; i < g.output_size(); ++i) {
-      const auto &t = g.output(i).type().tensor_type();
-      bool isFloat = t.elem_type() == onnx::TensorProto::FLOAT ||
-                     t.elem_type() == onnx::TensorProto::DOUBLE;
-      if (isFloat && t.has_shape() && t.shape().dim_size() == 0)
-        scalars.push_back(i);
-    }
-    if (scalars.size() != 1) {
-      error = "the model has " + std::to_string(scalars.size()) +
-              " scalar float outputs; pick the loss with --loss "
-              "cross-entropy:OUT or --loss mse:OUT";
-      return false;
-    }
-    onnx::ValueInfoProto loss = g.output(scalars[0]); // a copy: outputs are cleared
-    g.clear_output();
-    *g.add_output() = loss;
-    return true;
-  }
-
-  size_t colon = spec.find(':');
-  std::string kind = spec.substr(0, colon);
-  std::string out = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if ((kind != "cross-entropy" && kind != "mse") || out.empty()) {
-    error = "unknown --loss " + quoted(spec) + " (expected cross-entropy:OUT or mse:OUT)";
-    return false;
-  }
-  onnx::ValueInfoProto *target = findOutput(g, out);
-  if (!target) {
-    error = "--loss names " + quoted(out) + ", which is not a model output";
-    return false;
-  }
-  if (llvm::any_of(g.initializer(), [&](const auto &t) { return t.name() == out; })) {
-    error = "--loss names " + quoted(out) + ", an initializer, not a value the graph computes";
-    return false;
-  }
-  std::string extra = kind == "mse" ? "targets" : "labels";
-  for (const char *name : {extra.c_str(), "otc_loss", "otc_loss/diff", "otc_loss/sq",
-                           "otc_loss/rows", "otc_loss/row_labels", "otc_loss/rows_shape",
-                           "otc_loss/labels_shape"})
-    if (nameTaken(g, name)) {
-      error = "--loss " + kind + " adds a value '" + name +
-              "', but the model already has one of that name";
-      return false;
-    }
-  onnx::ValueInfoProto *in = g.add_input();
-  in->set_name(extra);
-  auto *tt = in->mutable_type()->mutable_tensor_type();
-  // A copy: `target` dies when the outputs are cleared below.
-  const onnx::TypeProto_Tensor outType = target->type().tensor_type();
-  if (kind == "cross-entropy") {
-    // Classes on the last axis, as F.cross_entropy(logits.view(-1, C),
-    // labels.view(-1)) reads a language model's [N, T, C]: every position
-    // is a row, the labels hold all but the last axis, and -100 is
-    // ignored (PyTorch's default ignore_index).
-    tt->set_elem_type(onnx::TensorProto::INT64);
-    // (A shape resolveLossDims could not find leaves the import to say why.)
-    int rank = outType.has_shape() ? outType.shape().dim_size() : 0;
-    bool rows = rank > 2 && outType.shape().dim(rank - 1).has_dim_value();
-    tt->mutable_shape()->add_dim()->set_dim_param("batch");
-    for (int d = 1; rows && d < rank - 1; ++d)
-      *tt->mutable_shape()->add_dim() = outType.shape().dim(d);
-    std::string scores = out, labels = extra;
-    if (rows) {
-      auto shapeConstant = [&](const char *name, std::vector<int64_t> dims) {
-        onnx::TensorProto *t = g.add_initializer();
-        t->set_name(name);
-        t->set_data_type(onnx::TensorProto::INT64);
-        t->add_dims(int64_t(dims.size()));
-        for (int64_t d : dims)
-          t->add_int64_data(d);
-      };
-      shapeConstant("otc_loss/rows_shape", {-1, outType.shape().dim(rank - 1).dim_value()});
-      shapeConstant("otc_loss/labels_shape", {-1});
-      addNode(g, "Reshape", {out, "otc_loss/rows_shape"}, "otc_loss/rows")
-          ->set_name("otc_loss/rows");
-      addNode(g, "Reshape", {extra, "otc_loss/labels_shape"}, "otc_loss/row_labels")
-          ->set_name("otc_loss/row_labels");
-      scores = "otc_loss/rows";
-      labels = "otc_loss/row_labels";
-    }
-    onnx::NodeProto *loss = addNode(g, "SoftmaxCrossEntropyLoss", {scores, labels}, "otc_loss");
-    onnx::AttributeProto *reduction = loss->add_attribute();
-    reduction->set_name("reduction");
-    reduction->set_type(onnx::AttributeProto::STRING);
-    reduction->set_s("mean");
-    onnx::AttributeProto *ignore = loss->add_attribute();
-    ignore->set_name("ignore_index");
-    ignore->set_type(onnx::AttributeProto::INT);
-    ignore->set_i(-100);
-  } else {
-    *tt = outType;
-    if (tt->shape().dim_size() > 0)
-      tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
-    addNode(g, "Sub", {out, extra}, "otc_loss/diff");
-    addNode(g, "Mul", {"otc_loss/diff", "otc_loss/diff"}, "otc_loss/sq");
-    onnx::NodeProto *mean = addNode(g, "ReduceMean", {"otc_loss/sq"}, "otc_loss");
-    onnx::AttributeProto *keep = mean->add_attribute();
-    keep->set_name("keepdims");
-    keep->set_type(onnx::AttributeProto::INT);
-    keep->set_i(0);
-  }
-  g.clear_output();
-  onnx::ValueInfoProto *loss = g.add_output();
-  loss->set_name("otc_loss");
-  loss->mutable_type()->mutable_tensor_type()->set_elem_type(outType.elem_type());
-  loss->mutable_type()->mutable_tensor_type()->mutable_shape();
-  return true;
-}
-
 /// Makes every data input static: a symbolic leading dimension becomes the
 /// micro-batch size, any other one the size --dim gives its name. A training
 /// step's data inputs all carry the batch as axis 0; a forward-only graph's
@@ -533,17 +386,20 @@ bool specialiseBatch(onnx::ModelProto &model, const ImportOptions &options,
 /// then says why).
 void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
                      const ImportOptions &options, const std::string &name) {
-  size_t colon = options.loss.find(':');
-  if (options.forwardOnly || colon == std::string::npos)
-    return;
-  std::string out = options.loss.substr(colon + 1);
-  onnx::ValueInfoProto *target = findOutput(*model.mutable_graph(), out);
-  if (!target || !target->type().has_tensor_type())
-    return;
-  bool unknown = !target->type().tensor_type().has_shape();
-  const onnx::TensorShapeProto &given = target->type().tensor_type().shape();
-  for (int d = 1; d < given.dim_size(); ++d)
-    unknown |= !given.dim(d).has_dim_value();
+  LossSpec loss;
+  std::string ignored;
+  if (options.forwardOnly || !parseLossSpec(options.loss, loss, ignored))
+    return; // (applyLoss reports a bad spec)
+  bool unknown = false;
+  for (const std::string &out : loss.outputs) {
+    onnx::ValueInfoProto *target = findOutput(*model.mutable_graph(), out);
+    if (!target || !target->type().has_tensor_type())
+      continue;
+    unknown |= !target->type().tensor_type().has_shape();
+    const onnx::TensorShapeProto &given = target->type().tensor_type().shape();
+    for (int d = 1; d < given.dim_size(); ++d)
+      unknown |= !given.dim(d).has_dim_value();
+  }
   if (!unknown)
     return;
   onnx::ModelProto copy = model;
@@ -551,7 +407,6 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   forward.microBatch = options.microBatch;
   forward.dims = options.dims;
   forward.forwardOnly = true;
-  std::string ignored;
   if (!specialiseBatch(copy, forward, ignored))
     return;
   // The importers may assume what ONNX's shape inference checks (types
@@ -569,13 +424,15 @@ void resolveLossDims(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   mlir::OwningOpRef<mlir::ModuleOp> module = importer.import(copy, name);
   if (!module)
     return;
+  // Changed only now: a failed import leaves the model as it was.
   for (auto f : module->getOps<mlir::func::FuncOp>())
     for (unsigned i = 0; i < f.getNumResults(); ++i) {
       auto named = f.getResultAttrOfType<mlir::StringAttr>(i, attr::kOutput);
       auto type = llvm::dyn_cast<mlir::RankedTensorType>(f.getResultTypes()[i]);
-      if (!named || named.getValue() != out || !type || type.getRank() == 0)
+      if (!named || !llvm::is_contained(loss.outputs, named.getValue().str()) || !type ||
+          type.getRank() == 0)
         continue;
-      // Changed only now: a failed import leaves the model as it was.
+      onnx::ValueInfoProto *target = findOutput(*model.mutable_graph(), named.getValue().str());
       auto *shape = target->mutable_type()->mutable_tensor_type()->mutable_shape();
       if (type.getRank() != shape->dim_size()) { // no shape was given: all of it
         shape->clear_dim();

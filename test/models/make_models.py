@@ -111,6 +111,22 @@ def bert(rng, n):
             {"input_ids": ids, "attention_mask": mask, "labels": lab})
 
 
+def bert_qa(rng, n):
+    """Extractive question answering (SQuAD fine-tuning), exported as
+    optimum exports it: start and end logits out, no positions in; otc
+    appends Hugging Face's loss with --loss span. Positions past the
+    sequence (a truncated answer) and before it are clamped, as there."""
+    cfg = tf.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=SEQ,
+                        hidden_dropout_prob=0, attention_probs_dropout_prob=0)
+    ids, mask, _ = token_data(rng, n, labels="class")
+    start = np.array([1, SEQ + 1, 3, 0, SEQ + 4, 5] * n)[:n]
+    end = np.array([2, SEQ, SEQ, 4, 7, -3] * n)[:n]
+    return (tf.BertForQuestionAnswering(cfg),
+            {"input_ids": ids, "attention_mask": mask, "start_positions": start,
+             "end_positions": end})
+
+
 def distilbert(rng, n):
     cfg = tf.DistilBertConfig(vocab_size=VOCAB, dim=16, n_layers=2, n_heads=2, hidden_dim=32,
                               max_position_embeddings=SEQ, dropout=0, attention_dropout=0)
@@ -302,7 +318,7 @@ def bloom(rng, n):
 
 CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
          "falcon": falcon, "bert": bert, "roberta": roberta, "albert": albert,
-         "distilbert": distilbert, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
+         "distilbert": distilbert, "bert_qa": bert_qa, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
          "convnext": convnext, "swin": swin, "whisper": whisper, "poolformer": poolformer,
          "codegen": codegen, "clip": clip, "deberta": deberta, "gptj": gptj, "bloom": bloom}
 
@@ -348,11 +364,15 @@ def train_as(model, state, data, dtype, lr):
 
 
 def export(model, state, data, path):
-    sample = tuple(torch.from_numpy(v[:MICRO]) for v in data.values())
+    # A question-answering model goes out without its positions (otc's --loss span)
+    names = [n for n in data if n not in SPAN]
+    wrapper, outputs = (Span, ["start_logits", "end_logits"]) if SPAN[0] in data else (Loss, ["loss"])
+    sample = tuple(torch.from_numpy(data[n][:MICRO]) for n in names)
     mode = torch.onnx.TrainingMode.TRAINING if batchnorms(model) else torch.onnx.TrainingMode.EVAL
-    torch.onnx.export(Loss(model, list(data)), sample, str(path), opset_version=17, training=mode,
-                      input_names=list(data), output_names=["loss"],
-                      dynamic_axes={name: {0: "batch"} for name in data})
+    torch.onnx.export(wrapper(model, names), sample, str(path), opset_version=17, training=mode,
+                      input_names=names, output_names=outputs,
+                      dynamic_axes={name: {0: "batch"}
+                                    for name in names + (outputs if wrapper is Span else [])})
     # Tracing in training mode moves BatchNorm's statistics: reset them.
     m = onnx.load(str(path))
     for init in m.graph.initializer:
@@ -447,6 +467,8 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     w32 = train(model, state, data, torch.float32, lr)
     w64 = train(model, as_float64(state), data, torch.float64, lr)
     m = (exporter or export)(model, state, data, out / "model.onnx")
+    if SPAN[0] in data:
+        extra_flags += " --loss span:start_logits,end_logits"
     (out / "compile_flags").write_text(
         f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}{extra_flags}\n")
     (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {lr}\n")
@@ -466,6 +488,22 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     np.savez(out / "expected.npz", **expected)
     n = sum(p.numel() for p in model.parameters())
     print(f"{name}: {n} parameters, {len(m.graph.node)} nodes, {len(expected) // 2} checked tensors")
+
+
+class Span(nn.Module):
+    """The model's forward returning its start and end logits, as optimum
+    exports a question-answering model."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.names, args)))
+        return out.start_logits, out.end_logits
+
+
+SPAN = ("start_positions", "end_positions")
 
 
 class Logits(nn.Module):

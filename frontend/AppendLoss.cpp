@@ -1,0 +1,293 @@
+// --loss: appends the loss to the ONNX graph, before import, as nodes the
+// importers already know (SoftmaxCrossEntropyLoss, Sub, ReduceMean), so
+// autodiff and the fused cross-entropy see them as any exported loss.
+#include "AppendLoss.h"
+#include "ModelChecks.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace otc {
+
+onnx::ValueInfoProto *findOutput(onnx::GraphProto &g, const std::string &name) {
+  for (auto &o : *g.mutable_output())
+    if (o.name() == name)
+      return &o;
+  return nullptr;
+}
+
+namespace {
+
+/// Whether `name` is taken by an input, initializer or node output.
+bool nameTaken(const onnx::GraphProto &g, const std::string &name) {
+  for (const auto &i : g.input())
+    if (i.name() == name)
+      return true;
+  for (const auto &i : g.initializer())
+    if (i.name() == name)
+      return true;
+  for (const auto &n : g.node())
+    for (const auto &o : n.output())
+      if (o == name)
+        return true;
+  return false;
+}
+
+onnx::NodeProto *addNode(onnx::GraphProto &g, const std::string &op,
+                         std::vector<std::string> ins, const std::string &out) {
+  onnx::NodeProto *n = g.add_node();
+  n->set_op_type(op);
+  n->set_name(out == "otc_loss" ? "otc_loss/" + op : out);
+  for (auto &i : ins)
+    n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
+void addIntAttribute(onnx::NodeProto *n, const char *name, int64_t value) {
+  onnx::AttributeProto *a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+/// A Constant node, not an initializer: a float initializer would train.
+void addConstant(onnx::GraphProto &g, const std::string &name, int type,
+                 std::vector<int64_t> dims, std::vector<double> values) {
+  onnx::AttributeProto *value = addNode(g, "Constant", {}, name)->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto *t = value->mutable_t();
+  t->set_data_type(type);
+  for (int64_t d : dims)
+    t->add_dims(d);
+  for (double v : values) {
+    if (type == onnx::TensorProto::INT64)
+      t->add_int64_data(int64_t(v));
+    else if (type == onnx::TensorProto::DOUBLE)
+      t->add_double_data(v);
+    else
+      t->add_float_data(float(v));
+  }
+}
+
+/// Mean softmax cross-entropy of `scores` ([N, C], the classes on axis 1)
+/// against int64 `labels` ([N]), ignoring `ignore`, into `out`.
+void crossEntropy(onnx::GraphProto &g, const std::string &scores, const std::string &labels,
+                  int64_t ignore, const std::string &out) {
+  onnx::NodeProto *loss = addNode(g, "SoftmaxCrossEntropyLoss", {scores, labels}, out);
+  onnx::AttributeProto *reduction = loss->add_attribute();
+  reduction->set_name("reduction");
+  reduction->set_type(onnx::AttributeProto::STRING);
+  reduction->set_s("mean");
+  addIntAttribute(loss, "ignore_index", ignore);
+}
+
+/// A new int64 input `name` of shape [batch, dims...].
+void addLabelInput(onnx::GraphProto &g, const std::string &name,
+                   const std::vector<onnx::TensorShapeProto_Dimension> &dims) {
+  onnx::ValueInfoProto *in = g.add_input();
+  in->set_name(name);
+  auto *tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::INT64);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  for (const auto &d : dims)
+    *tt->mutable_shape()->add_dim() = d;
+}
+
+/// F.cross_entropy(logits.view(-1, C), labels.view(-1)) with PyTorch's
+/// default ignore_index (-100): the classes on the last axis, every other
+/// position a row, so a language model's [N, T, C] takes labels [N, T].
+void appendCrossEntropy(onnx::GraphProto &g, const std::string &out,
+                        const onnx::TypeProto_Tensor &outType) {
+  // (A shape resolveLossDims could not find leaves the import to say why.)
+  int rank = outType.has_shape() ? outType.shape().dim_size() : 0;
+  bool rows = rank > 2 && outType.shape().dim(rank - 1).has_dim_value();
+  std::vector<onnx::TensorShapeProto_Dimension> dims;
+  for (int d = 1; rows && d < rank - 1; ++d)
+    dims.push_back(outType.shape().dim(d));
+  addLabelInput(g, "labels", dims);
+  std::string scores = out, labels = "labels";
+  if (rows) {
+    addConstant(g, "otc_loss/rows_shape", onnx::TensorProto::INT64, {2},
+                {-1, double(outType.shape().dim(rank - 1).dim_value())});
+    addConstant(g, "otc_loss/labels_shape", onnx::TensorProto::INT64, {1}, {-1});
+    addNode(g, "Reshape", {out, "otc_loss/rows_shape"}, "otc_loss/rows");
+    addNode(g, "Reshape", {"labels", "otc_loss/labels_shape"}, "otc_loss/row_labels");
+    scores = "otc_loss/rows";
+    labels = "otc_loss/row_labels";
+  }
+  crossEntropy(g, scores, labels, -100, "otc_loss");
+}
+
+/// Mean squared error against a new input `targets` of the output's type.
+void appendMse(onnx::GraphProto &g, const std::string &out,
+               const onnx::TypeProto_Tensor &outType) {
+  onnx::ValueInfoProto *in = g.add_input();
+  in->set_name("targets");
+  auto *tt = in->mutable_type()->mutable_tensor_type();
+  *tt = outType;
+  if (tt->shape().dim_size() > 0)
+    tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  addNode(g, "Sub", {out, "targets"}, "otc_loss/diff");
+  addNode(g, "Mul", {"otc_loss/diff", "otc_loss/diff"}, "otc_loss/sq");
+  onnx::NodeProto *mean = addNode(g, "ReduceMean", {"otc_loss/sq"}, "otc_loss");
+  addIntAttribute(mean, "keepdims", 0);
+}
+
+/// Hugging Face's question-answering loss (BertForQuestionAnswering and
+/// every *ForQuestionAnswering): the mean of the start and end logits'
+/// cross-entropies against `start_positions` and `end_positions`, each
+/// clamped to [0, T] with T (an answer cut off by truncation) ignored.
+bool appendSpan(onnx::GraphProto &g, const std::vector<std::string> &outs,
+                const std::vector<onnx::TypeProto_Tensor> &types, std::string &error) {
+  const char *ends[2] = {"start", "end"};
+  for (int k = 0; k < 2; ++k) {
+    const auto &shape = types[k].shape();
+    if (!types[k].has_shape() || shape.dim_size() != 2 || !shape.dim(1).has_dim_value()) {
+      error = "--loss span reads [batch, sequence] logits, but " + quoted(outs[k]) +
+              (types[k].has_shape() && shape.dim_size() != 2
+                   ? " has rank " + std::to_string(shape.dim_size())
+                   : " has no known sequence length (give it with --dim)");
+      return false;
+    }
+    int64_t t = shape.dim(1).dim_value();
+    std::string e = ends[k], positions = e + "_positions", prefix = "otc_loss/" + e;
+    addLabelInput(g, positions, {});
+    addConstant(g, prefix + "_first", onnx::TensorProto::INT64, {}, {0});
+    addConstant(g, prefix + "_ignored", onnx::TensorProto::INT64, {}, {double(t)});
+    addNode(g, "Clip", {positions, prefix + "_first", prefix + "_ignored"},
+            prefix + "_clamped");
+    crossEntropy(g, outs[k], prefix + "_clamped", t, prefix);
+  }
+  addConstant(g, "otc_loss/half", types[0].elem_type(), {}, {0.5});
+  addNode(g, "Add", {"otc_loss/start", "otc_loss/end"}, "otc_loss/sum");
+  addNode(g, "Mul", {"otc_loss/sum", "otc_loss/half"}, "otc_loss");
+  return true;
+}
+
+/// The names a loss adds, which the model must not already use.
+std::vector<std::string> addedNames(const std::string &kind) {
+  if (kind == "mse")
+    return {"targets", "otc_loss", "otc_loss/diff", "otc_loss/sq"};
+  if (kind == "span") {
+    std::vector<std::string> names = {"otc_loss", "otc_loss/half", "otc_loss/sum"};
+    for (std::string e : {"start", "end"})
+      for (const char *suffix : {"", "_first", "_ignored", "_clamped"})
+        names.push_back("otc_loss/" + e + suffix);
+    names.push_back("start_positions");
+    names.push_back("end_positions");
+    return names;
+  }
+  return {"labels",           "otc_loss",          "otc_loss/rows",
+          "otc_loss/row_labels", "otc_loss/rows_shape", "otc_loss/labels_shape"};
+}
+
+int64_t defaultOpset(const onnx::ModelProto &model) {
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      return o.version();
+  return 0;
+}
+
+} // namespace
+
+bool parseLossSpec(const std::string &spec, LossSpec &out, std::string &error) {
+  out = {};
+  if (spec.empty())
+    return true;
+  size_t colon = spec.find(':');
+  out.kind = spec.substr(0, colon);
+  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  // Only span splits at commas: another loss's output may have one in its name.
+  if (colon != std::string::npos && out.kind != "span")
+    out.outputs.push_back(rest);
+  for (size_t start = 0; colon != std::string::npos && out.kind == "span";) {
+    size_t comma = rest.find(',', start);
+    out.outputs.push_back(rest.substr(start, comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  bool known = out.kind == "cross-entropy" || out.kind == "mse" || out.kind == "span";
+  if (!known || out.outputs.empty()) {
+    error = "unknown --loss " + quoted(spec) +
+            " (expected cross-entropy:OUT, mse:OUT or span:START,END)";
+    return false;
+  }
+  size_t want = out.kind == "span" ? 2 : 1;
+  if (out.outputs.size() != want ||
+      llvm::any_of(out.outputs, [](const std::string &o) { return o.empty(); }) ||
+      (want == 2 && out.outputs[0] == out.outputs[1])) {
+    error = "--loss " + quoted(spec) + ": " + out.kind + " reads " +
+            (want == 2 ? "two different outputs, START,END" : "one output");
+    return false;
+  }
+  return true;
+}
+
+bool applyLoss(onnx::ModelProto &model, const std::string &spec, std::string &error) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  LossSpec loss;
+  if (!parseLossSpec(spec, loss, error))
+    return false;
+  if (loss.kind.empty()) {
+    std::vector<int> scalars;
+    for (int i = 0; i < g.output_size(); ++i) {
+      const auto &t = g.output(i).type().tensor_type();
+      bool isFloat = t.elem_type() == onnx::TensorProto::FLOAT ||
+                     t.elem_type() == onnx::TensorProto::DOUBLE;
+      if (isFloat && t.has_shape() && t.shape().dim_size() == 0)
+        scalars.push_back(i);
+    }
+    if (scalars.size() != 1) {
+      error = "the model has " + std::to_string(scalars.size()) +
+              " scalar float outputs; pick the loss with --loss "
+              "cross-entropy:OUT, --loss mse:OUT or --loss span:START,END";
+      return false;
+    }
+    onnx::ValueInfoProto only = g.output(scalars[0]); // a copy: outputs are cleared
+    g.clear_output();
+    *g.add_output() = only;
+    return true;
+  }
+
+  // Copies: the outputs die when they are cleared below.
+  std::vector<onnx::TypeProto_Tensor> types;
+  for (const std::string &out : loss.outputs) {
+    onnx::ValueInfoProto *target = findOutput(g, out);
+    if (!target) {
+      error = "--loss names " + quoted(out) + ", which is not a model output";
+      return false;
+    }
+    if (llvm::any_of(g.initializer(), [&](const auto &t) { return t.name() == out; })) {
+      error = "--loss names " + quoted(out) + ", an initializer, not a value the graph computes";
+      return false;
+    }
+    types.push_back(target->type().tensor_type());
+  }
+  for (const std::string &name : addedNames(loss.kind))
+    if (nameTaken(g, name)) {
+      error = "--loss " + loss.kind + " adds a value " + quoted(name) +
+              ", but the model already has one of that name";
+      return false;
+    }
+  if (loss.kind == "span" && defaultOpset(model) < 12) {
+    error = "--loss span clamps the positions with an integer Clip, which needs opset 12 or "
+            "later; the model's is " + std::to_string(defaultOpset(model));
+    return false;
+  }
+  if (loss.kind == "cross-entropy")
+    appendCrossEntropy(g, loss.outputs[0], types[0]);
+  else if (loss.kind == "mse")
+    appendMse(g, loss.outputs[0], types[0]);
+  else if (!appendSpan(g, loss.outputs, types, error))
+    return false;
+  g.clear_output();
+  onnx::ValueInfoProto *out = g.add_output();
+  out->set_name("otc_loss");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(types[0].elem_type());
+  out->mutable_type()->mutable_tensor_type()->mutable_shape();
+  return true;
+}
+
+} // namespace otc
