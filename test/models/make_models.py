@@ -449,7 +449,8 @@ def flags(model, m, state):
     return "".join(dict.fromkeys(out))
 
 
-def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
+def build(name, perturb=False):
+    """The case's model and data, its weights perturbed if asked."""
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     model, data = CASES[name](rng, MICRO * STEPS)
@@ -458,6 +459,11 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
         with torch.no_grad():
             for p in model.parameters():
                 p.add_(0.02 * torch.randn(p.shape, generator=g))
+    return model, data
+
+
+def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
+    model, data = build(name, perturb)
     state = copy.deepcopy(model.state_dict())
     out = OUT / (out_name or name)
     (out / "data").mkdir(parents=True, exist_ok=True)

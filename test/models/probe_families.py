@@ -277,14 +277,13 @@ FAMILIES = {
 }
 
 
-def noise(work, name):
+def noise(work, name, perturb=False):
     """otc's distance to PyTorch's float64 weights over PyTorch float32's,
     per trained tensor (2-norms): the median and the largest. A failed
     comparison may be float32 noise beyond the per-tensor bound (a chaotic
     run, or a tensor whose reference happened to land close): that gives a
     median near 1, a wrong gradient a large one."""
-    torch.manual_seed(0)
-    model, data = mm.CASES[name](np.random.default_rng(0), mm.MICRO * mm.STEPS)
+    model, data = mm.build(name, perturb)
     state = copy.deepcopy(model.state_dict())
     w32 = mm.train(model, state, data, torch.float32, mm.LR)
     w64 = mm.train(model, mm.as_float64(state), data, torch.float64, mm.LR)
@@ -315,8 +314,9 @@ def unchecked(work, name):
             f"{off / largest:.2g} of the largest update from PyTorch float32's")
 
 
-def probe(otc, work, name, make=mm.make):
-    """One family's line; make(name) writes its fixture."""
+def probe(otc, work, name, make=mm.make, perturb=False):
+    """One family's line; make(name) writes its fixture (from weights
+    perturbed as mm.make's `perturb`)."""
     fx = work / name
     try:
         make(name)
@@ -335,11 +335,11 @@ def probe(otc, work, name, make=mm.make):
             line = f"{name}: {what} failed: {' | '.join(lines[-3:])[:300]}"
             if what == "weights" and (why := unchecked(work, name)):
                 return f"{name}: {why}"
-            return f"{line}; {noise(work, name)}" if what == "weights" else line
+            return f"{line}; {noise(work, name, perturb)}" if what == "weights" else line
     return f"{name}: weights match"
 
 
-def main(cases=FAMILIES, usage=__doc__, make=mm.make):
+def main(cases=FAMILIES, usage=__doc__, make=mm.make, perturb=False):
     """OTC WORKDIR [NAME ...] from the command line: one line per case."""
     if len(sys.argv) < 3:
         sys.exit(usage)
@@ -348,7 +348,7 @@ def main(cases=FAMILIES, usage=__doc__, make=mm.make):
     mm.OUT = work
     mm.CASES.update(cases)
     for name in sys.argv[3:] or list(cases):
-        print(probe(otc, work, name, make), flush=True)
+        print(probe(otc, work, name, make, perturb), flush=True)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def main():
         mm.make(name, exporter=mm.export_torch2(optimize), perturb=True,
                 extra_flags=" --batch-norm train" if mm.batchnorms(model) else "")
 
-    pf.main(cases, __doc__, make)
+    pf.main(cases, __doc__, make, perturb=True)
 
 
 if __name__ == "__main__":
