@@ -134,6 +134,32 @@ void appendMse(onnx::GraphProto &g, const std::string &out,
   addIntAttribute(mean, "keepdims", 0);
 }
 
+/// Binary cross-entropy with logits against a new float input `labels` of
+/// the output's shape, as F.binary_cross_entropy_with_logits (mean) and
+/// Hugging Face's multi-label classification: max(x, 0) - x·y +
+/// log(1 + e^-|x|), which neither overflows nor takes log(0).
+void appendBce(onnx::GraphProto &g, const std::string &out,
+               const onnx::TypeProto_Tensor &outType) {
+  onnx::ValueInfoProto *in = g.add_input();
+  in->set_name("labels");
+  auto *tt = in->mutable_type()->mutable_tensor_type();
+  *tt = outType;
+  if (tt->shape().dim_size() > 0)
+    tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  addConstant(g, "otc_loss/one", outType.elem_type(), {}, {1.0});
+  addNode(g, "Relu", {out}, "otc_loss/positive");
+  addNode(g, "Mul", {out, "labels"}, "otc_loss/product");
+  addNode(g, "Abs", {out}, "otc_loss/magnitude");
+  addNode(g, "Neg", {"otc_loss/magnitude"}, "otc_loss/negative");
+  addNode(g, "Exp", {"otc_loss/negative"}, "otc_loss/exp");
+  addNode(g, "Add", {"otc_loss/exp", "otc_loss/one"}, "otc_loss/one_plus");
+  addNode(g, "Log", {"otc_loss/one_plus"}, "otc_loss/softplus");
+  addNode(g, "Sub", {"otc_loss/positive", "otc_loss/product"}, "otc_loss/linear");
+  addNode(g, "Add", {"otc_loss/linear", "otc_loss/softplus"}, "otc_loss/each");
+  onnx::NodeProto *mean = addNode(g, "ReduceMean", {"otc_loss/each"}, "otc_loss");
+  addIntAttribute(mean, "keepdims", 0);
+}
+
 /// Hugging Face's question-answering loss (BertForQuestionAnswering and
 /// every *ForQuestionAnswering): the mean of the start and end logits'
 /// cross-entropies against `start_positions` and `end_positions`, each
@@ -169,6 +195,10 @@ bool appendSpan(onnx::GraphProto &g, const std::vector<std::string> &outs,
 std::vector<std::string> addedNames(const std::string &kind) {
   if (kind == "mse")
     return {"targets", "otc_loss", "otc_loss/diff", "otc_loss/sq"};
+  if (kind == "bce")
+    return {"labels",           "otc_loss",        "otc_loss/one",      "otc_loss/positive",
+            "otc_loss/product", "otc_loss/magnitude", "otc_loss/negative", "otc_loss/exp",
+            "otc_loss/one_plus", "otc_loss/softplus", "otc_loss/linear",  "otc_loss/each"};
   if (kind == "span") {
     std::vector<std::string> names = {"otc_loss", "otc_loss/half", "otc_loss/sum"};
     for (std::string e : {"start", "end"})
@@ -208,10 +238,11 @@ bool parseLossSpec(const std::string &spec, LossSpec &out, std::string &error) {
       break;
     start = comma + 1;
   }
-  bool known = out.kind == "cross-entropy" || out.kind == "mse" || out.kind == "span";
+  bool known = out.kind == "cross-entropy" || out.kind == "mse" || out.kind == "bce" ||
+               out.kind == "span";
   if (!known || out.outputs.empty()) {
     error = "unknown --loss " + quoted(spec) +
-            " (expected cross-entropy:OUT, mse:OUT or span:START,END)";
+            " (expected cross-entropy:OUT, mse:OUT, bce:OUT or span:START,END)";
     return false;
   }
   size_t want = out.kind == "span" ? 2 : 1;
@@ -242,7 +273,7 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec, std::string &er
     if (scalars.size() != 1) {
       error = "the model has " + std::to_string(scalars.size()) +
               " scalar float outputs; pick the loss with --loss "
-              "cross-entropy:OUT, --loss mse:OUT or --loss span:START,END";
+              "cross-entropy:OUT, mse:OUT, bce:OUT or span:START,END";
       return false;
     }
     onnx::ValueInfoProto only = g.output(scalars[0]); // a copy: outputs are cleared
@@ -280,6 +311,8 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec, std::string &er
     appendCrossEntropy(g, loss.outputs[0], types[0]);
   else if (loss.kind == "mse")
     appendMse(g, loss.outputs[0], types[0]);
+  else if (loss.kind == "bce")
+    appendBce(g, loss.outputs[0], types[0]);
   else if (!appendSpan(g, loss.outputs, types, error))
     return false;
   g.clear_output();

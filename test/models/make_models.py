@@ -127,6 +127,20 @@ def bert_qa(rng, n):
              "end_positions": end})
 
 
+def bert_multilabel(rng, n):
+    """Multi-label classification (problem_type multi_label_classification):
+    Hugging Face's BCE-with-logits over every label, exported as logits
+    and trained with --loss bce."""
+    cfg = tf.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=SEQ,
+                        hidden_dropout_prob=0, attention_probs_dropout_prob=0, num_labels=4,
+                        problem_type="multi_label_classification")
+    ids, mask, _ = token_data(rng, n, labels="class")
+    labels = (rng.random((n, 4)) < 0.4).astype(np.float32)
+    return (tf.BertForSequenceClassification(cfg),
+            {"input_ids": ids, "attention_mask": mask, "labels": labels})
+
+
 def distilbert(rng, n):
     cfg = tf.DistilBertConfig(vocab_size=VOCAB, dim=16, n_layers=2, n_heads=2, hidden_dim=32,
                               max_position_embeddings=SEQ, dropout=0, attention_dropout=0)
@@ -318,7 +332,8 @@ def bloom(rng, n):
 
 CASES = {"gpt2": gpt2, "llama": llama, "llama_finetune": llama_finetune, "qwen2": qwen2,
          "falcon": falcon, "bert": bert, "roberta": roberta, "albert": albert,
-         "distilbert": distilbert, "bert_qa": bert_qa, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
+         "distilbert": distilbert, "bert_qa": bert_qa,
+         "bert_multilabel": bert_multilabel, "t5": t5, "bart": bart, "vit": vit, "resnet": resnet,
          "convnext": convnext, "swin": swin, "whisper": whisper, "poolformer": poolformer,
          "codegen": codegen, "clip": clip, "deberta": deberta, "gptj": gptj, "bloom": bloom}
 
@@ -363,16 +378,17 @@ def train_as(model, state, data, dtype, lr):
             if v.is_floating_point()}
 
 
-def export(model, state, data, path):
-    # A question-answering model goes out without its positions (otc's --loss span)
-    names = [n for n in data if n not in SPAN]
-    wrapper, outputs = (Span, ["start_logits", "end_logits"]) if SPAN[0] in data else (Loss, ["loss"])
+def export(model, state, data, path, head=None):
+    """The model returning its loss, or for a case of HEADS what its head
+    returns, without the inputs otc's --loss adds."""
+    wrapper, dropped, outputs, _ = head or (Loss, (), ["loss"], None)
+    names = [n for n in data if n not in dropped]
     sample = tuple(torch.from_numpy(data[n][:MICRO]) for n in names)
     mode = torch.onnx.TrainingMode.TRAINING if batchnorms(model) else torch.onnx.TrainingMode.EVAL
     torch.onnx.export(wrapper(model, names), sample, str(path), opset_version=17, training=mode,
                       input_names=names, output_names=outputs,
                       dynamic_axes={name: {0: "batch"}
-                                    for name in names + (outputs if wrapper is Span else [])})
+                                    for name in names + (outputs if head else [])})
     # Tracing in training mode moves BatchNorm's statistics: reset them.
     m = onnx.load(str(path))
     for init in m.graph.initializer:
@@ -472,9 +488,10 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     lr = LR
     w32 = train(model, state, data, torch.float32, lr)
     w64 = train(model, as_float64(state), data, torch.float64, lr)
-    m = (exporter or export)(model, state, data, out / "model.onnx")
-    if SPAN[0] in data:
-        extra_flags += " --loss span:start_logits,end_logits"
+    m = exporter(model, state, data, out / "model.onnx") if exporter else \
+        export(model, state, data, out / "model.onnx", HEADS.get(name))
+    if name in HEADS:
+        extra_flags += f" --loss {HEADS[name][3]}"
     (out / "compile_flags").write_text(
         f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}{extra_flags}\n")
     (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {lr}\n")
@@ -509,7 +526,6 @@ class Span(nn.Module):
         return out.start_logits, out.end_logits
 
 
-SPAN = ("start_positions", "end_positions")
 
 
 class Logits(nn.Module):
@@ -522,6 +538,16 @@ class Logits(nn.Module):
 
     def forward(self, *args):
         return self.model(**dict(zip(self.names, args))).logits
+
+
+# Cases exported without their loss, as optimum exports a task's head; otc
+# appends the loss Hugging Face computes with --loss.
+# (wrapper, inputs left out, outputs, --loss)
+HEADS = {
+    "bert_qa": (Span, ("start_positions", "end_positions"), ["start_logits", "end_logits"],
+                "span:start_logits,end_logits"),
+    "bert_multilabel": (Logits, ("labels",), ["logits"], "bce:logits"),
+}
 
 
 # model_dynamic.onnx: the same model and weights exported as optimum does,

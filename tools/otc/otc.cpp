@@ -54,7 +54,7 @@ const char kUsage[] =
     "  --lora-dropout P                dropout on the adapters' input, as PEFT's lora_dropout (default: 0)\n"
     "  --micro-batch N|auto            samples per step call; auto fits --memory-budget (default: 1)\n"
     "  --dim NAME=N                    a symbolic input dimension (a dynamic axis) of this size (repeatable)\n"
-    "  --loss cross-entropy:OUT|mse:OUT|span:START,END   a loss of output OUT and a labels input,\n"
+    "  --loss cross-entropy:OUT|mse:OUT|bce:OUT|span:START,END   a loss of output OUT and a labels input,\n"
     "                      or a question-answering span's (default: the model's scalar output)\n"
     "  --forward-only                  an executable that runs the graph and writes its outputs\n"
     "  --embed-weights                 carry the initial parameters (default: read from MODEL at start)\n"

@@ -18,7 +18,7 @@ struct ImportOptions {
   /// which only microBatch sets.
   std::vector<std::pair<std::string, int64_t>> dims;
   /// "" (the model's scalar output is the loss), "cross-entropy:OUT",
-  /// "mse:OUT" or "span:START,END" (AppendLoss.h).
+  /// "mse:OUT", "bce:OUT" or "span:START,END" (AppendLoss.h).
   std::string loss;
   /// Parameters not to train (--freeze): patterns where `*` matches any run,
   /// over initializer names and the PyTorch names of anonymous ones
