@@ -112,6 +112,8 @@ const OpImporter kImporters[] = {
     {"ConvTranspose", 1, importConvTranspose},
     {"CumSum", 11, importCumSum},
     {"DepthToSpace", 1, importBlocksMove<true>},
+    {"DFT", 17, importDft},
+    {"DFT", 20, importDft}, // axis an input
     {"Dropout", 12, importDropout},
     {"Einsum", 12, importEinsum},
     {"Expand", 8, importExpand},

@@ -42,6 +42,7 @@ mlir::LogicalResult importTopK(GraphImporter &imp);
 mlir::LogicalResult importConv(GraphImporter &imp);
 mlir::LogicalResult importConvTranspose(GraphImporter &imp);
 mlir::LogicalResult importCumSum(GraphImporter &imp);
+mlir::LogicalResult importDft(GraphImporter &imp);
 mlir::LogicalResult importDropout(GraphImporter &imp);
 mlir::LogicalResult importEinsum(GraphImporter &imp);
 mlir::LogicalResult importExpand(GraphImporter &imp);

@@ -124,6 +124,39 @@ bool splitByCount(const onnx::NodeProto &n, int opset) {
          (n.input_size() < 2 || n.input(1).empty()) && n.input_size() > 0;
 }
 
+/// Whether `n` is a DFT-20, whose axis is an input where DFT-17 (libonnx
+/// 1.12) has an attribute.
+bool dftWithAxisInput(const onnx::NodeProto &n, int opset) {
+  return opset >= 20 && n.op_type() == "DFT" && (n.domain().empty() || n.domain() == "ai.onnx");
+}
+
+/// DFT-20 `n` checked as DFT-17: its axis input, a Constant node's or an
+/// initializer's scalar (the importer refuses any other), as the attribute.
+void dftAsOlder(const onnx::GraphProto &g, onnx::NodeProto &n) {
+  int64_t axis = -2; // DFT-20's default
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    const std::string &name = n.input(2);
+    for (const auto &t : g.initializer())
+      if (t.name() == name && t.int64_data_size() == 1)
+        axis = t.int64_data(0);
+      else if (t.name() == name && t.raw_data().size() == 8)
+        std::memcpy(&axis, t.raw_data().data(), 8);
+    for (const auto &c : g.node())
+      if (c.op_type() == "Constant" && c.output_size() == 1 && c.output(0) == name)
+        for (const auto &a : c.attribute())
+          if (a.name() == "value" && a.t().int64_data_size() == 1)
+            axis = a.t().int64_data(0);
+          else if (a.name() == "value" && a.t().raw_data().size() == 8)
+            std::memcpy(&axis, a.t().raw_data().data(), 8);
+  }
+  while (n.input_size() > 2)
+    n.mutable_input()->RemoveLast();
+  onnx::AttributeProto *a = n.add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(axis);
+}
+
 /// Split-18 `n` by num_outputs checked as Split-13 with sizes from a fresh
 /// graph input: libonnx's Split-13 wants equal parts when it has none, and
 /// skips sizes it cannot read. The importer splits by the count.
@@ -161,7 +194,8 @@ void padAsOlder(onnx::GraphProto &g, onnx::NodeProto &n) {
 onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratch) {
   int opset = defaultOpset(model);
   auto any = [&](const onnx::NodeProto &n) {
-    return standInFor(n, opset) != nullptr || padWithAxes(n, opset) || splitByCount(n, opset);
+    return standInFor(n, opset) != nullptr || padWithAxes(n, opset) || splitByCount(n, opset) ||
+           dftWithAxisInput(n, opset);
   };
   bool newerIr = model.ir_version() > onnx::IR_VERSION;
   if (!newerIr && llvm::none_of(model.graph().node(), any))
@@ -185,6 +219,8 @@ onnx::ModelProto &withStandIns(onnx::ModelProto &model, onnx::ModelProto &scratc
       padAsOlder(*scratch.mutable_graph(), n);
     if (splitByCount(n, opset) && n.output_size() > 0)
       splitAsOlder(*scratch.mutable_graph(), n);
+    if (dftWithAxisInput(n, opset))
+      dftAsOlder(scratch.graph(), n);
   }
   return scratch;
 }
