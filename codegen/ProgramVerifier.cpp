@@ -134,6 +134,10 @@ private:
                  (n.args.size() < 2 || type(1) == ElemType::I1),
              "is logic on operands that are not i1");
         break;
+      case Node::BitAnd: case Node::BitOr: case Node::BitXor:
+        want(n.type == ElemType::I64 && type(0) == ElemType::I64 && type(1) == ElemType::I64,
+             "is bitwise on operands that are not i64");
+        break;
       case Node::Select:
         want(type(0) == ElemType::I1 && type(1) == n.type && type(2) == n.type,
              "selects between operands of other types");

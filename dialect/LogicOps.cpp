@@ -36,6 +36,16 @@ OTC_LOGIC_INFER(AndOp)
 OTC_LOGIC_INFER(OrOp)
 #undef OTC_LOGIC_INFER
 
+#define OTC_BITWISE_INFER(Op)                                                    \
+  LogicalResult Op::inferReturnTypes(MLIRContext *ctx, std::optional<Location> l, \
+                                     Op::Adaptor a, SmallVectorImpl<Type> &types) { \
+    return inferBroadcastOf(l, {a.getLhs(), a.getRhs()}, IntegerType::get(ctx, 64), types); \
+  }
+OTC_BITWISE_INFER(BitwiseAndOp)
+OTC_BITWISE_INFER(BitwiseOrOp)
+OTC_BITWISE_INFER(BitwiseXorOp)
+#undef OTC_BITWISE_INFER
+
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                         Adaptor a, SmallVectorImpl<Type> &types) {
   return inferBroadcastOf(loc, {a.getCondition(), a.getLhs(), a.getRhs()},

@@ -152,6 +152,57 @@ LogicalResult importXor(Imp &imp) {
       onnx::TensorProto::BOOL);
 }
 
+/// Fails unless input `i` holds integers (not bool, not float).
+static LogicalResult integerInput(Imp &imp, size_t i) {
+  if (const HostTensor *c = imp.constantInput(i)) {
+    if (!c->isFloat && c->elemType != onnx::TensorProto::BOOL)
+      return success();
+  } else {
+    auto v = imp.input(i);
+    if (failed(v))
+      return failure();
+    if (getElementTypeOrSelf(v->getType()).isInteger(64))
+      return success();
+  }
+  return imp.fail("input " + std::to_string(i) + " is not an integer tensor");
+}
+
+/// BitwiseAnd, BitwiseOr and BitwiseXor (opset 18): folded on constants,
+/// else on the int64 every integer type computes in.
+template <typename Op>
+static LogicalResult importBitwise(Imp &imp, int64_t (*f)(int64_t, int64_t)) {
+  if (failed(integerInput(imp, 0)) || failed(integerInput(imp, 1)))
+    return failure();
+  return importBinaryWith(
+      imp, [](Imp &i, Value a, Value b) { return i.create<Op>(a, b); },
+      HostFold([f](double a, double b) { return double(f(toInt64(a), toInt64(b))); }));
+}
+
+LogicalResult importBitwiseAnd(Imp &imp) {
+  return importBitwise<BitwiseAndOp>(imp, [](int64_t a, int64_t b) { return a & b; });
+}
+LogicalResult importBitwiseOr(Imp &imp) {
+  return importBitwise<BitwiseOrOp>(imp, [](int64_t a, int64_t b) { return a | b; });
+}
+LogicalResult importBitwiseXor(Imp &imp) {
+  return importBitwise<BitwiseXorOp>(imp, [](int64_t a, int64_t b) { return a ^ b; });
+}
+
+/// BitwiseNot of a constant (int32 or int64, the integer constants otc
+/// decodes). At run time an unsigned type's bits are not int64's, and the
+/// importer no longer knows the type, so it is refused.
+LogicalResult importBitwiseNot(Imp &imp) {
+  if (failed(integerInput(imp, 0)))
+    return failure();
+  const HostTensor *c = imp.constantInput(0);
+  if (!c)
+    return imp.fail("BitwiseNot of a run-time value is not supported (of a constant it folds)");
+  HostTensor t = *c;
+  for (double &v : t.values)
+    v = double(~toInt64(v));
+  return imp.define(0, std::move(t));
+}
+
 LogicalResult importNot(Imp &imp) {
   if (const HostTensor *c = imp.constantInput(0)) {
     HostTensor t = *c;

@@ -78,6 +78,11 @@ struct StandIn {
 const StandIn kStandIns[] = {
     // Opset 20: one tensor in, one of the same shape out.
     {"Gelu", 1, "Identity", false},
+    // Opset 18's bitwise ops: integers of one type, broadcast as Add's.
+    {"BitwiseAnd", 1, "Add", false},
+    {"BitwiseOr", 1, "Add", false},
+    {"BitwiseXor", 1, "Add", false},
+    {"BitwiseNot", 1, "Identity", false},
     // Opset 18 moved the axes of every reduction to an input, as ReduceSum
     // had them from 13, with the same attributes and shape rule.
     {"ReduceL1", 18, "ReduceSum", true},

@@ -178,6 +178,9 @@ void registerElementwiseRules(RuleRegistry &r) {
   add(AndOp::getOperationName(), {nullptr, binary<Node::And>});
   add(OrOp::getOperationName(), {nullptr, binary<Node::Or>});
   add(NotOp::getOperationName(), {nullptr, unary<Node::Not>});
+  add(BitwiseAndOp::getOperationName(), {nullptr, binary<Node::BitAnd>});
+  add(BitwiseOrOp::getOperationName(), {nullptr, binary<Node::BitOr>});
+  add(BitwiseXorOp::getOperationName(), {nullptr, binary<Node::BitXor>});
 #define OTC_UNARY_NODE(Kind, name, Op, expr, f) \
   add(Op::getOperationName(), {nullptr, unary<Node::Kind>});
 #include "../Nodes.def"

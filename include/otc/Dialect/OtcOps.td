@@ -30,6 +30,7 @@ def Otc_FloatTensor : StaticShapeTensorOf<[F16, BF16, F32, F64]>;
 def Otc_IndexTensor : StaticShapeTensorOf<[I64]>;
 def Otc_AnyTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64, I1]>;
 def Otc_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Otc_I64Tensor : StaticShapeTensorOf<[I64]>;
 // Floats and int64: arithmetic on positions and counts that depend on the
 // data runs at run time; only floats carry a gradient.
 def Otc_NumericTensor : StaticShapeTensorOf<[F16, BF16, F32, F64, I64]>;
@@ -274,6 +275,23 @@ class Otc_LogicOp<string mnemonic, string what>
 
 def Otc_AndOp : Otc_LogicOp<"and", "and">;
 def Otc_OrOp : Otc_LogicOp<"or", "or">;
+
+// Integers of every ONNX width compute in int64, whose two's complement
+// bits and, or and xor as those of the narrower type.
+class Otc_BitwiseOp<string mnemonic, string what>
+    : Otc_Op<mnemonic, !listconcat(Otc_ElementwiseFacts,
+        [Pure, InferTypeOpAdaptor, Otc_NotDifferentiable])> {
+  let summary = "Elementwise bitwise " # what # " of integers with numpy broadcasting";
+  let arguments = (ins Otc_I64Tensor:$lhs, Otc_I64Tensor:$rhs);
+  let results = (outs Otc_I64Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Otc_BitwiseAndOp : Otc_BitwiseOp<"bitwise_and", "and">;
+def Otc_BitwiseOrOp : Otc_BitwiseOp<"bitwise_or", "or">;
+def Otc_BitwiseXorOp : Otc_BitwiseOp<"bitwise_xor", "xor">;
 
 def Otc_WhereOp : Otc_DiffOp<"where", !listconcat(Otc_ElementwiseFacts, [InferTypeOpAdaptor,
     AllElementTypesMatch<["lhs", "rhs", "result"]>])> {
