@@ -76,8 +76,8 @@ const OpImporter kImporters[] = {
     {"ReduceMean", 18, importReduce<ReduceMeanOp>},
     {"ReduceProd", 1, importReduceProd},
     {"ReduceProd", 18, importReduceProd}, // axes an input
-    {"ReduceSum", 1, importComposedReduce<reduceSum>},
-    {"ReduceSum", 13, importComposedReduce<reduceSum>},
+    {"ReduceSum", 1, importReduceSum},
+    {"ReduceSum", 13, importReduceSum},
     {"LogSoftmax", 1, importSoftmax<LogSoftmaxOp>},
     {"LogSoftmax", 13, importSoftmax<LogSoftmaxOp>},
     {"Softmax", 1, importSoftmax<SoftmaxOp>},

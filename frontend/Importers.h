@@ -60,6 +60,7 @@ mlir::LogicalResult importGlobalMaxPool(GraphImporter &imp);
 mlir::LogicalResult importGru(GraphImporter &imp);
 mlir::LogicalResult importRnn(GraphImporter &imp);
 mlir::LogicalResult importReduceProd(GraphImporter &imp);
+mlir::LogicalResult importReduceSum(GraphImporter &imp);
 mlir::LogicalResult importIdentity(GraphImporter &imp);
 mlir::LogicalResult importInstanceNormalization(GraphImporter &imp);
 mlir::LogicalResult importIsInf(GraphImporter &imp);

@@ -40,20 +40,20 @@ LogicalResult importReduceWith(Imp &imp, BuildReduce build) {
   return imp.defineResult(build(imp, *x, *norm, imp.intAttr("keepdims", 1) != 0));
 }
 
-/// ReduceProd, on a compile-time input (the exporter's element counts,
-/// ReduceProd of a Shape); a run-time product is refused by name.
-LogicalResult importReduceProd(Imp &imp) {
-  const HostTensor *x = imp.constantInput(0);
-  if (!x)
-    return imp.fail("ReduceProd is supported on compile-time inputs only");
-  auto given = intsFromInputOrAttr(imp, imp.form() >= 18, 1, "axes", "the reduction axes");
+/// A reduction of compile-time `x` on the host: `combine` folds each
+/// element into its slot, which starts at `init`. The axes come from an
+/// input from opset `axesInputFrom` (13 for ReduceSum, 18 for the others).
+static LogicalResult hostReduce(Imp &imp, const HostTensor &x, int axesInputFrom, double init,
+                                double (*combine)(double, double)) {
+  auto given = intsFromInputOrAttr(imp, imp.form() >= axesInputFrom, 1, "axes",
+                                   "the reduction axes");
   if (failed(given))
     return failure();
-  int64_t rank = int64_t(x->shape.size());
+  int64_t rank = int64_t(x.shape.size());
   std::vector<int64_t> axes = *given;
   if (axes.empty()) {
     if (imp.intAttr("noop_with_empty_axes", 0))
-      return imp.define(0, *x);
+      return imp.define(0, x);
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);
   }
@@ -61,25 +61,34 @@ LogicalResult importReduceProd(Imp &imp) {
   if (failed(norm))
     return failure();
   bool keep = imp.intAttr("keepdims", 1) != 0;
-  HostTensor out = *x;
+  HostTensor out = x;
   out.shape.clear();
   std::vector<int64_t> outDims; // the result's index space, reduced dims 1
   for (int64_t d = 0; d < rank; ++d) {
     bool reduced = llvm::is_contained(*norm, d);
-    outDims.push_back(reduced ? 1 : x->shape[d]);
+    outDims.push_back(reduced ? 1 : x.shape[d]);
     if (!reduced || keep)
-      out.shape.push_back(reduced ? 1 : x->shape[d]);
+      out.shape.push_back(reduced ? 1 : x.shape[d]);
   }
-  out.values.assign(size_t(product(outDims)), 1.0);
-  std::vector<int64_t> in = stridesOf(x->shape), res = stridesOf(outDims);
-  for (int64_t i = 0; i < int64_t(x->values.size()); ++i) {
+  out.values.assign(size_t(product(outDims)), init);
+  std::vector<int64_t> in = stridesOf(x.shape), res = stridesOf(outDims);
+  for (int64_t i = 0; i < int64_t(x.values.size()); ++i) {
     int64_t at = 0;
     for (int64_t d = 0; d < rank; ++d)
       if (outDims[d] != 1)
-        at += (i / in[d] % x->shape[d]) * res[d];
-    out.values[size_t(at)] *= x->values[size_t(i)];
+        at += (i / in[d] % x.shape[d]) * res[d];
+    out.values[size_t(at)] = combine(out.values[size_t(at)], x.values[size_t(i)]);
   }
   return imp.define(0, std::move(out));
+}
+
+/// ReduceProd, on a compile-time input (the exporter's element counts,
+/// ReduceProd of a Shape); a run-time product is refused by name.
+LogicalResult importReduceProd(Imp &imp) {
+  const HostTensor *x = imp.constantInput(0);
+  if (!x)
+    return imp.fail("ReduceProd is supported on compile-time inputs only");
+  return hostReduce(imp, *x, 18, 1.0, [](double a, double b) { return a * b; });
 }
 
 namespace {
@@ -194,6 +203,14 @@ FailureOr<Value> reduceSum(Imp &imp, Value x, ArrayRef<int64_t> axes, bool keepD
     return failure();
   auto out = cast<RankedTensorType>(sum->getType());
   return CastOp::create(b, imp.loc(), out.clone(b.getI64Type()), *sum).getResult();
+}
+
+/// ReduceSum: of integer constants on the host (a count the exporter
+/// computes from a full() of a batch-sized shape, as GIT's), else reduceSum.
+LogicalResult importReduceSum(Imp &imp) {
+  if (const HostTensor *x = imp.constantInput(0); x && !x->isFloat)
+    return hostReduce(imp, *x, 13, 0.0, [](double a, double b) { return a + b; });
+  return importReduceWith(imp, reduceSum);
 }
 
 /// ArgMax and ArgMin along `axis`: the first extreme (or the last, with
