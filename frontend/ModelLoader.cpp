@@ -662,7 +662,8 @@ importChecked(mlir::MLIRContext &ctx, onnx::ModelProto &model,
   // would read as values an optimizer folded.
   std::optional<TorchSignature> sig = torchSignature(model.graph());
   std::string folded = sig ? foldedParameters(model.graph(), *sig) : "";
-  auto untied = untieMergedCopies(model, bytes, sig ? &sig->buffers : nullptr);
+  auto untied = untieMergedCopies(model, bytes, sig ? &sig->buffers : nullptr,
+                                  sig ? &sig->parameters : nullptr);
   if (error = tieAsAsked(model, options.ties, bytes); !error.empty())
     return nullptr;
   auto aliases = untied; // every copy's source, for the runtime

@@ -623,7 +623,8 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
 }
 
 std::vector<std::pair<std::string, std::string>>
-untieMergedCopies(onnx::ModelProto &model, TensorBytes &bytes, const llvm::StringSet<> *keep) {
+untieMergedCopies(onnx::ModelProto &model, TensorBytes &bytes, const llvm::StringSet<> *keep,
+                  const llvm::StringSet<> *parameters) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::map<std::string, int> initializer;
   for (int i = 0; i < g.initializer_size(); ++i)
@@ -669,6 +670,7 @@ untieMergedCopies(onnx::ModelProto &model, TensorBytes &bytes, const llvm::Strin
                   : initializer.end();
     if (it == initializer.end() || !isFloat(g.initializer(it->second).data_type()) ||
         (keep && keep->contains(n.input(0))) ||
+        (parameters && !parameters->contains(n.output(0))) ||
         (n.output_size() == 1 && calledAgain.count(n.output(0)))) {
       *nodes.Add() = std::move(n);
       continue;

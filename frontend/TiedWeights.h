@@ -54,9 +54,14 @@ std::vector<std::string> tieFoldedExpressions(onnx::ModelProto &model, TensorByt
 /// layer_scale_1 and layer_scale_2) are equal by chance. Copies of the
 /// initializers in `keep` (PyTorch 2's listed buffers and constants, which
 /// torch.export clones) stay Identity nodes: no parameter of their own.
+/// With `parameters` (PyTorch 2's listed ones, which its exporter never
+/// merges), only a copy named as one of them is untied: any other is an
+/// alias torch.export made of the parameter itself (BLIP's full slice of
+/// its position embeddings), which must train as it.
 std::vector<std::pair<std::string, std::string>>
 untieMergedCopies(onnx::ModelProto &model, TensorBytes &bytes,
-                  const llvm::StringSet<> *keep = nullptr);
+                  const llvm::StringSet<> *keep = nullptr,
+                  const llvm::StringSet<> *parameters = nullptr);
 
 /// --tie KEEP=COPY: COPY leaves the initializers and its readers read KEEP,
 /// through Identity, or Transpose where COPY holds KEEP's transpose (any

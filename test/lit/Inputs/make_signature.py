@@ -20,7 +20,9 @@ everything the graph holds, and a parameter emb it lacks (the tied copy of
 another, as BART's shared embeddings beside lm_head): nothing was folded,
 so nothing is warned; buf is read through an Identity, as torch.export
 clones a buffer, by a MatMul: the clone stays the buffer (no parameter of
-its own, where an unlisted MatMul operand would train), with no note.
+its own, where an unlisted MatMul operand would train), with no note; and
+wt through an Identity named alias, as torch.export aliases a parameter
+(a full slice of it): the alias is the parameter wt, which trains.
 
 usage: make_signature.py signature|empty|large|tied OUT.onnx
 """
@@ -45,8 +47,10 @@ lines = ["p_w: PARAMETER target='w'", "p_bias: PARAMETER target='bias'", "b_buf:
 if mode == "empty":
     lines = ["b_buf: BUFFER target='buf' persistent=True", "x: USER_INPUT", "y: USER_OUTPUT"]
 if mode == "tied":
-    nodes[1:2] = [helper.make_node("Identity", ["buf"], ["clone"]),
-                  helper.make_node("MatMul", ["h1", "clone"], ["h2"])]
+    nodes[1:3] = [helper.make_node("Identity", ["buf"], ["clone"]),
+                  helper.make_node("MatMul", ["h1", "clone"], ["h2"]),
+                  helper.make_node("Identity", ["wt"], ["alias"]),
+                  helper.make_node("MatMul", ["h2", "alias"], ["h3"])]
     lines = ["p_w: PARAMETER target='w'", "p_wt: PARAMETER target='wt'", "p_emb: PARAMETER target='emb'",
              "b_buf: BUFFER target='buf' persistent=True", "c_s: CONSTANT_TENSOR target='s'",
              "c_c: CONSTANT_TENSOR target='c'", "x: USER_INPUT", "y: USER_OUTPUT"]
