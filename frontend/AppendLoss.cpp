@@ -2,6 +2,7 @@
 // importers already know (SoftmaxCrossEntropyLoss, Sub, ReduceMean), so
 // autodiff and the fused cross-entropy see them as any exported loss.
 #include "AppendLoss.h"
+#include "GraphImporter.h"
 #include "ModelChecks.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -68,6 +69,17 @@ void addConstant(onnx::GraphProto &g, const std::string &name, int type,
     else
       t->add_float_data(float(v));
   }
+}
+
+/// A scalar constant of float type `type`: a 16-bit one as a float32
+/// constant cast to it (Constant's float_data holds float32 only).
+void addFloatConstant(onnx::GraphProto &g, const std::string &name, int type, double value) {
+  if (type == onnx::TensorProto::FLOAT || type == onnx::TensorProto::DOUBLE) {
+    addConstant(g, name, type, {}, {value});
+    return;
+  }
+  addConstant(g, name + "/f32", onnx::TensorProto::FLOAT, {}, {value});
+  addIntAttribute(addNode(g, "Cast", {name + "/f32"}, name), "to", type);
 }
 
 /// Mean softmax cross-entropy of `scores` ([N, C], the classes on axis 1)
@@ -137,7 +149,9 @@ void appendMse(onnx::GraphProto &g, const std::string &out,
 /// Binary cross-entropy with logits against a new float input `labels` of
 /// the output's shape, as F.binary_cross_entropy_with_logits (mean) and
 /// Hugging Face's multi-label classification: max(x, 0) - x·y +
-/// log(1 + e^-|x|), which neither overflows nor takes log(0).
+/// log(1 + e^-|x|), which neither overflows nor takes log(0). max(x, 0) is
+/// (x + |x|) / 2, whose gradient at 0 is PyTorch's σ(0) = 1/2 with the
+/// rest (a Relu's would be 0 there: every logit of a zeroed head).
 void appendBce(onnx::GraphProto &g, const std::string &out,
                const onnx::TypeProto_Tensor &outType) {
   onnx::ValueInfoProto *in = g.add_input();
@@ -146,10 +160,12 @@ void appendBce(onnx::GraphProto &g, const std::string &out,
   *tt = outType;
   if (tt->shape().dim_size() > 0)
     tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
-  addConstant(g, "otc_loss/one", outType.elem_type(), {}, {1.0});
-  addNode(g, "Relu", {out}, "otc_loss/positive");
-  addNode(g, "Mul", {out, "labels"}, "otc_loss/product");
+  addFloatConstant(g, "otc_loss/one", outType.elem_type(), 1.0);
+  addFloatConstant(g, "otc_loss/half", outType.elem_type(), 0.5);
   addNode(g, "Abs", {out}, "otc_loss/magnitude");
+  addNode(g, "Add", {out, "otc_loss/magnitude"}, "otc_loss/twice_positive");
+  addNode(g, "Mul", {"otc_loss/twice_positive", "otc_loss/half"}, "otc_loss/positive");
+  addNode(g, "Mul", {out, "labels"}, "otc_loss/product");
   addNode(g, "Neg", {"otc_loss/magnitude"}, "otc_loss/negative");
   addNode(g, "Exp", {"otc_loss/negative"}, "otc_loss/exp");
   addNode(g, "Add", {"otc_loss/exp", "otc_loss/one"}, "otc_loss/one_plus");
@@ -185,7 +201,7 @@ bool appendSpan(onnx::GraphProto &g, const std::vector<std::string> &outs,
             prefix + "_clamped");
     crossEntropy(g, outs[k], prefix + "_clamped", t, prefix);
   }
-  addConstant(g, "otc_loss/half", types[0].elem_type(), {}, {0.5});
+  addFloatConstant(g, "otc_loss/half", types[0].elem_type(), 0.5);
   addNode(g, "Add", {"otc_loss/start", "otc_loss/end"}, "otc_loss/sum");
   addNode(g, "Mul", {"otc_loss/sum", "otc_loss/half"}, "otc_loss");
   return true;
@@ -196,11 +212,14 @@ std::vector<std::string> addedNames(const std::string &kind) {
   if (kind == "mse")
     return {"targets", "otc_loss", "otc_loss/diff", "otc_loss/sq"};
   if (kind == "bce")
-    return {"labels",           "otc_loss",        "otc_loss/one",      "otc_loss/positive",
-            "otc_loss/product", "otc_loss/magnitude", "otc_loss/negative", "otc_loss/exp",
-            "otc_loss/one_plus", "otc_loss/softplus", "otc_loss/linear",  "otc_loss/each"};
+    return {"labels",           "otc_loss",          "otc_loss/one",     "otc_loss/one/f32",
+            "otc_loss/half",    "otc_loss/half/f32", "otc_loss/twice_positive",
+            "otc_loss/positive", "otc_loss/product", "otc_loss/magnitude", "otc_loss/negative",
+            "otc_loss/exp",     "otc_loss/one_plus", "otc_loss/softplus", "otc_loss/linear",
+            "otc_loss/each"};
   if (kind == "span") {
-    std::vector<std::string> names = {"otc_loss", "otc_loss/half", "otc_loss/sum"};
+    std::vector<std::string> names = {"otc_loss", "otc_loss/half", "otc_loss/half/f32",
+                                      "otc_loss/sum"};
     for (std::string e : {"start", "end"})
       for (const char *suffix : {"", "_first", "_ignored", "_clamped"})
         names.push_back("otc_loss/" + e + suffix);
@@ -210,13 +229,6 @@ std::vector<std::string> addedNames(const std::string &kind) {
   }
   return {"labels",           "otc_loss",          "otc_loss/rows",
           "otc_loss/row_labels", "otc_loss/rows_shape", "otc_loss/labels_shape"};
-}
-
-int64_t defaultOpset(const onnx::ModelProto &model) {
-  for (const auto &o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx")
-      return o.version();
-  return 0;
 }
 
 } // namespace
@@ -240,13 +252,13 @@ bool parseLossSpec(const std::string &spec, LossSpec &out, std::string &error) {
   }
   bool known = out.kind == "cross-entropy" || out.kind == "mse" || out.kind == "bce" ||
                out.kind == "span";
-  if (!known || out.outputs.empty()) {
+  if (!known) {
     error = "unknown --loss " + quoted(spec) +
             " (expected cross-entropy:OUT, mse:OUT, bce:OUT or span:START,END)";
     return false;
   }
   size_t want = out.kind == "span" ? 2 : 1;
-  if (out.outputs.size() != want ||
+  if (out.outputs.size() != want || colon == std::string::npos ||
       llvm::any_of(out.outputs, [](const std::string &o) { return o.empty(); }) ||
       (want == 2 && out.outputs[0] == out.outputs[1])) {
     error = "--loss " + quoted(spec) + ": " + out.kind + " reads " +
@@ -302,6 +314,15 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec, std::string &er
               ", but the model already has one of that name";
       return false;
     }
+  // Their targets take the output's type, and a data input is float32.
+  int elem = types[0].elem_type();
+  if ((loss.kind == "bce" || loss.kind == "mse") && elem != onnx::TensorProto::FLOAT &&
+      elem != onnx::TensorProto::DOUBLE) {
+    error = "--loss " + loss.kind + " reads a float32 or float64 output, but " +
+            quoted(loss.outputs[0]) + " is " +
+            onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem));
+    return false;
+  }
   if (loss.kind == "span" && defaultOpset(model) < 12) {
     error = "--loss span clamps the positions with an integer Clip, which needs opset 12 or "
             "later; the model's is " + std::to_string(defaultOpset(model));

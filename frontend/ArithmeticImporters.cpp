@@ -188,18 +188,23 @@ LogicalResult importBitwiseXor(Imp &imp) {
   return importBitwise<BitwiseXorOp>(imp, [](int64_t a, int64_t b) { return a ^ b; });
 }
 
-/// BitwiseNot of a constant (int32 or int64, the integer constants otc
-/// decodes). At run time an unsigned type's bits are not int64's, and the
-/// importer no longer knows the type, so it is refused.
+/// BitwiseNot of a constant, in its type's width (a folded Cast keeps the
+/// unsigned type it made). At run time an unsigned type's complement is
+/// not int64's, and the importer no longer knows the type, so it is refused.
 LogicalResult importBitwiseNot(Imp &imp) {
   if (failed(integerInput(imp, 0)))
     return failure();
   const HostTensor *c = imp.constantInput(0);
   if (!c)
     return imp.fail("BitwiseNot of a run-time value is not supported (of a constant it folds)");
+  using P = onnx::TensorProto;
+  if (c->elemType == P::UINT64)
+    return imp.fail("BitwiseNot of uint64 is not supported");
+  int bits = c->elemType == P::UINT8 ? 8 : c->elemType == P::UINT16 ? 16
+             : c->elemType == P::UINT32 ? 32 : 0;
   HostTensor t = *c;
   for (double &v : t.values)
-    v = double(~toInt64(v));
+    v = bits ? double(~toInt64(v) & ((int64_t(1) << bits) - 1)) : double(~toInt64(v));
   return imp.define(0, std::move(t));
 }
 

@@ -136,7 +136,8 @@ bool dftWithAxisInput(const onnx::NodeProto &n, int opset) {
 }
 
 /// DFT-20 `n` checked as DFT-17: its axis input, a Constant node's or an
-/// initializer's scalar (the importer refuses any other), as the attribute.
+/// initializer's scalar (the importer refuses any other, naming it), as the
+/// attribute.
 void dftAsOlder(const onnx::GraphProto &g, onnx::NodeProto &n) {
   int64_t axis = -2; // DFT-20's default
   if (n.input_size() > 2 && !n.input(2).empty()) {
@@ -149,7 +150,9 @@ void dftAsOlder(const onnx::GraphProto &g, onnx::NodeProto &n) {
     for (const auto &c : g.node())
       if (c.op_type() == "Constant" && c.output_size() == 1 && c.output(0) == name)
         for (const auto &a : c.attribute())
-          if (a.name() == "value" && a.t().int64_data_size() == 1)
+          if (a.name() == "value_int")
+            axis = a.i();
+          else if (a.name() == "value" && a.t().int64_data_size() == 1)
             axis = a.t().int64_data(0);
           else if (a.name() == "value" && a.t().raw_data().size() == 8)
             std::memcpy(&axis, a.t().raw_data().data(), 8);

@@ -94,7 +94,7 @@ LogicalResult importDft(Imp &imp) {
   if (onesided && (C == 2 || inverse))
     return imp.fail("onesided applies to a forward transform of a real input");
   int64_t K = onesided ? L / 2 + 1 : L;
-  if (failed(checkFoldSize(imp, product({L * C, 2 * K}))))
+  if (failed(checkFoldSize(imp, product({L, C, 2, K}))))
     return failure();
 
   OpBuilder &b = imp.builder();

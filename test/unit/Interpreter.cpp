@@ -278,6 +278,9 @@ std::vector<Tensor> evaluate(func::FuncOp func, const std::vector<Tensor> &args)
         .Case([&](NotOp) { return unary([](double a) { return double(a == 0); }); })
         .Case([&](AndOp) { return binary([](double a, double b) { return double(a != 0 && b != 0); }); })
         .Case([&](OrOp) { return binary([](double a, double b) { return double(a != 0 || b != 0); }); })
+        .Case([&](BitwiseAndOp) { return binary([](double a, double b) { return double(int64_t(a) & int64_t(b)); }); })
+        .Case([&](BitwiseOrOp) { return binary([](double a, double b) { return double(int64_t(a) | int64_t(b)); }); })
+        .Case([&](BitwiseXorOp) { return binary([](double a, double b) { return double(int64_t(a) ^ int64_t(b)); }); })
         .Case([&](WhereOp w) {
           const Tensor &c = get(w.getCondition()), &a = get(w.getLhs()), &b = get(w.getRhs());
           return map(shape, [&](int64_t i) {

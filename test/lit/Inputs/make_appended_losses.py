@@ -6,14 +6,16 @@ seq.onnx: x [N, "seq"] scaled by a trained w [1] into start = x·w and
 end = -x·w, the sequence a dynamic axis (--dim seq=5); DATA/ holds x and
 positions before, inside and past the sequence. rank3.onnx: two [N, 2, 3]
 outputs. opset11.onnx: two [N, 4] outputs at opset 11 (no integer Clip).
-bce.onnx: logits = z·v [N, 3] with v [1] trained, z as large as ±120 (e^120
-overflows float32) and soft labels; BCE/ holds z and labels.
+bce.onnx: logits = z·v + b [N, 3] with v [1] and b [3] (zeros) trained, z
+as large as ±120 (e^120 overflows float32), zeros (logits exactly 0, where
+the loss's max(x, 0) has a kink) and soft labels; BCE/ holds z and labels.
+half.onnx: x [N, 4] cast to float16 logits a and b = -a.
 
 usage: make_appended_losses.py OUTDIR     the models, OUTDIR/data, OUTDIR/bce
        make_appended_losses.py --check-span
            reads a training log on stdin; checks its first loss against numpy
        make_appended_losses.py --check-bce LOG SAVED
-           the same for bce, and v after one SGD step of lr 0.1
+           the same for bce, and v and b after one SGD step of lr 0.1
 """
 import re
 import sys
@@ -53,13 +55,14 @@ V, LR = 0.5, 0.1
 
 def bce_expected():
     """PyTorch's formula in float64: the mean of max(x, 0) - x·y +
-    log(1 + e^-|x|), and v after one step: its derivative in v is
-    mean((σ(x) - y)·z)."""
+    log(1 + e^-|x|), and v and b after one step: the derivative in x is
+    (σ(x) - y) / count (PyTorch's, 1/2 - y at x = 0), so in v it is
+    mean((σ(x) - y)·z), in b its column sums."""
     z, y = Z.astype(np.float64), LABELS.astype(np.float64)
     x = z * V
     loss = (np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))).mean()
-    grad = ((1 / (1 + np.exp(-x)) - y) * z).mean()
-    return loss, V - LR * grad
+    dx = (1 / (1 + np.exp(-x)) - y) / x.size
+    return loss, V - LR * (dx * z).sum(), -LR * dx.sum(0)
 
 
 def write(out):
@@ -80,11 +83,19 @@ def write(out):
             [vi("a", TensorProto.FLOAT, shape), vi("b", TensorProto.FLOAT, shape)])
         save_model(g, str(out / f"{name}.onnx"), opset=opset)
     bce = helper.make_graph(
-        [n("Mul", ["z", "v"], ["logits"])], "bce", [vi("z", TensorProto.FLOAT, ["N", 3])],
-        [vi("logits", TensorProto.FLOAT, ["N", 3])],
-        [numpy_helper.from_array(np.array([V], np.float32), "v")])
+        [n("Mul", ["z", "v"], ["scaled"]), n("Add", ["scaled", "b"], ["logits"])], "bce",
+        [vi("z", TensorProto.FLOAT, ["N", 3])], [vi("logits", TensorProto.FLOAT, ["N", 3])],
+        [numpy_helper.from_array(np.array([V], np.float32), "v"),
+         numpy_helper.from_array(np.zeros(3, np.float32), "b")])
     save_model(bce, str(out / "bce.onnx"))
     save_data(out / "bce", z=Z, labels=LABELS)
+    half = helper.make_graph(
+        [n("Mul", ["x", "w"], ["xw"]), n("Cast", ["xw"], ["a"], to=TensorProto.FLOAT16),
+         n("Neg", ["a"], ["b"])], "half", [vi("x", TensorProto.FLOAT, ["N", 4])],
+        [vi("a", TensorProto.FLOAT16, ["N", 4]), vi("b", TensorProto.FLOAT16, ["N", 4])],
+        [numpy_helper.from_array(np.array([W], np.float32), "w")])
+    save_model(half, str(out / "half.onnx"))
+    save_data(out / "half", x=X[:, :4], start_positions=START, end_positions=END)
 
 
 def first_loss(log):
@@ -104,13 +115,14 @@ def check_span():
 
 def check_bce(log, saved):
     import onnx
-    loss, v = bce_expected()
-    w = numpy_helper.to_array(
-        next(t for t in onnx.load(saved).graph.initializer if t.name == "v"))[0]
+    loss, v, b = bce_expected()
+    saved = {t.name: numpy_helper.to_array(t) for t in onnx.load(saved).graph.initializer}
     # Terms up to 60: float32 roundings of 4e-6 each over 9 terms, and 6
     # printed decimals; the gradient's terms reach 120 (|σ - y|·|z|).
     ok = report("loss", first_loss(Path(log).read_text()), loss, 2e-5)
-    ok &= report("v", float(w), v, 1e-5)
+    ok &= report("v", float(saved["v"][0]), v, 1e-5)
+    for k in range(3):  # terms below 1 / 9, times lr
+        ok &= report(f"b[{k}]", float(saved["b"][k]), b[k], 1e-7)
     sys.exit(0 if ok else 1)
 
 

@@ -4,7 +4,8 @@
 a int32 [N, 4] (negative values too), b int64 [4] (broadcast), u and v
 uint8 [N, 4]: and_ab, or_ab, xor_ab = a & b, a | b, a ^ b; xor_uv = u ^ v;
 c = ~[5, -6] (int32, folded), added to int64 zeros read at run time so
-that it leaves as an output; d = ~(3 & 6 | 8) folded; OUT.bad.onnx: BitwiseNot
+that it leaves as an output; d = ~(3 & 6 | 8) folded; e = ~uint8([5, 200])
+folded in uint8's width (250, 55); OUT.bad.onnx: BitwiseNot
 of a run-time value.
 
 usage: make_bitwise.py OUT.onnx DATA_DIR
@@ -29,7 +30,8 @@ def expected():
     return {"and_ab": a & B, "or_ab": a | B, "xor_ab": a ^ B,
             "xor_uv": (U ^ V).astype(np.int64),
             "c": np.broadcast_to(~np.array([5, -6], np.int32), (2, 2)).astype(np.int64),
-            "d": np.broadcast_to(np.int64(~(3 & 6 | 8)), (2, 2)).astype(np.int64)}
+            "d": np.broadcast_to(np.int64(~(3 & 6 | 8)), (2, 2)).astype(np.int64),
+            "e": np.broadcast_to(~np.array([5, 200], np.uint8), (2, 2)).astype(np.int64)}
 
 
 def write(path, data):
@@ -50,7 +52,12 @@ def write(path, data):
              n("BitwiseAnd", ["three", "six"], ["d_and"]),
              n("BitwiseOr", ["d_and", "eight"], ["d_or"]),
              n("BitwiseNot", ["d_or"], ["d_not"]),
-             n("Add", ["zeros", "d_not"], ["d"])]
+             n("Add", ["zeros", "d_not"], ["d"]),
+             const("e_in", np.array([5, 200], np.int64)),
+             n("Cast", ["e_in"], ["e_u8"], to=TensorProto.UINT8),
+             n("BitwiseNot", ["e_u8"], ["e_not"]),
+             n("Cast", ["e_not"], ["e64"], to=TensorProto.INT64),
+             n("Add", ["zeros", "e64"], ["e"])]
     vi = helper.make_tensor_value_info
     g = helper.make_graph(
         nodes, "bitwise",
