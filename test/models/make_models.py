@@ -490,7 +490,7 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     w64 = train(model, as_float64(state), data, torch.float64, lr)
     m = exporter(model, state, data, out / "model.onnx") if exporter else \
         export(model, state, data, out / "model.onnx", HEADS.get(name))
-    if name in HEADS:
+    if name in HEADS and not exporter:  # (another exporter writes the model's own loss)
         extra_flags += f" --loss {HEADS[name][3]}"
     (out / "compile_flags").write_text(
         f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}{extra_flags}\n")
