@@ -11,8 +11,10 @@ makes /opt/t2venv, with transformers 4.57); not part of the test command:
 
   test/models/probe_torch2.py OTC WORKDIR [--optimize] [NAME ...]
 
-NAME: a case of make_models.py, probe_families.py or probe_multimodal.py
-(default: all of make_models' and probe_families').
+NAME: a case of make_models.py, probe_families.py, probe_multimodal.py,
+probe_torchvision.py or probe_timm.py (the last two need torchvision
+0.24.1, timm 1.0.22 and pillow installed with --no-deps into the venv);
+default: all of make_models' and probe_families'.
 """
 import sys
 from pathlib import Path
@@ -27,9 +29,11 @@ def main():
     if optimize:
         sys.argv.remove("--optimize")
     cases = {**mm.CASES, **pf.FAMILIES}
-    if any(name not in cases for name in sys.argv[3:]):
-        import probe_multimodal as pm
-        cases.update(pm.MODELS)
+    # Other probes' models by name (timm and torchvision: pip install --no-deps
+    # torchvision==0.24.1 timm==1.0.22 pillow into the venv).
+    for module in ("probe_multimodal", "probe_torchvision", "probe_timm"):
+        if any(name not in cases for name in sys.argv[3:]):
+            cases.update(__import__(module).MODELS)
 
     def make(name):
         model, _ = cases[name](__import__("numpy").random.default_rng(0), mm.MICRO)
