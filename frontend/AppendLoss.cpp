@@ -106,6 +106,17 @@ void addLabelInput(onnx::GraphProto &g, const std::string &name,
     *tt->mutable_shape()->add_dim() = d;
 }
 
+/// A new input `name` of the output's type, its batch symbolic.
+void addTargetInput(onnx::GraphProto &g, const std::string &name,
+                    const onnx::TypeProto_Tensor &outType) {
+  onnx::ValueInfoProto *in = g.add_input();
+  in->set_name(name);
+  auto *tt = in->mutable_type()->mutable_tensor_type();
+  *tt = outType;
+  if (tt->shape().dim_size() > 0)
+    tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+}
+
 /// F.cross_entropy(logits.view(-1, C), labels.view(-1)) with PyTorch's
 /// default ignore_index (-100): the classes on the last axis, every other
 /// position a row, so a language model's [N, T, C] takes labels [N, T].
@@ -134,12 +145,7 @@ void appendCrossEntropy(onnx::GraphProto &g, const std::string &out,
 /// Mean squared error against a new input `targets` of the output's type.
 void appendMse(onnx::GraphProto &g, const std::string &out,
                const onnx::TypeProto_Tensor &outType) {
-  onnx::ValueInfoProto *in = g.add_input();
-  in->set_name("targets");
-  auto *tt = in->mutable_type()->mutable_tensor_type();
-  *tt = outType;
-  if (tt->shape().dim_size() > 0)
-    tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  addTargetInput(g, "targets", outType);
   addNode(g, "Sub", {out, "targets"}, "otc_loss/diff");
   addNode(g, "Mul", {"otc_loss/diff", "otc_loss/diff"}, "otc_loss/sq");
   onnx::NodeProto *mean = addNode(g, "ReduceMean", {"otc_loss/sq"}, "otc_loss");
@@ -154,12 +160,7 @@ void appendMse(onnx::GraphProto &g, const std::string &out,
 /// rest (a Relu's would be 0 there: every logit of a zeroed head).
 void appendBce(onnx::GraphProto &g, const std::string &out,
                const onnx::TypeProto_Tensor &outType) {
-  onnx::ValueInfoProto *in = g.add_input();
-  in->set_name("labels");
-  auto *tt = in->mutable_type()->mutable_tensor_type();
-  *tt = outType;
-  if (tt->shape().dim_size() > 0)
-    tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+  addTargetInput(g, "labels", outType);
   addFloatConstant(g, "otc_loss/one", outType.elem_type(), 1.0);
   addFloatConstant(g, "otc_loss/half", outType.elem_type(), 0.5);
   addNode(g, "Abs", {out}, "otc_loss/magnitude");
@@ -205,30 +206,6 @@ bool appendSpan(onnx::GraphProto &g, const std::vector<std::string> &outs,
   addNode(g, "Add", {"otc_loss/start", "otc_loss/end"}, "otc_loss/sum");
   addNode(g, "Mul", {"otc_loss/sum", "otc_loss/half"}, "otc_loss");
   return true;
-}
-
-/// The names a loss adds, which the model must not already use.
-std::vector<std::string> addedNames(const std::string &kind) {
-  if (kind == "mse")
-    return {"targets", "otc_loss", "otc_loss/diff", "otc_loss/sq"};
-  if (kind == "bce")
-    return {"labels",           "otc_loss",          "otc_loss/one",     "otc_loss/one/f32",
-            "otc_loss/half",    "otc_loss/half/f32", "otc_loss/twice_positive",
-            "otc_loss/positive", "otc_loss/product", "otc_loss/magnitude", "otc_loss/negative",
-            "otc_loss/exp",     "otc_loss/one_plus", "otc_loss/softplus", "otc_loss/linear",
-            "otc_loss/each"};
-  if (kind == "span") {
-    std::vector<std::string> names = {"otc_loss", "otc_loss/half", "otc_loss/half/f32",
-                                      "otc_loss/sum"};
-    for (std::string e : {"start", "end"})
-      for (const char *suffix : {"", "_first", "_ignored", "_clamped"})
-        names.push_back("otc_loss/" + e + suffix);
-    names.push_back("start_positions");
-    names.push_back("end_positions");
-    return names;
-  }
-  return {"labels",           "otc_loss",          "otc_loss/rows",
-          "otc_loss/row_labels", "otc_loss/rows_shape", "otc_loss/labels_shape"};
 }
 
 } // namespace
@@ -308,12 +285,6 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec, std::string &er
     }
     types.push_back(target->type().tensor_type());
   }
-  for (const std::string &name : addedNames(loss.kind))
-    if (nameTaken(g, name)) {
-      error = "--loss " + loss.kind + " adds a value " + quoted(name) +
-              ", but the model already has one of that name";
-      return false;
-    }
   // Their targets take the output's type, and a data input is float32.
   int elem = types[0].elem_type();
   if ((loss.kind == "bce" || loss.kind == "mse") && elem != onnx::TensorProto::FLOAT &&
@@ -323,19 +294,37 @@ bool applyLoss(onnx::ModelProto &model, const std::string &spec, std::string &er
             onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(elem));
     return false;
   }
-  if (loss.kind == "span" && defaultOpset(model) < 12) {
+  if (int opset = defaultOpset(model); loss.kind == "span" && opset < 12) {
     error = "--loss span clamps the positions with an integer Clip, which needs opset 12 or "
-            "later; the model's is " + std::to_string(defaultOpset(model));
+            "later; the model's is " + std::to_string(opset);
     return false;
   }
+  // Built apart, so that the names it adds are checked against the model's
+  // before any joins it.
+  onnx::GraphProto added;
   if (loss.kind == "cross-entropy")
-    appendCrossEntropy(g, loss.outputs[0], types[0]);
+    appendCrossEntropy(added, loss.outputs[0], types[0]);
   else if (loss.kind == "mse")
-    appendMse(g, loss.outputs[0], types[0]);
+    appendMse(added, loss.outputs[0], types[0]);
   else if (loss.kind == "bce")
-    appendBce(g, loss.outputs[0], types[0]);
-  else if (!appendSpan(g, loss.outputs, types, error))
+    appendBce(added, loss.outputs[0], types[0]);
+  else if (!appendSpan(added, loss.outputs, types, error))
     return false;
+  std::vector<std::string> names;
+  for (const auto &in : added.input())
+    names.push_back(in.name());
+  for (const auto &n : added.node())
+    names.push_back(n.output(0));
+  for (const std::string &name : names)
+    if (nameTaken(g, name)) {
+      error = "--loss " + loss.kind + " adds a value " + quoted(name) +
+              ", but the model already has one of that name";
+      return false;
+    }
+  for (auto &in : *added.mutable_input())
+    *g.add_input() = std::move(in);
+  for (auto &n : *added.mutable_node())
+    *g.add_node() = std::move(n);
   g.clear_output();
   onnx::ValueInfoProto *out = g.add_output();
   out->set_name("otc_loss");

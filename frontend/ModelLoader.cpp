@@ -3,6 +3,7 @@
 #include "AppendLoss.h"
 #include "ExportBugs.h"
 #include "GraphImporter.h"
+#include "HostTensor.h"
 #include "ModelChecks.h"
 #include "TiedWeights.h"
 #include "WeightFiles.h"
@@ -140,22 +141,24 @@ bool dftWithAxisInput(const onnx::NodeProto &n, int opset) {
 /// attribute.
 void dftAsOlder(const onnx::GraphProto &g, onnx::NodeProto &n) {
   int64_t axis = -2; // DFT-20's default
+  auto read = [&](const onnx::TensorProto &t) {
+    HostTensor h;
+    std::string ignored;
+    if (decodeTensor(t, h, ignored) && h.numElements() == 1)
+      axis = toInt64(h.values[0]);
+  };
   if (n.input_size() > 2 && !n.input(2).empty()) {
     const std::string &name = n.input(2);
     for (const auto &t : g.initializer())
-      if (t.name() == name && t.int64_data_size() == 1)
-        axis = t.int64_data(0);
-      else if (t.name() == name && t.raw_data().size() == 8)
-        std::memcpy(&axis, t.raw_data().data(), 8);
+      if (t.name() == name)
+        read(t);
     for (const auto &c : g.node())
       if (c.op_type() == "Constant" && c.output_size() == 1 && c.output(0) == name)
         for (const auto &a : c.attribute())
           if (a.name() == "value_int")
             axis = a.i();
-          else if (a.name() == "value" && a.t().int64_data_size() == 1)
-            axis = a.t().int64_data(0);
-          else if (a.name() == "value" && a.t().raw_data().size() == 8)
-            std::memcpy(&axis, a.t().raw_data().data(), 8);
+          else if (a.name() == "value")
+            read(a.t());
   }
   while (n.input_size() > 2)
     n.mutable_input()->RemoveLast();

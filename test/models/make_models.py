@@ -55,14 +55,18 @@ VOCAB = 32
 
 
 class Loss(nn.Module):
-    """The model's forward with named inputs, returning its loss."""
+    """The model's forward with named inputs, returning the named fields of
+    its output: its loss, or (as optimum exports a task's head) its logits,
+    or a question-answering head's start and end logits."""
 
-    def __init__(self, model, names):
+    def __init__(self, model, names, fields=("loss",)):
         super().__init__()
-        self.model, self.names = model, names
+        self.model, self.names, self.fields = model, names, tuple(fields)
 
     def forward(self, *args):
-        return self.model(**dict(zip(self.names, args))).loss
+        out = self.model(**dict(zip(self.names, args)))
+        values = tuple(getattr(out, f) for f in self.fields)
+        return values if len(values) > 1 else values[0]
 
 
 def token_data(rng, n, pad=True, labels="lm"):
@@ -381,11 +385,11 @@ def train_as(model, state, data, dtype, lr):
 def export(model, state, data, path, head=None):
     """The model returning its loss, or for a case of HEADS what its head
     returns, without the inputs otc's --loss adds."""
-    wrapper, dropped, outputs, _ = head or (Loss, (), ["loss"], None)
+    dropped, outputs, _ = head or ((), ["loss"], None)
     names = [n for n in data if n not in dropped]
     sample = tuple(torch.from_numpy(data[n][:MICRO]) for n in names)
     mode = torch.onnx.TrainingMode.TRAINING if batchnorms(model) else torch.onnx.TrainingMode.EVAL
-    torch.onnx.export(wrapper(model, names), sample, str(path), opset_version=17, training=mode,
+    torch.onnx.export(Loss(model, names, outputs), sample, str(path), opset_version=17, training=mode,
                       input_names=names, output_names=outputs,
                       dynamic_axes={name: {0: "batch"}
                                     for name in names + (outputs if head else [])})
@@ -491,7 +495,7 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     m = exporter(model, state, data, out / "model.onnx") if exporter else \
         export(model, state, data, out / "model.onnx", HEADS.get(name))
     if name in HEADS and not exporter:  # (another exporter writes the model's own loss)
-        extra_flags += f" --loss {HEADS[name][3]}"
+        extra_flags += f" --loss {HEADS[name][2]}"
     (out / "compile_flags").write_text(
         f"--optimizer sgd --micro-batch {MICRO}{flags(model, m, state)}{extra_flags}\n")
     (out / "train_flags").write_text(f"--steps {STEPS} --accum-steps 1 --lr {lr}\n")
@@ -513,52 +517,27 @@ def make(name, out_name=None, exporter=None, perturb=False, extra_flags=""):
     print(f"{name}: {n} parameters, {len(m.graph.node)} nodes, {len(expected) // 2} checked tensors")
 
 
-class Span(nn.Module):
-    """The model's forward returning its start and end logits, as optimum
-    exports a question-answering model."""
-
-    def __init__(self, model, names):
-        super().__init__()
-        self.model, self.names = model, names
-
-    def forward(self, *args):
-        out = self.model(**dict(zip(self.names, args)))
-        return out.start_logits, out.end_logits
-
-
-
-
-class Logits(nn.Module):
-    """The model's forward returning its logits, as optimum exports a
-    text-generation model without its past."""
-
-    def __init__(self, model, names):
-        super().__init__()
-        self.model, self.names = model, names
-
-    def forward(self, *args):
-        return self.model(**dict(zip(self.names, args))).logits
-
-
 # Cases exported without their loss, as optimum exports a task's head; otc
 # appends the loss Hugging Face computes with --loss.
-# (wrapper, inputs left out, outputs, --loss)
+# (inputs left out, outputs: the model output's fields, --loss)
 HEADS = {
-    "bert_qa": (Span, ("start_positions", "end_positions"), ["start_logits", "end_logits"],
+    "bert_qa": (("start_positions", "end_positions"), ["start_logits", "end_logits"],
                 "span:start_logits,end_logits"),
-    "bert_multilabel": (Logits, ("labels",), ["logits"], "bce:logits"),
+    "bert_multilabel": (("labels",), ["logits"], "bce:logits"),
 }
 
 
 # model_dynamic.onnx: the same model and weights exported as optimum does,
 # every axis but the model's own dynamic (dynamic_axes), trained with --dim.
-# (wrapper, the inputs it reads, each input's dynamic axes, output name)
+# (the inputs it reads, each input's dynamic axes, output: the field
+# returned, its logits as optimum exports a text-generation model without
+# its past, or its loss)
 DYNAMIC = {
-    "gpt2": (Logits, ["input_ids"], {"input_ids": {0: "batch", 1: "sequence"}}, "logits"),
-    "bert": (Loss, ["input_ids", "attention_mask", "labels"],
+    "gpt2": (["input_ids"], {"input_ids": {0: "batch", 1: "sequence"}}, "logits"),
+    "bert": (["input_ids", "attention_mask", "labels"],
              {"input_ids": {0: "batch", 1: "sequence"},
               "attention_mask": {0: "batch", 1: "sequence"}, "labels": {0: "batch"}}, "loss"),
-    "resnet": (Loss, ["pixel_values", "labels"],
+    "resnet": (["pixel_values", "labels"],
                {"pixel_values": {0: "batch", 2: "height", 3: "width"}, "labels": {0: "batch"}},
                "loss"),
 }
@@ -569,12 +548,12 @@ def make_dynamic(name):
     rng = np.random.default_rng(0)
     model, data = CASES[name](rng, MICRO * STEPS)
     state = copy.deepcopy(model.state_dict())
-    wrapper, names, axes, output = DYNAMIC[name]
+    names, axes, output = DYNAMIC[name]
     sample = tuple(torch.from_numpy(data[k][:MICRO]) for k in names)
     mode = torch.onnx.TrainingMode.TRAINING if batchnorms(model) else torch.onnx.TrainingMode.EVAL
     path = OUT / name / "model_dynamic.onnx"
-    torch.onnx.export(wrapper(model, names), sample, str(path), opset_version=17, training=mode,
-                      input_names=names, output_names=[output], dynamic_axes=axes)
+    torch.onnx.export(Loss(model, names, [output]), sample, str(path), opset_version=17,
+                      training=mode, input_names=names, output_names=[output], dynamic_axes=axes)
     m = onnx.load(str(path))
     for init in m.graph.initializer:  # the statistics, as export() resets them
         key = init.name[len("model."):] if init.name.startswith("model.") else init.name
